@@ -1,0 +1,42 @@
+"""Shared fixtures: every test runs with its own config dir, data dir and no API keys."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fakes.server import FakeServer
+
+PROVIDER_ENV = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OLLAMA_HOST",
+    "ZEPH_CONFIG",
+    "ZEPH_HOME",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch):
+    """Point every zeph location at a temporary directory and clear provider keys."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("ZEPH_") or name in PROVIDER_ENV:
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("ZEPH_HOME", str(tmp_path / "zeph-home"))
+    return tmp_path
+
+
+@pytest.fixture
+def fake_server():
+    server = FakeServer()
+    yield server
+    server.close()

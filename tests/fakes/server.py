@@ -1,0 +1,147 @@
+"""A scripted HTTP server on 127.0.0.1 for wire-level provider tests.
+
+Tests queue `FakeResponse`s (per path, or for any path); the server replays
+them in order, streaming chunked bodies when asked, and records every request
+so tests can assert on exactly what went over the wire. Real SDK clients talk
+to it over real sockets.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class FakeResponse:
+    status: int = 200
+    body: bytes | None = None
+    chunks: list[bytes] | None = None  # streamed one by one (connection closes at the end)
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+    chunk_delay: float = 0.0
+    delay: float = 0.0  # before the status line is sent (timeouts)
+    drop_after: int | None = None  # close the socket after this many chunks, mid-stream
+
+    @classmethod
+    def json(cls, payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> "FakeResponse":
+        return cls(status=status, body=json.dumps(payload).encode(), headers=dict(headers or {}))
+
+    @classmethod
+    def stream(
+        cls, chunks: list[str | bytes], content_type: str, *, drop_after: int | None = None, chunk_delay: float = 0.0
+    ) -> "FakeResponse":
+        raw = [c.encode() if isinstance(c, str) else c for c in chunks]
+        return cls(chunks=raw, content_type=content_type, drop_after=drop_after, chunk_delay=chunk_delay)
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body or b"null")
+
+
+class FakeServer:
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._queues: dict[str | None, deque[FakeResponse]] = {}
+        self._routes: dict[str, FakeResponse] = {}
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                path = self.path.split("?", 1)[0]
+                server.requests.append(
+                    RecordedRequest(self.command, path, {k.lower(): v for k, v in self.headers.items()}, body)
+                )
+                response = server._next(path)
+                self._send(response)
+
+            def _send(self, response: FakeResponse) -> None:
+                if response.delay:
+                    time.sleep(response.delay)
+                try:
+                    self.send_response(response.status)
+                    self.send_header("Content-Type", response.content_type)
+                    for name, value in response.headers.items():
+                        self.send_header(name, value)
+                    if response.chunks is None:
+                        body = response.body or b""
+                        self.send_header("Content-Length", str(len(body)))
+                        self.end_headers()
+                        self.wfile.write(body)
+                        return
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    for i, chunk in enumerate(response.chunks):
+                        if response.drop_after is not None and i >= response.drop_after:
+                            self.wfile.flush()
+                            self.close_connection = True
+                            self.connection.shutdown(2)
+                            return
+                        self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                        self.wfile.flush()
+                        if response.chunk_delay:
+                            time.sleep(response.chunk_delay)
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.close_connection = True
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    self.close_connection = True
+
+            do_GET = do_POST = do_DELETE = do_PUT = _handle
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def queue(self, *responses: FakeResponse, path: str | None = None) -> None:
+        """Replay these responses, in order, to requests on `path` (None: any path)."""
+        with self._lock:
+            self._queues.setdefault(path, deque()).extend(responses)
+
+    def route(self, path: str, response: FakeResponse) -> None:
+        """Answer every request on `path` with `response` once its queue is empty."""
+        self._routes[path] = response
+
+    def _next(self, path: str) -> FakeResponse:
+        with self._lock:
+            for key in (path, None):
+                queue = self._queues.get(key)
+                if queue:
+                    return queue.popleft()
+        if path in self._routes:
+            return self._routes[path]
+        return FakeResponse.json({"error": f"fake server: nothing scripted for {path}"}, status=500)
+
+    def requests_to(self, path: str) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path == path]
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()

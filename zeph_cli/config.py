@@ -1,0 +1,532 @@
+"""Configuration: the typed settings, their defaults, ranges and sources.
+
+Invariant: the dataclasses below are the single source of truth for every key
+(default, type, range, documentation, environment variable). A value reaches
+`Config` only after validation, and each key remembers where it came from:
+command-line flag > `ZEPH_*` environment variable > config file > default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .paths import default_config_path
+
+PROVIDER_TYPES = ("anthropic", "openai", "compatible", "ollama", "local")
+# Names the spec uses for the same backends.
+PROVIDER_ALIASES = {"claude": "anthropic", "candle": "local"}
+
+
+def setting(
+    default: Any,
+    doc: str,
+    *,
+    lo: float | None = None,
+    hi: float | None = None,
+    choices: tuple[str, ...] | None = None,
+    kind: type | None = None,
+    env: str | None = None,
+    env_aliases: tuple[str, ...] = (),
+) -> Any:
+    """A config key: its default plus what validation and documentation need."""
+    meta = {
+        "doc": doc,
+        "lo": lo,
+        "hi": hi,
+        "choices": choices,
+        "kind": kind or type(default),
+        "env": env,
+        "env_aliases": env_aliases,
+    }
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class ProviderEntry:
+    """One `[[llm.providers]]` entry, also the shape of `[llm.summary_provider]`."""
+
+    name: str = setting("", "Entry name, used by --provider NAME and summary_model = \"compatible/NAME\".")
+    type: str = setting("", "Backend type.", choices=PROVIDER_TYPES + tuple(PROVIDER_ALIASES))
+    model: str = setting("", "Model name (for a summary provider of type compatible: the entry name).")
+    base_url: str = setting("", "Endpoint URL.")
+    api_key_env: str = setting("", "Environment variable holding the API key (default: the backend's own).")
+    embedding_model: str = setting("", "Embedding model override (ollama and openai only).")
+    device: str = setting("", "Inference device for local models: cpu, cuda or metal.", choices=("", "cpu", "cuda", "metal"))
+
+    @property
+    def backend(self) -> str:
+        return PROVIDER_ALIASES.get(self.type, self.type)
+
+
+@dataclass
+class LlmConfig:
+    provider: str = setting(
+        "",
+        "Backend or [[llm.providers]] name; empty = auto (anthropic/openai when their key is set, else local).",
+    )
+    model: str = setting("", "Model name (for local: a .gguf path); empty = the provider's default.")
+    base_url: str = setting("", "Endpoint URL override (required for compatible).")
+    temperature: float | None = setting(None, "Sampling temperature; unset = the provider's default.", lo=0.0, hi=2.0, kind=float)
+    max_tokens: int = setting(0, "Reply length cap in tokens; 0 = the model's output limit (at most 8192).", lo=0, hi=1_000_000)
+    timeout_secs: float = setting(120.0, "Timeout for one provider request, in seconds.", lo=1.0, hi=3600.0, kind=float)
+    max_retries: int = setting(2, "Retries on rate limits, overload and dropped connections (backoff honours Retry-After).", lo=0, hi=10)
+    summary_model: str = setting("", "Shorthand for the summary provider: \"type\" or \"type/model\".")
+    providers: list[ProviderEntry] = field(default_factory=list, metadata={"doc": "Named provider entries."})
+    summary_provider: ProviderEntry | None = field(default=None, metadata={"doc": "Provider for summaries."})
+
+
+@dataclass
+class SemanticConfig:
+    enabled: bool = setting(False, "Semantic recall of relevant past messages.")
+    recall_limit: int = setting(5, "Max semantically relevant messages to inject.", lo=0, hi=100)
+    temporal_decay_enabled: bool = setting(False, "Attenuate recall scores by message age.")
+    temporal_decay_half_life_days: float = setting(30.0, "Half-life for temporal decay, in days.", lo=0.01, hi=36500.0, kind=float)
+    mmr_enabled: bool = setting(False, "Maximal Marginal Relevance re-ranking.")
+    mmr_lambda: float = setting(0.7, "MMR relevance-diversity trade-off.", lo=0.0, hi=1.0)
+
+
+@dataclass
+class RoutingConfig:
+    strategy: str = setting("heuristic", "Query-aware memory backend selection.", choices=("heuristic",))
+
+
+@dataclass
+class ProbeConfig:
+    enabled: bool = setting(False, "Validate each hard compaction with a question/answer probe.")
+    model: str = setting("", "Model for probe calls; empty = the summary provider.")
+    threshold: float = setting(0.6, "Minimum average score for a Pass verdict.", lo=0.0, hi=1.0)
+    hard_fail_threshold: float = setting(0.35, "Score below this blocks compaction (HardFail).", lo=0.0, hi=1.0)
+    max_questions: int = setting(3, "Factual questions generated per probe.", lo=1, hi=20)
+    timeout_secs: int = setting(15, "Timeout for the whole probe (both LLM calls), in seconds.", lo=1, hi=600)
+
+
+@dataclass
+class CompressionConfig:
+    strategy: str = setting("reactive", "\"reactive\" (threshold tiers) or \"proactive\" (absolute token threshold).", choices=("reactive", "proactive"))
+    threshold_tokens: int = setting(80000, "Proactive: compress when context exceeds this many tokens.", lo=1000, hi=10_000_000)
+    max_summary_tokens: int = setting(4000, "Proactive: cap for the compressed summary.", lo=128, hi=1_000_000)
+    compress_provider: str = setting("", "Provider name for autonomous compress_context calls; empty = the main provider.")
+    probe: ProbeConfig = field(default_factory=ProbeConfig)
+
+
+@dataclass
+class CompressionGuidelinesConfig:
+    enabled: bool = setting(False, "Learn compression guidelines from detected context loss.")
+    update_threshold: int = setting(5, "Failure pairs needed to trigger a guidelines update.", lo=1, hi=1000)
+    max_guidelines_tokens: int = setting(500, "Token budget for the synthesized guidelines.", lo=16, hi=100_000)
+    max_pairs_per_update: int = setting(10, "Failure pairs consumed per update cycle.", lo=1, hi=1000)
+    detection_window_turns: int = setting(10, "Turns to watch for context loss after a hard compaction.", lo=1, hi=1000)
+    update_interval_secs: int = setting(300, "Background updater interval, in seconds.", lo=1, hi=86400)
+    max_stored_pairs: int = setting(100, "Cleanup threshold for stored failure pairs.", lo=1, hi=100_000)
+
+
+@dataclass
+class GraphConfig:
+    enabled: bool = setting(False, "Knowledge-graph memory (entity facts).")
+
+
+@dataclass
+class MemoryConfig:
+    context_budget_tokens: int = setting(0, "Context budget in tokens; 0 = auto (the model's context window).", lo=0, hi=100_000_000)
+    auto_budget: bool = setting(True, "With context_budget_tokens = 0, use the model's window (false = unlimited, no compaction).")
+    soft_compaction_threshold: float = setting(0.60, "Soft tier: prune tool outputs + apply deferred summaries (no LLM).", lo=0.0, hi=1.0)
+    hard_compaction_threshold: float = setting(
+        0.90,
+        "Hard tier: full LLM summarization when usage exceeds this fraction.",
+        lo=0.0,
+        hi=1.0,
+        env_aliases=("ZEPH_MEMORY_COMPACTION_THRESHOLD",),
+    )
+    compaction_preserve_tail: int = setting(4, "Keep the last N messages during compaction.", lo=0, hi=10_000)
+    prune_protect_tokens: int = setting(40000, "Protect the most recent N tokens from tool-output pruning.", lo=0, hi=100_000_000)
+    cross_session_score_threshold: float = setting(0.35, "Minimum relevance for cross-session results.", lo=0.0, hi=1.0)
+    tool_call_cutoff: int = setting(6, "Summarize the oldest tool pair when visible pairs exceed this.", lo=1, hi=10_000)
+    semantic: SemanticConfig = field(default_factory=SemanticConfig)
+    routing: RoutingConfig = field(default_factory=RoutingConfig)
+    compression: CompressionConfig = field(default_factory=CompressionConfig)
+    compression_guidelines: CompressionGuidelinesConfig = field(default_factory=CompressionGuidelinesConfig)
+    graph: GraphConfig = field(default_factory=GraphConfig)
+
+
+@dataclass
+class ContextConfig:
+    project_context_max_tokens: int = setting(
+        4000, "Cap for the <project_context> block (ZEPH.md files); longer content is cut with a note.", lo=0, hi=1_000_000
+    )
+
+
+@dataclass
+class ToolsConfig:
+    summarize_output: bool = setting(False, "Summarize long tool outputs with the LLM (falls back to truncation).")
+
+
+@dataclass
+class SkillsConfig:
+    prompt_mode: str = setting("auto", "How matched skills are rendered: full, compact or auto.", choices=("full", "compact", "auto"))
+
+
+@dataclass
+class Config:
+    llm: LlmConfig = field(default_factory=LlmConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
+    tools: ToolsConfig = field(default_factory=ToolsConfig)
+    skills: SkillsConfig = field(default_factory=SkillsConfig)
+
+    def get(self, path: str) -> Any:
+        node: Any = self
+        for part in path.split("."):
+            node = getattr(node, part)
+        return node
+
+    def find_provider_entry(self, name: str) -> ProviderEntry | None:
+        return next((p for p in self.llm.providers if p.name == name), None)
+
+
+# ---- schema walking ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Key:
+    """A scalar key of the schema, with everything needed to validate and document it."""
+
+    path: str
+    default: Any
+    doc: str
+    kind: type
+    lo: float | None
+    hi: float | None
+    choices: tuple[str, ...] | None
+    env: str
+    env_aliases: tuple[str, ...] = ()
+
+    @property
+    def env_names(self) -> tuple[str, ...]:
+        """The canonical variable first: it wins over a backward-compatible alias."""
+        return (self.env,) + self.env_aliases
+
+
+def _is_section(f: dataclasses.Field) -> bool:
+    return f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory)  # type: ignore[arg-type]
+
+
+def _scalar_key(path: str, f: dataclasses.Field) -> Key:
+    meta = f.metadata
+    env = meta.get("env") or "ZEPH_" + path.replace(".", "_").upper()
+    return Key(
+        path=path,
+        default=f.default,
+        doc=meta["doc"],
+        kind=meta["kind"],
+        lo=meta["lo"],
+        hi=meta["hi"],
+        choices=meta["choices"],
+        env=env,
+        env_aliases=tuple(meta.get("env_aliases", ())),
+    )
+
+
+def iter_keys(cls: type = Config, prefix: str = "") -> Iterator[Key]:
+    """Every scalar key of `cls` (and its sections), in declaration order."""
+    for f in dataclasses.fields(cls):
+        path = f"{prefix}{f.name}"
+        if _is_section(f):
+            yield from iter_keys(f.default_factory, path + ".")  # type: ignore[arg-type]
+        elif "kind" in f.metadata:
+            yield _scalar_key(path, f)
+
+
+KEYS: dict[str, Key] = {k.path: k for k in iter_keys()}
+ENTRY_KEYS: dict[str, Key] = {k.path: k for k in iter_keys(ProviderEntry)}
+TABLE_PATHS = ("llm.providers", "llm.summary_provider")
+ALL_PATHS = tuple(KEYS) + tuple(f"llm.providers.{k}" for k in ENTRY_KEYS) + tuple(
+    f"llm.summary_provider.{k}" for k in ENTRY_KEYS
+)
+
+
+def describe_range(key: Key) -> str:
+    if key.choices:
+        return "one of " + ", ".join(repr(c) for c in key.choices if c)
+    kind = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[key.kind]
+    if key.lo is not None and key.hi is not None:
+        return f"{kind} between {key.lo:g} and {key.hi:g}"
+    if key.lo is not None:
+        return f"{kind} >= {key.lo:g}"
+    return kind
+
+
+def _check(key: Key, value: Any, where: str) -> Any:
+    """Validate one value (already typed) against its key; return it normalised."""
+    ok_type = {
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, (int, float)) and not isinstance(value, bool),
+        str: isinstance(value, str),
+    }[key.kind]
+    if not ok_type:
+        raise ConfigError(f"{where}: {key.path} = {value!r} is not valid: expected {describe_range(key)}")
+    if key.kind is float:
+        value = float(value)
+    if key.choices is not None and value not in key.choices:
+        raise ConfigError(f"{where}: {key.path} = {value!r} is not valid: expected {describe_range(key)}")
+    if key.kind in (int, float):
+        if (key.lo is not None and value < key.lo) or (key.hi is not None and value > key.hi):
+            raise ConfigError(f"{where}: {key.path} = {value!r} is out of range: expected {describe_range(key)}")
+    return value
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _parse_env(key: Key, raw: str, var: str) -> Any:
+    text = raw.strip()
+    try:
+        if key.kind is bool:
+            if text.lower() in _TRUE:
+                return True
+            if text.lower() in _FALSE:
+                return False
+            raise ValueError
+        if key.kind is int:
+            return int(text)
+        if key.kind is float:
+            return float(text)
+    except ValueError:
+        raise ConfigError(
+            f"environment variable {var}={raw!r} is not valid for {key.path}: expected {describe_range(key)}"
+        ) from None
+    return raw
+
+
+# ---- loading ----------------------------------------------------------------
+
+
+@dataclass
+class LoadedConfig:
+    """A validated `Config` plus where each value came from."""
+
+    config: Config
+    sources: dict[str, str]
+    path: Path | None
+    warnings: list[str]
+
+    def source(self, path: str) -> str:
+        return self.sources.get(path, "default")
+
+
+def _toml_error(path: Path, exc: tomllib.TOMLDecodeError) -> ConfigError:
+    text = str(exc)
+    match = re.search(r"\(at line (\d+), column (\d+)\)", text)
+    reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", text).strip()
+    if match:
+        return ConfigError(f"{path}: line {match.group(1)}, column {match.group(2)}: TOML syntax error: {reason}")
+    return ConfigError(f"{path}: TOML syntax error: {reason}")
+
+
+def resolve_config_path(flag_path: str | None, env: Mapping[str, str]) -> tuple[Path, bool]:
+    """The config file to read and whether the user named it explicitly."""
+    if flag_path:
+        return Path(flag_path).expanduser(), True
+    if env.get("ZEPH_CONFIG"):
+        return Path(env["ZEPH_CONFIG"]).expanduser(), True
+    return default_config_path(env), False
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a directory, not a config file") from None
+    except PermissionError:
+        raise ConfigError(f"{path}: permission denied reading the config file") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: config file is not valid UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise _toml_error(path, exc) from None
+
+
+def _suggest(path: str, candidates: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(path, candidates, n=1, cutoff=0.6)
+    if not close:
+        leaf = path.rsplit(".", 1)[-1]
+        leaves = {c.rsplit(".", 1)[-1]: c for c in candidates}
+        near = difflib.get_close_matches(leaf, list(leaves), n=1, cutoff=0.6)
+        close = [leaves[near[0]]] if near else []
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _flatten(data: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for name, value in data.items():
+        path = f"{prefix}{name}"
+        if path in TABLE_PATHS:
+            yield path, value
+        elif isinstance(value, dict):
+            yield from _flatten(value, path + ".")
+        else:
+            yield path, value
+
+
+def _section_paths() -> set[str]:
+    sections: set[str] = set()
+    for key in KEYS:
+        parts = key.split(".")
+        for i in range(1, len(parts)):
+            sections.add(".".join(parts[:i]))
+    return sections
+
+
+def _provider_entry(raw: Any, where: str, label: str, warnings: list[str]) -> ProviderEntry:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: {label} must be a table, got {raw!r}")
+    values: dict[str, Any] = {}
+    for name, value in raw.items():
+        key = ENTRY_KEYS.get(name)
+        if key is None:
+            warnings.append(f"{where}: unknown key {label}.{name}{_suggest(name, tuple(ENTRY_KEYS))}")
+            continue
+        values[name] = _check(dataclasses.replace(key, path=f"{label}.{name}"), value, where)
+    if not values.get("type"):
+        raise ConfigError(f"{where}: {label}.type is required: expected one of " + ", ".join(PROVIDER_TYPES))
+    return ProviderEntry(**values)
+
+
+def parse_summary_model(text: str, where: str = "config") -> ProviderEntry:
+    """`summary_model = "type"` or `"type/model"` → an equivalent provider entry."""
+    kind, _, model = text.partition("/")
+    kind = kind.strip()
+    if kind not in PROVIDER_TYPES and kind not in PROVIDER_ALIASES:
+        raise ConfigError(
+            f"{where}: llm.summary_model = {text!r} is not valid: expected \"TYPE\" or \"TYPE/MODEL\" "
+            f"with TYPE one of {', '.join(PROVIDER_TYPES)}"
+        )
+    return ProviderEntry(type=kind, model=model.strip())
+
+
+def _set(config: Config, path: str, value: Any) -> None:
+    *parents, leaf = path.split(".")
+    node: Any = config
+    for part in parents:
+        node = getattr(node, part)
+    setattr(node, leaf, value)
+
+
+def load_config(
+    *,
+    config_path: str | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, tuple[Any, str]] | None = None,
+) -> LoadedConfig:
+    """Build the effective `Config`.
+
+    `overrides` maps key paths to `(value, flag_name)` from the command line.
+    Raises `ConfigError` naming the file, key or variable at fault.
+    """
+    env = os.environ if env is None else env
+    config = Config()
+    sources: dict[str, str] = {}
+    warnings: list[str] = []
+
+    path, explicit = resolve_config_path(config_path, env)
+    file_data: dict[str, Any] = {}
+    if path.is_file() or (explicit and path.exists()):
+        file_data = read_config_file(path)
+    elif explicit:
+        origin = "--config" if config_path else "ZEPH_CONFIG"
+        raise ConfigError(f"config file not found: {path} (from {origin})")
+
+    where = str(path)
+    sections = _section_paths()
+    for key_path, value in _flatten(file_data):
+        if key_path == "llm.providers":
+            if not isinstance(value, list):
+                raise ConfigError(f"{where}: llm.providers must be an array of tables ([[llm.providers]])")
+            entries = [_provider_entry(v, where, f"llm.providers[{i}]", warnings) for i, v in enumerate(value)]
+            names = [e.name for e in entries]
+            for i, entry in enumerate(entries):
+                if not entry.name:
+                    raise ConfigError(f"{where}: llm.providers[{i}].name is required")
+                if names.count(entry.name) > 1:
+                    raise ConfigError(f"{where}: llm.providers has two entries named {entry.name!r}")
+            config.llm.providers = entries
+            sources[key_path] = "file"
+            continue
+        if key_path == "llm.summary_provider":
+            config.llm.summary_provider = _provider_entry(value, where, "llm.summary_provider", warnings)
+            sources[key_path] = "file"
+            continue
+        key = KEYS.get(key_path)
+        if key is None:
+            if key_path in sections:
+                raise ConfigError(f"{where}: {key_path} must be a table ([{key_path}]), got {value!r}")
+            warnings.append(f"{where}: unknown key {key_path}{_suggest(key_path, ALL_PATHS)}")
+            continue
+        _set(config, key_path, _check(key, value, where))
+        sources[key_path] = "file"
+
+    for key in KEYS.values():
+        for var in key.env_names:
+            if var in env and env[var] != "":
+                value = _check(key, _parse_env(key, env[var], var), f"environment variable {var}")
+                _set(config, key.path, value)
+                sources[key.path] = f"env {var}"
+                break
+
+    for key_path, (value, flag) in (overrides or {}).items():
+        if value is None:
+            continue
+        _set(config, key_path, _check(KEYS[key_path], value, f"option {flag}"))
+        sources[key_path] = f"flag {flag}"
+
+    _check_relations(config, sources)
+    if config.llm.summary_model and config.llm.summary_provider is None:
+        parse_summary_model(config.llm.summary_model, where)
+    return LoadedConfig(config, sources, path if file_data or path.exists() else None, warnings)
+
+
+def _check_relations(config: Config, sources: dict[str, str]) -> None:
+    m = config.memory
+    if m.soft_compaction_threshold >= m.hard_compaction_threshold:
+        raise ConfigError(
+            f"memory.soft_compaction_threshold ({m.soft_compaction_threshold:g}, from {sources.get('memory.soft_compaction_threshold', 'default')}) "
+            f"must be below memory.hard_compaction_threshold ({m.hard_compaction_threshold:g}, "
+            f"from {sources.get('memory.hard_compaction_threshold', 'default')})"
+        )
+    p = m.compression.probe
+    if p.hard_fail_threshold >= p.threshold:
+        raise ConfigError(
+            f"memory.compression.probe.hard_fail_threshold ({p.hard_fail_threshold:g}) must be below "
+            f"memory.compression.probe.threshold ({p.threshold:g})"
+        )
+
+
+# ---- writing ----------------------------------------------------------------
+
+
+def to_toml_dict(config: Config) -> dict[str, Any]:
+    """The config as nested plain data (unset optional keys left out), for tomli-w."""
+
+    def convert(obj: Any) -> Any:
+        if dataclasses.is_dataclass(obj):
+            out = {}
+            for f in dataclasses.fields(obj):
+                value = convert(getattr(obj, f.name))
+                if value is not None:
+                    out[f.name] = value
+            return out
+        if isinstance(obj, list):
+            return [convert(v) for v in obj]
+        return obj
+
+    return convert(config)

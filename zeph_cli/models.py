@@ -1,0 +1,99 @@
+"""Model profiles: context window and output limit per known model.
+
+Invariant: `profile_for(name)` always answers; names are matched by the longest
+known prefix after dropping vendor prefixes, tags and dates, and an unknown
+model gets the 64,000-token default window.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DEFAULT_CONTEXT_WINDOW = 64_000
+DEFAULT_OUTPUT_LIMIT = 4_096
+REPLY_CAP_DEFAULT = 8_192
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    name: str
+    context_window: int
+    output_limit: int
+    known: bool = True
+
+
+# (prefix, context window, output limit). Longest matching prefix wins.
+_PROFILES: tuple[tuple[str, int, int], ...] = (
+    # Anthropic
+    ("claude-opus-4-5", 200_000, 64_000),
+    ("claude-opus-4-1", 200_000, 32_000),
+    ("claude-opus-4", 200_000, 32_000),
+    ("claude-sonnet-4-5", 200_000, 64_000),
+    ("claude-sonnet-4", 200_000, 64_000),
+    ("claude-haiku-4-5", 200_000, 64_000),
+    ("claude-3-7-sonnet", 200_000, 64_000),
+    ("claude-3-5-sonnet", 200_000, 8_192),
+    ("claude-3-5-haiku", 200_000, 8_192),
+    ("claude-3-opus", 200_000, 4_096),
+    ("claude-3-haiku", 200_000, 4_096),
+    # OpenAI
+    ("gpt-5", 400_000, 128_000),
+    ("gpt-4.1", 1_047_576, 32_768),
+    ("gpt-4o", 128_000, 16_384),
+    ("gpt-4-turbo", 128_000, 4_096),
+    ("gpt-4", 8_192, 8_192),
+    ("gpt-3.5-turbo", 16_385, 4_096),
+    ("o4-mini", 200_000, 100_000),
+    ("o3", 200_000, 100_000),
+    ("o1", 200_000, 100_000),
+    # Common local models (Ollama / GGUF names)
+    ("llama3.3", 131_072, 8_192),
+    ("llama3.2", 131_072, 8_192),
+    ("llama3.1", 131_072, 8_192),
+    ("llama3", 8_192, 4_096),
+    ("qwen3", 40_960, 8_192),
+    ("qwen2.5-coder", 32_768, 8_192),
+    ("qwen2.5", 32_768, 8_192),
+    ("mistral-nemo", 131_072, 8_192),
+    ("mistral", 32_768, 8_192),
+    ("mixtral", 32_768, 8_192),
+    ("gemma3", 131_072, 8_192),
+    ("gemma2", 8_192, 4_096),
+    ("phi4", 16_384, 4_096),
+    ("phi3", 4_096, 4_096),
+    ("deepseek-r1", 131_072, 8_192),
+    ("deepseek-coder-v2", 163_840, 8_192),
+    ("codellama", 16_384, 4_096),
+    ("gpt-oss", 131_072, 32_768),
+    ("smollm2", 8_192, 2_048),
+)
+
+_DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
+
+
+def normalise(name: str) -> str:
+    """`anthropic/claude-sonnet-4-5-20250929` → `claude-sonnet-4-5`; `llama3.1:8b` → `llama3.1`."""
+    base = name.strip().lower().rsplit("/", 1)[-1]
+    base = base.split(":", 1)[0]
+    if base.endswith(".gguf"):
+        base = base[: -len(".gguf")]
+    return _DATE_SUFFIX.sub("", base)
+
+
+def profile_for(name: str) -> ModelProfile:
+    base = normalise(name)
+    best: tuple[str, int, int] | None = None
+    for prefix, window, output in _PROFILES:
+        if base.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
+            best = (prefix, window, output)
+    if best is None:
+        return ModelProfile(name, DEFAULT_CONTEXT_WINDOW, DEFAULT_OUTPUT_LIMIT, known=False)
+    return ModelProfile(name, best[1], best[2])
+
+
+def reply_token_cap(configured: int, profile: ModelProfile) -> int:
+    """`max_tokens` to request: the configured value, else the model's limit (at most 8192)."""
+    if configured > 0:
+        return min(configured, profile.output_limit) if profile.known else configured
+    return min(profile.output_limit, REPLY_CAP_DEFAULT)

@@ -1,0 +1,52 @@
+"""Where zeph keeps its files: config dir, data dir, database.
+
+Invariant: every location is derived from the environment passed in
+(`ZEPH_HOME`, `ZEPH_CONFIG`, XDG variables via platformdirs); nothing is
+created here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+APP_NAME = "zeph"
+DATABASE_NAME = "zeph.db"
+
+
+def _platformdirs():
+    import platformdirs
+
+    return platformdirs
+
+
+def config_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    xdg = env.get("XDG_CONFIG_HOME")
+    if xdg:
+        return Path(xdg) / APP_NAME
+    return Path(_platformdirs().user_config_dir(APP_NAME, appauthor=False))
+
+
+def default_config_path(env: Mapping[str, str] | None = None) -> Path:
+    return config_dir(env) / "config.toml"
+
+
+def global_project_file(env: Mapping[str, str] | None = None) -> Path:
+    """The user-wide ZEPH.md, read before any project's own files."""
+    return config_dir(env) / "ZEPH.md"
+
+
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("ZEPH_HOME"):
+        return Path(env["ZEPH_HOME"]).expanduser()
+    xdg = env.get("XDG_DATA_HOME")
+    if xdg:
+        return Path(xdg) / APP_NAME
+    return Path(_platformdirs().user_data_dir(APP_NAME, appauthor=False))
+
+
+def database_path(env: Mapping[str, str] | None = None) -> Path:
+    return data_dir(env) / DATABASE_NAME

@@ -1,0 +1,135 @@
+"""The one protocol every provider adapter implements, and shared error mapping.
+
+Invariant: an adapter turns a `ChatRequest` into wire calls and wire replies into
+`messages` stream events, nothing else; every failure leaves it as one of the
+typed errors in `zeph_cli.errors`, with a message naming what to fix.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from .. import errors
+from ..messages import Message, StreamEvent, ToolSpec
+from ..models import ModelProfile, profile_for
+from ..tokens import TokenCounter
+
+
+@dataclass(frozen=True)
+class ProviderSettings:
+    """Everything needed to build one adapter, resolved from config and environment."""
+
+    kind: str  # anthropic | openai | compatible | ollama | local
+    name: str  # what the user calls it (entry name or kind)
+    model: str
+    base_url: str = ""
+    api_key: str = ""
+    api_key_env: str = ""
+    timeout_secs: float = 120.0
+    max_retries: int = 2
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int = 4096
+    temperature: float | None = None
+    stream: bool = True
+    # The window the caller budgets for; servers that size their context per
+    # request (Ollama's num_ctx) are told it so the two agree.
+    context_window: int | None = None
+
+
+class Provider(abc.ABC):
+    """A model behind one wire API."""
+
+    kind: str = ""
+    supports_tools: bool = True
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        self.settings = settings
+
+    @property
+    def name(self) -> str:
+        return self.settings.name
+
+    @property
+    def model(self) -> str:
+        return self.settings.model
+
+    @property
+    def endpoint(self) -> str:
+        return self.settings.base_url
+
+    @abc.abstractmethod
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Yield text/tool-call deltas, usage and a final `StreamEnd`.
+
+        With `request.stream = False` the adapter makes one non-streaming wire
+        call and yields the same events from the complete reply.
+        """
+
+    async def profile(self) -> ModelProfile:
+        return profile_for(self.model)
+
+    def token_counter(self) -> TokenCounter | None:
+        """The model's own tokenizer when the adapter has one; None = the default."""
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+
+def describe_status_error(
+    *,
+    provider: str,
+    status: int | None,
+    message: str,
+    key_env: str = "",
+    url: str = "",
+    model: str = "",
+    error_type: str = "",
+) -> errors.ProviderError:
+    """Map an HTTP error reply to the typed error a user can act on."""
+    text = (message or "").strip() or f"HTTP {status}"
+    kind = (error_type or "").lower()
+    if errors.is_context_length_message(text) or kind == "context_length_exceeded":
+        return errors.ContextLengthExceeded(
+            f"{provider}: the request does not fit the model's context window: {text}", provider=provider, status=status
+        )
+    if status in (401, 403) or kind in ("authentication_error", "permission_error", "invalid_api_key"):
+        hint = f" Set {key_env} to a valid key." if key_env else ""
+        return errors.AuthenticationError(
+            f"{provider} rejected the credentials (HTTP {status}): {text}.{hint}", provider=provider, status=status
+        )
+    if status == 429 or kind in ("rate_limit_error", "rate_limit_exceeded"):
+        return errors.RateLimitError(
+            f"{provider} rate limit reached (HTTP 429), retries exhausted: {text}", provider=provider, status=status
+        )
+    if status in (503, 529) or kind == "overloaded_error":
+        return errors.OverloadedError(
+            f"{provider} is overloaded (HTTP {status}), retries exhausted: {text}", provider=provider, status=status
+        )
+    if status == 404 and ("model" in text.lower() or kind == "not_found_error"):
+        return errors.ModelNotFound(
+            f"{provider}: model {model!r} not found: {text}", provider=provider, status=status
+        )
+    where = f" at {url}" if url else ""
+    return errors.ProviderError(f"{provider} error (HTTP {status}){where}: {text}", provider=provider, status=status)
+
+
+def connection_error(provider: str, url: str, reason: str) -> errors.ProviderConnectionError:
+    return errors.ProviderConnectionError(
+        f"cannot connect to {provider} at {url}: {reason}", provider=provider
+    )
+
+
+def timeout_error(provider: str, url: str, timeout: float) -> errors.ProviderTimeout:
+    return errors.ProviderTimeout(
+        f"{provider} at {url} did not answer within {timeout:g}s (raise llm.timeout_secs or ZEPH_LLM_TIMEOUT_SECS)",
+        provider=provider,
+    )

