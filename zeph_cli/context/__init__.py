@@ -1,0 +1,1 @@
+"""Pure context engineering: prompt layers, budgets, assembly, reports (no I/O)."""

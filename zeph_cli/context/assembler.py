@@ -1,0 +1,93 @@
+"""Turning prompt layers and history into the messages of one request.
+
+Invariant: pure; stable blocks come first (base prompt, environment, project
+context, session prompt) and history last, so provider prompt caches keep
+hitting. History that does not fit the budget is dropped oldest first, never
+the newest message, and never a tool call without its result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..messages import Message
+from ..tokens import MESSAGE_OVERHEAD, REQUEST_OVERHEAD, TokenCounter
+from .budget import Budget
+from .report import ContextBlock, ContextReport
+
+
+@dataclass(frozen=True)
+class PromptLayer:
+    name: str
+    text: str
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    message: Message
+    tokens: int
+
+
+def _groups(history: list[HistoryItem]) -> list[list[HistoryItem]]:
+    """Split history into units that must stay together: a tool-calling
+    assistant message with the tool results that answer it."""
+    groups: list[list[HistoryItem]] = []
+    for item in history:
+        if item.message.role == "tool" and groups and groups[-1][0].message.tool_calls:
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return groups
+
+
+def fit_history(history: list[HistoryItem], allowance: int | None) -> tuple[list[HistoryItem], int]:
+    """Keep the newest history within `allowance` tokens; return (kept, dropped count)."""
+    if allowance is None:
+        return history, 0
+    groups = _groups(history)
+    kept: list[list[HistoryItem]] = []
+    used = 0
+    for group in reversed(groups):
+        size = sum(i.tokens for i in group)
+        if kept and used + size > allowance:
+            break
+        kept.append(group)
+        used += size
+    kept_items = [i for g in reversed(kept) for i in g]
+    return kept_items, len(history) - len(kept_items)
+
+
+def assemble(
+    layers: list[PromptLayer],
+    history: list[HistoryItem],
+    budget: Budget,
+    counter: TokenCounter,
+    *,
+    window: int,
+    tools_tokens: int = 0,
+) -> tuple[list[Message], ContextReport]:
+    layers = [layer for layer in layers if layer.text]
+    blocks = [ContextBlock(layer.name, counter.count(layer.text) + MESSAGE_OVERHEAD) for layer in layers]
+    fixed = sum(b.tokens for b in blocks) + tools_tokens + REQUEST_OVERHEAD
+    allowance = max(budget.available - fixed, 0) if budget.available else None
+    kept, dropped = fit_history(history, allowance)
+    if tools_tokens:
+        blocks.append(ContextBlock("tools", tools_tokens))
+    detail = f"{len(kept)} messages" + (f", {dropped} older not sent" if dropped else "")
+    blocks.append(ContextBlock("history", sum(i.tokens for i in kept) + REQUEST_OVERHEAD, detail))
+    notes: list[str] = []
+    if dropped:
+        notes.append(f"{dropped} older messages did not fit the budget and were not sent")
+    messages = [Message.system(layer.text) for layer in layers] + [i.message for i in kept]
+    report = ContextReport(
+        blocks=tuple(blocks),
+        window=window,
+        budget=budget.total,
+        reserved_for_response=budget.reserved_for_response,
+        soft_threshold=budget.soft_threshold,
+        hard_threshold=budget.hard_threshold,
+        history_messages=len(kept),
+        trimmed_messages=dropped,
+        notes=tuple(notes),
+    )
+    return messages, report

@@ -1,0 +1,55 @@
+"""`ContextReport`: what one request contains, block by block, against its budget.
+
+Invariant: a plain value computed by the assembler; every token the request
+spends is attributed to exactly one named block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class ContextBlock:
+    name: str
+    tokens: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ContextReport:
+    blocks: tuple[ContextBlock, ...]
+    window: int  # the model's context window
+    budget: int  # tokens the context may use in all (0 = unlimited)
+    reserved_for_response: int
+    soft_threshold: float
+    hard_threshold: float
+    history_messages: int = 0
+    trimmed_messages: int = 0
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def used_tokens(self) -> int:
+        return sum(b.tokens for b in self.blocks)
+
+    @property
+    def used_fraction(self) -> float:
+        return self.used_tokens / self.budget if self.budget else 0.0
+
+    def block(self, name: str) -> ContextBlock | None:
+        return next((b for b in self.blocks if b.name == name), None)
+
+    def to_dict(self) -> dict:
+        return {
+            "blocks": [{"name": b.name, "tokens": b.tokens, "detail": b.detail} for b in self.blocks],
+            "used_tokens": self.used_tokens,
+            "window": self.window,
+            "budget": self.budget,
+            "used_fraction": round(self.used_fraction, 4),
+            "reserved_for_response": self.reserved_for_response,
+            "soft_threshold": self.soft_threshold,
+            "hard_threshold": self.hard_threshold,
+            "history_messages": self.history_messages,
+            "trimmed_messages": self.trimmed_messages,
+            "notes": list(self.notes),
+        }

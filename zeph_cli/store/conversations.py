@@ -1,0 +1,290 @@
+"""Conversations and their messages, with dual visibility and full-text search.
+
+Invariant: messages are only ever appended or re-flagged, never rewritten or
+dropped by anything but `delete_conversation`; readers choose what they see
+through `agent_visible` / `user_visible`, so the user's scroll-back survives
+whatever the agent's context loses.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlite_utils import Database
+
+from ..errors import NotFound
+from ..messages import Message
+from ..tokens import Calibration
+
+TITLE_LENGTH = 60
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+def make_title(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_LENGTH else line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: int
+    title: str
+    created_at: str
+    updated_at: str
+    provider: str
+    model: str
+    cwd: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    message_count: int = 0
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    id: int
+    conversation_id: int
+    message: Message
+    created_at: str
+    agent_visible: bool = True
+    user_visible: bool = True
+    compacted_at: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    token_count: int | None = None
+    token_counter: str | None = None
+
+    @property
+    def role(self) -> str:
+        return self.message.role
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.metadata.get("partial"))
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    conversation_id: int
+    message_id: int
+    role: str
+    title: str
+    snippet: str
+    created_at: str
+
+
+def _conversation(row: dict[str, Any]) -> Conversation:
+    return Conversation(
+        id=row["id"],
+        title=row["title"] or "",
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        provider=row["provider"] or "",
+        model=row["model"] or "",
+        cwd=row["cwd"] or "",
+        metadata=json.loads(row.get("metadata") or "{}"),
+        message_count=row.get("message_count") or 0,
+    )
+
+
+def _stored(row: dict[str, Any]) -> StoredMessage:
+    return StoredMessage(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        message=Message.from_parts_json(row["role"], row["parts"], row["content"] or ""),
+        created_at=row["created_at"],
+        agent_visible=bool(row["agent_visible"]),
+        user_visible=bool(row["user_visible"]),
+        compacted_at=row["compacted_at"],
+        metadata=json.loads(row["metadata"] or "{}"),
+        token_count=row["token_count"],
+        token_counter=row["token_counter"],
+    )
+
+
+_CONVERSATION_COLUMNS = (
+    "c.id, c.title, c.created_at, c.updated_at, c.provider, c.model, c.cwd, c.metadata, "
+    "(select count(*) from messages m where m.conversation_id = c.id and m.user_visible = 1) as message_count"
+)
+
+
+class ConversationStore:
+    """The one way the agent and the commands read and write conversations."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- conversations ------------------------------------------------------
+
+    def create_conversation(
+        self, *, provider: str, model: str, cwd: str, title: str = "", metadata: dict[str, Any] | None = None
+    ) -> Conversation:
+        stamp = now_iso()
+        with self.db.atomic():
+            table = self.db["conversations"].insert(
+                {
+                    "title": make_title(title) if title else "",
+                    "created_at": stamp,
+                    "updated_at": stamp,
+                    "provider": provider,
+                    "model": model,
+                    "cwd": cwd,
+                    "metadata": json.dumps(metadata or {}),
+                }
+            )
+        return self.get_conversation(table.last_pk)
+
+    def get_conversation(self, conversation_id: int) -> Conversation:
+        rows = list(
+            self.db.query(f"select {_CONVERSATION_COLUMNS} from conversations c where c.id = ?", [conversation_id])
+        )
+        if not rows:
+            raise NotFound(f"no session with id {conversation_id} (see `zeph sessions list`)")
+        return _conversation(rows[0])
+
+    def latest_conversation(self) -> Conversation | None:
+        rows = list(
+            self.db.query(
+                f"select {_CONVERSATION_COLUMNS} from conversations c order by c.updated_at desc, c.id desc limit 1"
+            )
+        )
+        return _conversation(rows[0]) if rows else None
+
+    def list_conversations(self, limit: int = 50) -> list[Conversation]:
+        sql = f"select {_CONVERSATION_COLUMNS} from conversations c order by c.updated_at desc, c.id desc limit ?"
+        return [_conversation(r) for r in self.db.query(sql, [limit])]
+
+    def update_conversation(self, conversation_id: int, **fields: Any) -> None:
+        if "metadata" in fields:
+            fields["metadata"] = json.dumps(fields["metadata"])
+        fields["updated_at"] = now_iso()
+        with self.db.atomic():
+            self.db["conversations"].update(conversation_id, fields)
+
+    def delete_conversation(self, conversation_id: int) -> int:
+        """Delete a conversation and its messages; return how many messages went with it."""
+        self.get_conversation(conversation_id)
+        with self.db.atomic():
+            count = self.db.execute(
+                "select count(*) from messages where conversation_id = ?", [conversation_id]
+            ).fetchone()[0]
+            self.db.execute("delete from messages where conversation_id = ?", [conversation_id])
+            self.db.execute("delete from conversations where id = ?", [conversation_id])
+        return count
+
+    # ---- messages -----------------------------------------------------------
+
+    def add_message(
+        self,
+        conversation_id: int,
+        message: Message,
+        *,
+        token_count: int | None = None,
+        token_counter: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        agent_visible: bool = True,
+        user_visible: bool = True,
+    ) -> StoredMessage:
+        stamp = now_iso()
+        record = {
+            "conversation_id": conversation_id,
+            "role": message.role,
+            "content": message.content,
+            "parts": message.parts_json(),
+            "created_at": stamp,
+            "agent_visible": int(agent_visible),
+            "user_visible": int(user_visible),
+            "compacted_at": None,
+            "metadata": json.dumps(metadata or {}, ensure_ascii=False),
+            "token_count": token_count,
+            "token_counter": token_counter,
+        }
+        with self.db.atomic():
+            message_id = self.db["messages"].insert(record).last_pk
+            self.db.execute("update conversations set updated_at = ? where id = ?", [stamp, conversation_id])
+        return StoredMessage(
+            id=message_id,
+            conversation_id=conversation_id,
+            message=message,
+            created_at=stamp,
+            agent_visible=agent_visible,
+            user_visible=user_visible,
+            metadata=metadata or {},
+            token_count=token_count,
+            token_counter=token_counter,
+        )
+
+    def history(
+        self, conversation_id: int, *, agent_visible: bool | None = None, user_visible: bool | None = None
+    ) -> list[StoredMessage]:
+        """Messages in order, filtered by visibility (None = either)."""
+        where = ["conversation_id = ?"]
+        args: list[Any] = [conversation_id]
+        if agent_visible is not None:
+            where.append("agent_visible = ?")
+            args.append(int(agent_visible))
+        if user_visible is not None:
+            where.append("user_visible = ?")
+            args.append(int(user_visible))
+        sql = f"select * from messages where {' and '.join(where)} order by id"
+        return [_stored(r) for r in self.db.query(sql, args)]
+
+    def set_token_counts(self, counts: list[tuple[int, int, str]]) -> None:
+        """Cache token counts: (message id, count, tokenizer name)."""
+        if not counts:
+            return
+        with self.db.atomic():
+            self.db.conn.executemany(
+                "update messages set token_count = ?, token_counter = ? where id = ?",
+                [(count, counter, mid) for mid, count, counter in counts],
+            )
+
+    def search(self, text: str, limit: int = 20) -> list[SearchHit]:
+        query = self.db.quote_fts(text)
+        sql = """
+            select m.id, m.conversation_id, m.role, m.created_at, c.title,
+                   snippet(messages_fts, 0, '[', ']', '…', 12) as snippet
+            from messages_fts
+            join messages m on m.rowid = messages_fts.rowid
+            join conversations c on c.id = m.conversation_id
+            where messages_fts match ? and m.user_visible = 1
+            order by rank limit ?
+        """
+        try:
+            rows = list(self.db.query(sql, [query, limit]))
+        except sqlite3.OperationalError:
+            return []
+        return [
+            SearchHit(r["conversation_id"], r["id"], r["role"], r["title"] or "", r["snippet"], r["created_at"])
+            for r in rows
+        ]
+
+    # ---- token calibration ----------------------------------------------------
+
+    def calibration(self, provider: str, model: str) -> Calibration:
+        rows = list(
+            self.db.query(
+                "select factor, samples from token_calibration where provider = ? and model = ?", [provider, model]
+            )
+        )
+        return Calibration(rows[0]["factor"], rows[0]["samples"]) if rows else Calibration()
+
+    def save_calibration(self, provider: str, model: str, calibration: Calibration) -> None:
+        with self.db.atomic():
+            self.db["token_calibration"].upsert(
+                {
+                    "provider": provider,
+                    "model": model,
+                    "factor": calibration.factor,
+                    "samples": calibration.samples,
+                    "updated_at": now_iso(),
+                },
+                pk=("provider", "model"),
+            )

@@ -1,0 +1,37 @@
+"""Opening the SQLite database: pragmas, migrations, friendly failures.
+
+Invariant: a `Database` returned here has WAL journaling, a busy timeout,
+foreign keys on and every migration applied; any failure is a `StoreError`
+naming the file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from sqlite_utils import Database
+
+from ..errors import StoreError
+from .migrations import migrate
+
+BUSY_TIMEOUT_MS = 5000
+
+
+def open_database(path: Path) -> Database:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"cannot create the data directory {path.parent}: {exc.strerror or exc}") from None
+    try:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
+        db = Database(conn, execute_plugins=False)
+        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        db.execute("PRAGMA foreign_keys = ON")
+        with db.ensure_autocommit_on():
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+        migrate(db)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"cannot open the database {path}: {exc}") from None
+    return db

@@ -1,0 +1,100 @@
+"""Numbered schema migrations, recorded in `_zeph_migrations` and applied on open.
+
+Invariant: migrations only ever get appended; each runs once, in order, inside
+its own transaction, and an old database opened by a newer zeph is brought up
+to date without losing rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from sqlite_utils import Database
+
+Migration = Callable[[Database], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+MIGRATIONS_TABLE = "_zeph_migrations"
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+@migration
+def m001_conversations_and_messages(db: Database) -> None:
+    db["conversations"].create(
+        {
+            "id": int,
+            "title": str,
+            "created_at": str,
+            "updated_at": str,
+            "provider": str,
+            "model": str,
+            "cwd": str,
+        },
+        pk="id",
+    )
+    db["messages"].create(
+        {
+            "id": int,
+            "conversation_id": int,
+            "role": str,
+            "content": str,
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("conversation_id", "conversations", "id")],
+    )
+    db["messages"].create_index(["conversation_id", "id"])
+
+
+@migration
+def m002_message_parts_and_visibility(db: Database) -> None:
+    messages = db["messages"]
+    messages.add_column("parts", str)  # JSON list of text / tool_call / tool_result parts
+    messages.add_column("agent_visible", int, not_null_default=1)
+    messages.add_column("user_visible", int, not_null_default=1)
+    messages.add_column("compacted_at", str)
+    messages.add_column("metadata", str, not_null_default="{}")
+    messages.add_column("token_count", int)
+    messages.add_column("token_counter", str)  # which tokenizer produced token_count
+    messages.create_index(["conversation_id", "agent_visible", "id"])
+
+
+@migration
+def m003_message_search(db: Database) -> None:
+    db["messages"].enable_fts(["content"], create_triggers=True)
+
+
+@migration
+def m004_conversation_settings_and_calibration(db: Database) -> None:
+    db["conversations"].add_column("metadata", str, not_null_default="{}")
+    db["token_calibration"].create(
+        {"provider": str, "model": str, "factor": float, "samples": int, "updated_at": str},
+        pk=("provider", "model"),
+    )
+
+
+def applied(db: Database) -> set[str]:
+    if MIGRATIONS_TABLE not in db.table_names():
+        return set()
+    return {row["name"] for row in db[MIGRATIONS_TABLE].rows}
+
+
+def migrate(db: Database, upto: str | None = None) -> list[str]:
+    """Apply pending migrations (all, or up to and including `upto`); return their names."""
+    if MIGRATIONS_TABLE not in db.table_names():
+        db[MIGRATIONS_TABLE].create({"name": str, "applied_at": str}, pk="name")
+    done = applied(db)
+    ran: list[str] = []
+    for name, fn in MIGRATIONS:
+        if name not in done:
+            with db.atomic():
+                fn(db)
+                db[MIGRATIONS_TABLE].insert({"name": name, "applied_at": datetime.now(timezone.utc).isoformat()})
+            ran.append(name)
+        if name == upto:
+            break
+    return ran
