@@ -1,0 +1,3 @@
+"""zeph: a terminal AI agent whose product is context engineering."""
+
+__version__ = "0.1.0"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 import re
 import tomllib
@@ -257,10 +258,14 @@ def describe_range(key: Key) -> str:
     if key.choices:
         return "one of " + ", ".join(repr(c) for c in key.choices if c)
     kind = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}[key.kind]
+
+    def num(value: float) -> str:
+        return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
     if key.lo is not None and key.hi is not None:
-        return f"{kind} between {key.lo:g} and {key.hi:g}"
+        return f"{kind} between {num(key.lo)} and {num(key.hi)}"
     if key.lo is not None:
-        return f"{kind} >= {key.lo:g}"
+        return f"{kind} >= {num(key.lo)}"
     return kind
 
 
@@ -276,6 +281,8 @@ def _check(key: Key, value: Any, where: str) -> Any:
         raise ConfigError(f"{where}: {key.path} = {value!r} is not valid: expected {describe_range(key)}")
     if key.kind is float:
         value = float(value)
+        if math.isnan(value) or math.isinf(value):
+            raise ConfigError(f"{where}: {key.path} = {value!r} is out of range: expected {describe_range(key)}")
     if key.choices is not None and value not in key.choices:
         raise ConfigError(f"{where}: {key.path} = {value!r} is not valid: expected {describe_range(key)}")
     if key.kind in (int, float):
@@ -350,7 +357,7 @@ def read_config_file(path: Path) -> dict[str, Any]:
     except PermissionError:
         raise ConfigError(f"{path}: permission denied reading the config file") from None
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        return tomllib.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: config file is not valid UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
@@ -372,7 +379,7 @@ def _flatten(data: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]
         path = f"{prefix}{name}"
         if path in TABLE_PATHS:
             yield path, value
-        elif isinstance(value, dict):
+        elif isinstance(value, dict) and value:
             yield from _flatten(value, path + ".")
         else:
             yield path, value
@@ -467,6 +474,10 @@ def load_config(
             sources[key_path] = "file"
             continue
         key = KEYS.get(key_path)
+        if key is None and value == {}:  # an empty table: fine if known, else a typo
+            if key_path not in sections:
+                warnings.append(f"{where}: unknown table [{key_path}]{_suggest(key_path, tuple(sections))}")
+            continue
         if key is None:
             if key_path in sections:
                 raise ConfigError(f"{where}: {key_path} must be a table ([{key_path}]), got {value!r}")
@@ -491,7 +502,9 @@ def load_config(
 
     _check_relations(config, sources)
     if config.llm.summary_model and config.llm.summary_provider is None:
-        parse_summary_model(config.llm.summary_model, where)
+        source = sources.get("llm.summary_model", "file")
+        origin = where if source == "file" else source.replace("env ", "environment variable ").replace("flag ", "option ")
+        parse_summary_model(config.llm.summary_model, origin)
     return LoadedConfig(config, sources, path if file_data or path.exists() else None, warnings)
 
 

@@ -94,6 +94,8 @@ CONTEXT_LENGTH_PATTERNS: tuple[str, ...] = (
     "exceed context limit",
     "exceeds the available context size",
     "requested tokens",
+    "exceeds the context length",
+    "longer than the context length",
 )
 _CONTEXT_LENGTH_RE = re.compile("|".join(re.escape(p) for p in CONTEXT_LENGTH_PATTERNS), re.IGNORECASE)
 

@@ -26,9 +26,13 @@ class ModelProfile:
 # (prefix, context window, output limit). Longest matching prefix wins.
 _PROFILES: tuple[tuple[str, int, int], ...] = (
     # Anthropic
+    ("claude-opus-4-8", 200_000, 128_000),
+    ("claude-opus-4-7", 200_000, 128_000),
+    ("claude-opus-4-6", 200_000, 128_000),
     ("claude-opus-4-5", 200_000, 64_000),
     ("claude-opus-4-1", 200_000, 32_000),
     ("claude-opus-4", 200_000, 32_000),
+    ("claude-sonnet-4-6", 200_000, 64_000),
     ("claude-sonnet-4-5", 200_000, 64_000),
     ("claude-sonnet-4", 200_000, 64_000),
     ("claude-haiku-4-5", 200_000, 64_000),
@@ -66,7 +70,7 @@ _PROFILES: tuple[tuple[str, int, int], ...] = (
     ("deepseek-coder-v2", 163_840, 8_192),
     ("codellama", 16_384, 4_096),
     ("gpt-oss", 131_072, 32_768),
-    ("smollm2", 8_192, 2_048),
+    ("smollm2", 8_192, 1_024),
 )
 
 _DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")

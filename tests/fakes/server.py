@@ -46,6 +46,9 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: bytes
+    # How the reply went: "complete", "dropped" (drop_after) or "client-closed"
+    # (the client hung up mid-reply); "" while it is still being sent.
+    outcome: str = ""
 
     @property
     def json(self) -> Any:
@@ -70,13 +73,12 @@ class FakeServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 path = self.path.split("?", 1)[0]
-                server.requests.append(
-                    RecordedRequest(self.command, path, {k.lower(): v for k, v in self.headers.items()}, body)
-                )
+                record = RecordedRequest(self.command, path, {k.lower(): v for k, v in self.headers.items()}, body)
+                server.requests.append(record)
                 response = server._next(path)
-                self._send(response)
+                record.outcome = self._send(response)
 
-            def _send(self, response: FakeResponse) -> None:
+            def _send(self, response: FakeResponse) -> str:
                 if response.delay:
                     time.sleep(response.delay)
                 try:
@@ -89,7 +91,7 @@ class FakeServer:
                         self.send_header("Content-Length", str(len(body)))
                         self.end_headers()
                         self.wfile.write(body)
-                        return
+                        return "complete"
                     self.send_header("Transfer-Encoding", "chunked")
                     self.send_header("Connection", "close")
                     self.end_headers()
@@ -98,21 +100,23 @@ class FakeServer:
                             self.wfile.flush()
                             self.close_connection = True
                             self.connection.shutdown(2)
-                            return
+                            return "dropped"
                         self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                         self.wfile.flush()
                         if response.chunk_delay:
                             time.sleep(response.chunk_delay)
                     self.wfile.write(b"0\r\n\r\n")
                     self.close_connection = True
+                    return "complete"
                 except (BrokenPipeError, ConnectionResetError, OSError):
                     self.close_connection = True
+                    return "client-closed"
 
             do_GET = do_POST = do_DELETE = do_PUT = _handle
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
     @property

@@ -19,6 +19,7 @@ from sqlite_utils import Database
 from ..errors import NotFound
 from ..messages import Message
 from ..tokens import Calibration
+from .transactions import write_transaction
 
 TITLE_LENGTH = 60
 
@@ -127,7 +128,7 @@ class ConversationStore:
         self, *, provider: str, model: str, cwd: str, title: str = "", metadata: dict[str, Any] | None = None
     ) -> Conversation:
         stamp = now_iso()
-        with self.db.atomic():
+        with write_transaction(self.db):
             table = self.db["conversations"].insert(
                 {
                     "title": make_title(title) if title else "",
@@ -165,13 +166,13 @@ class ConversationStore:
         if "metadata" in fields:
             fields["metadata"] = json.dumps(fields["metadata"])
         fields["updated_at"] = now_iso()
-        with self.db.atomic():
+        with write_transaction(self.db):
             self.db["conversations"].update(conversation_id, fields)
 
     def delete_conversation(self, conversation_id: int) -> int:
         """Delete a conversation and its messages; return how many messages went with it."""
         self.get_conversation(conversation_id)
-        with self.db.atomic():
+        with write_transaction(self.db):
             count = self.db.execute(
                 "select count(*) from messages where conversation_id = ?", [conversation_id]
             ).fetchone()[0]
@@ -206,7 +207,7 @@ class ConversationStore:
             "token_count": token_count,
             "token_counter": token_counter,
         }
-        with self.db.atomic():
+        with write_transaction(self.db):
             message_id = self.db["messages"].insert(record).last_pk
             self.db.execute("update conversations set updated_at = ? where id = ?", [stamp, conversation_id])
         return StoredMessage(
@@ -240,7 +241,7 @@ class ConversationStore:
         """Cache token counts: (message id, count, tokenizer name)."""
         if not counts:
             return
-        with self.db.atomic():
+        with write_transaction(self.db):
             self.db.conn.executemany(
                 "update messages set token_count = ?, token_counter = ? where id = ?",
                 [(count, counter, mid) for mid, count, counter in counts],
@@ -277,7 +278,7 @@ class ConversationStore:
         return Calibration(rows[0]["factor"], rows[0]["samples"]) if rows else Calibration()
 
     def save_calibration(self, provider: str, model: str, calibration: Calibration) -> None:
-        with self.db.atomic():
+        with write_transaction(self.db):
             self.db["token_calibration"].upsert(
                 {
                     "provider": provider,

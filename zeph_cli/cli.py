@@ -1,0 +1,506 @@
+"""The `zeph` command line (Typer): presentation only.
+
+Invariant: commands parse arguments, call the agent or the store service and
+print; they never talk to a provider or SQL directly. Heavy modules (store,
+providers, SDKs, Textual) are imported inside the commands that need them, and
+every failure ends as a one-line `zeph: error: …` with a non-zero exit code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import typer
+
+from . import __version__
+from .errors import UsageError, ZephError
+
+if TYPE_CHECKING:
+    from .config import LoadedConfig
+    from .store import ConversationStore
+
+app = typer.Typer(
+    name="zeph",
+    help="A terminal AI agent that keeps the right information in the context window.",
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+sessions_app = typer.Typer(help="List, show, search, export and delete conversations.", no_args_is_help=True)
+config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
+app.add_typer(config_app, name="config")
+
+
+def eprint(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+class State:
+    config_path: Optional[str] = None
+
+
+state = State()
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"zeph {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    config: Optional[str] = typer.Option(None, "--config", help="Config file (default: $ZEPH_CONFIG or the XDG config dir)."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+) -> None:
+    """zeph: ask questions, run conversations and keep them in context."""
+    state.config_path = config
+    if ctx.invoked_subcommand is None:
+        print(ctx.get_help())
+        raise typer.Exit()
+
+
+# ---- shared helpers -------------------------------------------------------------
+
+
+def load(overrides: dict[str, tuple[Any, str]] | None = None) -> "LoadedConfig":
+    from .config import load_config
+
+    loaded = load_config(config_path=state.config_path, overrides=overrides or {})
+    for warning in loaded.warnings:
+        eprint(f"zeph: warning: {warning}")
+    return loaded
+
+
+def open_store() -> "ConversationStore":
+    from .paths import database_path
+    from .store import ConversationStore, open_database
+
+    return ConversationStore(open_database(database_path()))
+
+
+def read_stdin() -> str:
+    stream = sys.stdin
+    if stream is None or stream.closed:
+        return ""
+    try:
+        if stream.isatty():
+            return ""
+        data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read().encode()
+    except (OSError, ValueError):
+        return ""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"standard input is not UTF-8 text (invalid byte at offset {exc.start}); pipe text, not binary data"
+        ) from None
+
+
+def combine_prompt(prompt: Optional[str], stdin_text: str) -> str:
+    prompt = (prompt or "").strip()
+    piped = stdin_text.strip("\n")
+    if prompt and piped.strip():
+        return f"{prompt}\n\n{piped}"
+    return prompt or piped
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+
+
+# ---- ask ---------------------------------------------------------------------------
+
+
+@app.command()
+def ask(
+    prompt: Optional[str] = typer.Argument(None, help="The question; piped standard input is sent with it."),
+    model: Optional[str] = typer.Option(None, "-m", "--model", help="Model to use (for local: a .gguf path)."),
+    provider: Optional[str] = typer.Option(None, "-p", "--provider", help="anthropic, openai, compatible, ollama, local, or a [[llm.providers]] name."),
+    system: Optional[str] = typer.Option(None, "-s", "--system", help="Session prompt (kept for later turns of the session)."),
+    continue_: bool = typer.Option(False, "-c", "--continue", help="Continue the most recent session."),
+    session: Optional[int] = typer.Option(None, "--session", help="Continue session ID."),
+    no_stream: bool = typer.Option(False, "--no-stream", help="Wait for the whole reply instead of streaming it."),
+    usage: bool = typer.Option(False, "-u", "--usage", help="Print token usage and context fill to stderr."),
+    json_output: bool = typer.Option(False, "--json", help="Print the reply and its metadata as JSON."),
+) -> None:
+    """Ask a one-shot question (or continue a session) and print the reply."""
+    if continue_ and session is not None:
+        raise UsageError("use either -c/--continue or --session ID, not both")
+    text = combine_prompt(prompt, read_stdin())
+    if not text.strip():
+        raise UsageError('no prompt: pass one (zeph ask "…") or pipe text on standard input')
+    loaded = load({"llm.model": (model, "--model"), "llm.provider": (provider, "--provider")})
+    exit_code = asyncio.run(_ask(loaded, text, system, continue_, session, not no_stream, usage, json_output))
+    raise typer.Exit(exit_code)
+
+
+async def _ask(
+    loaded: "LoadedConfig",
+    text: str,
+    system: Optional[str],
+    continue_last: bool,
+    session_id: Optional[int],
+    stream: bool,
+    show_usage: bool,
+    json_output: bool,
+) -> int:
+    from .agent import Agent, AgentWarning, ContextPrepared, ReplyDelta, TurnFailed, TurnFinished, TurnStarted, UsageReported
+    from .errors import NotFound
+    from .providers import create_provider, resolve_settings
+    from .render import usage_line
+
+    settings = resolve_settings(loaded.config, os.environ, loaded.sources)
+    store = open_store()
+    if continue_last:
+        conversation = store.latest_conversation()
+        if conversation is None:
+            raise NotFound("no previous session to continue (start one without -c)")
+    elif session_id is not None:
+        conversation = store.get_conversation(session_id)
+    else:
+        conversation = None
+    provider = create_provider(settings)
+    agent = Agent(config=loaded.config, store=store, provider=provider, cwd=Path.cwd())
+    if conversation is None:
+        conversation = agent.new_conversation(text, system)
+
+    printer = ReplyPrinter(markdown=stdout_is_terminal() and not json_output, live=stream and not json_output)
+    result: dict[str, Any] = {"session": conversation.id}
+    report = None
+    try:
+        async for event in agent.run_turn(conversation, text, system=system, stream=stream):
+            if isinstance(event, TurnStarted):
+                result["user_message_id"] = event.user_message_id
+            elif isinstance(event, ContextPrepared):
+                report = event.report
+            elif isinstance(event, ReplyDelta):
+                if not json_output:
+                    printer.feed(event.text)
+            elif isinstance(event, AgentWarning):
+                eprint(f"zeph: warning: {event.text}")
+            elif isinstance(event, UsageReported):
+                if show_usage:
+                    printer.finish()
+                    eprint(usage_line(event.usage, event.report))
+            elif isinstance(event, TurnFailed):
+                printer.finish()
+                saved = " (the partial reply is saved too)" if event.partial_message_id else ""
+                eprint(f"zeph: error: {event.error}")
+                eprint(f"zeph: your prompt is saved in session {conversation.id}{saved}: zeph sessions show {conversation.id}")
+                return event.error.exit_code
+            elif isinstance(event, TurnFinished):
+                printer.finish()
+                if json_output:
+                    result.update(
+                        message_id=event.message_id,
+                        provider=provider.name,
+                        model=agent.model_label,
+                        content=event.text,
+                        stop_reason=event.stop_reason,
+                        usage=event.usage.to_dict(),
+                        context=report.to_dict() if report else None,
+                    )
+                    print(json.dumps(result, indent=2, ensure_ascii=False))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        printer.finish()
+        eprint(f"zeph: interrupted; what was received is saved in session {conversation.id}")
+        return 130
+    finally:
+        printer.finish()
+        await provider.aclose()
+        store.close()
+    return 0
+
+
+class ReplyPrinter:
+    """Prints a streamed reply: raw text on a pipe, live Markdown on a terminal."""
+
+    REFRESH_SECONDS = 0.08
+
+    def __init__(self, *, markdown: bool, live: bool) -> None:
+        self.markdown = markdown
+        self.live = live
+        self.buffer: list[str] = []
+        self._live = None
+        self._last = 0.0
+        self._done = False
+
+    def feed(self, text: str) -> None:
+        self.buffer.append(text)
+        if not self.markdown:
+            if self.live:
+                sys.stdout.write(text)
+                sys.stdout.flush()
+            return
+        if not self.live:
+            return
+        import time
+
+        from rich.live import Live
+        from rich.markdown import Markdown
+
+        if self._live is None:
+            self._live = Live(Markdown(""), refresh_per_second=12, vertical_overflow="visible", transient=False)
+            self._live.start()
+        now = time.monotonic()
+        if now - self._last >= self.REFRESH_SECONDS:
+            self._live.update(Markdown("".join(self.buffer)))
+            self._last = now
+
+    def finish(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        text = "".join(self.buffer)
+        if self.markdown:
+            from rich.markdown import Markdown
+
+            if self._live is not None:
+                self._live.update(Markdown(text))
+                self._live.stop()
+            elif text:
+                from rich.console import Console
+
+                Console().print(Markdown(text))
+            return
+        if not self.live and text:
+            sys.stdout.write(text)
+        if text and not text.endswith("\n"):
+            sys.stdout.write("\n")
+        sys.stdout.flush()
+
+
+# ---- sessions ----------------------------------------------------------------------
+
+
+@sessions_app.command("list")
+def sessions_list(
+    limit: int = typer.Option(30, "--limit", "-n", min=1, help="How many sessions to show."),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """List recent sessions, newest first."""
+    from .render import short_time
+
+    store = open_store()
+    conversations = store.list_conversations(limit)
+    if json_output:
+        print(json.dumps([c.__dict__ for c in conversations], indent=2, ensure_ascii=False))
+        return
+    if not conversations:
+        eprint('no sessions yet: start one with zeph ask "…"')
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "updated", "messages", "model", "title"):
+        table.add_column(column, justify="right" if column in ("id", "messages") else "left", no_wrap=column != "title")
+    for c in conversations:
+        table.add_row(str(c.id), short_time(c.updated_at), str(c.message_count), c.model, c.title)
+    Console().print(table)
+
+
+def _resolve_session(store: "ConversationStore", session_id: Optional[int], last: bool):
+    from .errors import NotFound
+
+    if session_id is not None and last:
+        raise UsageError("give either a session ID or --last, not both")
+    if session_id is not None:
+        return store.get_conversation(session_id)
+    if last:
+        conversation = store.latest_conversation()
+        if conversation is None:
+            raise NotFound('no sessions yet: start one with zeph ask "…"')
+        return conversation
+    raise UsageError("which session? give an ID (see `zeph sessions list`) or --last")
+
+
+@sessions_app.command("show")
+def sessions_show(
+    session_id: Optional[int] = typer.Argument(None, metavar="ID", help="Session ID."),
+    last: bool = typer.Option(False, "--last", help="Show the most recent session."),
+) -> None:
+    """Show a session's transcript (everything the user can scroll back to)."""
+    from .render import conversation_markdown
+
+    store = open_store()
+    conversation = _resolve_session(store, session_id, last)
+    text = conversation_markdown(conversation, store.history(conversation.id, user_visible=True))
+    if stdout_is_terminal():
+        from rich.console import Console
+        from rich.markdown import Markdown
+
+        Console().print(Markdown(text))
+    else:
+        sys.stdout.write(text)
+
+
+@sessions_app.command("search")
+def sessions_search(
+    text: str = typer.Argument(..., help="Words to find (full-text search)."),
+    limit: int = typer.Option(20, "--limit", "-n", min=1),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Find messages across all sessions."""
+    from .render import short_time
+
+    hits = open_store().search(text, limit)
+    if json_output:
+        print(json.dumps([h.__dict__ for h in hits], indent=2, ensure_ascii=False))
+        return
+    if not hits:
+        eprint(f"no messages match {text!r}")
+        raise typer.Exit(1)
+    for hit in hits:
+        print(f"{hit.conversation_id}\t{short_time(hit.created_at)}\t{hit.role}\t{hit.title}\n    {' '.join(hit.snippet.split())}")
+
+
+@sessions_app.command("export")
+def sessions_export(
+    session_id: int = typer.Argument(..., metavar="ID"),
+    format: str = typer.Option("md", "--format", "-f", help="md or json."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+) -> None:
+    """Export a session as Markdown or JSON."""
+    from .render import conversation_json, conversation_markdown
+
+    if format not in ("md", "json"):
+        raise UsageError(f"--format {format!r} is not supported: use md or json")
+    store = open_store()
+    conversation = store.get_conversation(session_id)
+    if format == "md":
+        text = conversation_markdown(conversation, store.history(conversation.id, user_visible=True))
+    else:
+        text = json.dumps(conversation_json(conversation, store.history(conversation.id)), indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ZephError(f"cannot write {output}: {exc.strerror or exc}") from None
+    eprint(f"exported session {session_id} to {output}")
+
+
+@sessions_app.command("rm")
+def sessions_rm(session_id: int = typer.Argument(..., metavar="ID")) -> None:
+    """Delete a session and all its messages."""
+    count = open_store().delete_conversation(session_id)
+    eprint(f"deleted session {session_id} ({count} messages)")
+
+
+# ---- init / config -------------------------------------------------------------------
+
+
+@app.command()
+def init(force: bool = typer.Option(False, "--force", help="Overwrite an existing config file.")) -> None:
+    """Write a starter config file."""
+    import tomli_w
+
+    from .config import resolve_config_path
+    from .providers import auto_provider
+
+    path, _ = resolve_config_path(state.config_path, os.environ)
+    if path.exists() and not force:
+        raise ZephError(f"{path} already exists (use --force to overwrite it)")
+    detected = auto_provider(os.environ)
+    starter = {
+        "llm": {"provider": detected, "model": ""},
+        "memory": {
+            "context_budget_tokens": 0,
+            "soft_compaction_threshold": 0.6,
+            "hard_compaction_threshold": 0.9,
+            "compaction_preserve_tail": 4,
+        },
+    }
+    header = (
+        "# zeph configuration. Every key, with its default, is documented in config.example.toml;\n"
+        "# `zeph config show` prints the effective values and where each one comes from.\n"
+        "# provider: anthropic | openai | compatible | ollama | local (empty = auto). model: empty = the provider's default.\n\n"
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(header + tomli_w.dumps(starter), encoding="utf-8")
+    except OSError as exc:
+        raise ZephError(f"cannot write {path}: {exc.strerror or exc}") from None
+    print(f"wrote {path}")
+
+
+@config_app.command("show")
+def config_show(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Print every effective setting and where it came from (flag, env, file, default)."""
+    from .config import KEYS
+    from .paths import database_path
+
+    loaded = load()
+    rows = [(k, loaded.config.get(k), loaded.source(k)) for k in KEYS]
+    entries = [(f"llm.providers[{i}]", p.__dict__, "file") for i, p in enumerate(loaded.config.llm.providers)]
+    if loaded.config.llm.summary_provider:
+        entries.append(("llm.summary_provider", loaded.config.llm.summary_provider.__dict__, "file"))
+    if json_output:
+        print(json.dumps({
+            "config_file": str(loaded.path) if loaded.path else None,
+            "database": str(database_path()),
+            "settings": {k: {"value": v, "source": s} for k, v, s in rows + entries},
+        }, indent=2))
+        return
+    print(f"# config file: {loaded.path or '(none: defaults)'}")
+    print(f"# database:    {database_path()}")
+    width = max(len(k) for k, _, _ in rows)
+    for key, value, source in rows + entries:
+        shown = "(unset)" if value is None else json.dumps(value) if not isinstance(value, bool) else str(value).lower()
+        print(f"{key.ljust(width)} = {shown}  # {source}")
+
+
+# ---- entry point ------------------------------------------------------------------------
+
+
+def _click_exceptions():
+    """Typer may vendor its own copy of click: use the exception classes it raises."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # typer releases that use click itself
+        from click import exceptions
+    return exceptions
+
+
+def main(argv: list[str] | None = None) -> int:
+    click_exceptions = _click_exceptions()
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="zeph", standalone_mode=False)
+    except ZephError as exc:
+        eprint(f"zeph: error: {exc}")
+        code = exc.exit_code
+    except typer.Abort:
+        eprint("zeph: aborted")
+        code = 130
+    except KeyboardInterrupt:
+        eprint("zeph: interrupted")
+        code = 130
+    except click_exceptions.ClickException as exc:
+        exc.show()
+        code = exc.exit_code
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except BrokenPipeError:
+        code = 0
+    except Exception as exc:  # a bug: still one line, with a way to see more
+        if os.environ.get("ZEPH_DEBUG"):
+            raise
+        eprint(f"zeph: internal error: {type(exc).__name__}: {exc} (set ZEPH_DEBUG=1 for the traceback)")
+        code = 1
+    code = code if isinstance(code, int) else 0
+    if argv is None:
+        sys.exit(code)
+    return code

