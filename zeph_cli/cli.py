@@ -8,7 +8,6 @@ every failure ends as a one-line `zeph: error: …` with a non-zero exit code.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -139,6 +138,8 @@ def ask(
     text = combine_prompt(prompt, read_stdin())
     if not text.strip():
         raise UsageError('no prompt: pass one (zeph ask "…") or pipe text on standard input')
+    import asyncio
+
     loaded = load({"llm.model": (model, "--model"), "llm.provider": (provider, "--provider")})
     exit_code = asyncio.run(_ask(loaded, text, system, continue_, session, not no_stream, usage, json_output))
     raise typer.Exit(exit_code)
@@ -154,6 +155,8 @@ async def _ask(
     show_usage: bool,
     json_output: bool,
 ) -> int:
+    from asyncio import CancelledError
+
     from .agent import Agent, AgentWarning, ContextPrepared, ReplyDelta, TurnFailed, TurnFinished, TurnStarted, UsageReported
     from .errors import NotFound
     from .providers import create_provider, resolve_settings
@@ -211,7 +214,7 @@ async def _ask(
                         context=report.to_dict() if report else None,
                     )
                     print(json.dumps(result, indent=2, ensure_ascii=False))
-    except (KeyboardInterrupt, asyncio.CancelledError):
+    except (KeyboardInterrupt, CancelledError):
         printer.finish()
         eprint(f"zeph: interrupted; what was received is saved in session {conversation.id}")
         return 130
