@@ -41,7 +41,7 @@ def test_search_finds_messages_across_sessions(two_sessions):
     result = run_zeph("sessions", "search", "B-tree")
     assert result.returncode == 0
     assert out(result).startswith("1\t")  # session 1 holds the match
-    assert "[tree]" in out(result)  # the snippet marks the matched word
+    assert "Use a [B-tree] index." in out(result)  # the snippet marks the match
     hits = json.loads(out(run_zeph("sessions", "search", "capital", "--json")))
     assert {h["conversation_id"] for h in hits} == {2}
     miss = run_zeph("sessions", "search", "kubernetes")
