@@ -1,0 +1,126 @@
+"""The turn loop against a wire-level fake server: persistence order, budget, calibration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from zeph_cli.agent import Agent, AgentWarning, ContextPrepared, ReplyDelta, TurnFailed, TurnFinished, TurnStarted
+from zeph_cli.config import load_config
+from zeph_cli.paths import database_path
+from zeph_cli.providers import create_provider, resolve_settings
+from zeph_cli.store import ConversationStore, open_database
+from tests.fakes import openai_wire
+
+
+AGENTS: list[Agent] = []
+
+
+@pytest.fixture(autouse=True)
+async def close_agents():
+    yield
+    while AGENTS:
+        agent = AGENTS.pop()
+        await agent.provider.aclose()
+        agent.store.close()
+
+
+def make_agent(fake_server, tmp_path: Path, **env: str) -> Agent:
+    environ = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": fake_server.url + "/v1",
+               "ZEPH_LLM_MODEL": "gpt-4o", "ZEPH_LLM_MAX_RETRIES": "0", **env}
+    config = load_config(env=environ).config
+    provider = create_provider(resolve_settings(config, environ))
+    store = ConversationStore(open_database(database_path()))
+    agent = Agent(config=config, store=store, provider=provider, cwd=tmp_path)
+    AGENTS.append(agent)
+    return agent
+
+
+async def collect(agent: Agent, conversation, prompt: str):
+    return [event async for event in agent.run_turn(conversation, prompt)]
+
+
+async def test_a_turn_persists_prompt_then_reply(fake_server, tmp_path):
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Hi ", "there"])))
+    agent = make_agent(fake_server, tmp_path)
+    conversation = agent.new_conversation("hello")
+    events = await collect(agent, conversation, "hello")
+    kinds = [type(e) for e in events]
+    assert kinds[0] is TurnStarted and kinds[1] is ContextPrepared and kinds[-1] is TurnFinished
+    assert "".join(e.text for e in events if isinstance(e, ReplyDelta)) == "Hi there"
+    rows = agent.store.history(conversation.id)
+    assert [(r.role, r.message.content) for r in rows] == [("user", "hello"), ("assistant", "Hi there")]
+    assert rows[1].metadata["usage"]["input_tokens"] == 12 and rows[1].metadata["stop_reason"] == "stop"
+    assert all(r.token_count and r.token_counter == "cl100k_base" for r in rows)
+
+
+async def test_the_prompt_is_stored_before_the_provider_answers(fake_server, tmp_path):
+    fake_server.queue(openai_wire.server_error())
+    agent = make_agent(fake_server, tmp_path)
+    conversation = agent.new_conversation("q")
+    events = await collect(agent, conversation, "a question that must survive")
+    assert isinstance(events[-1], TurnFailed)
+    assert [r.message.content for r in agent.store.history(conversation.id)] == ["a question that must survive"]
+
+
+async def test_history_is_sent_in_order_on_the_next_turn(fake_server, tmp_path):
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["One."])))
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Two."])))
+    agent = make_agent(fake_server, tmp_path)
+    conversation = agent.new_conversation("first")
+    await collect(agent, conversation, "first")
+    await collect(agent, conversation, "second")
+    sent = fake_server.requests_to("/v1/chat/completions")[1].json["messages"]
+    assert [(m["role"], m["content"]) for m in sent if m["role"] != "system"] == [
+        ("user", "first"), ("assistant", "One."), ("user", "second")]
+
+
+async def test_auto_budget_is_the_model_window(fake_server, tmp_path):
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["ok"])))
+    agent = make_agent(fake_server, tmp_path)
+    events = await collect(agent, agent.new_conversation("x"), "x")
+    report = next(e.report for e in events if isinstance(e, ContextPrepared))
+    assert report.budget == 128_000 and report.window == 128_000  # gpt-4o's window; 0 = auto
+    assert report.reserved_for_response == 25_600
+
+
+async def test_small_budget_trims_what_is_sent_not_what_is_stored(fake_server, tmp_path):
+    agent = make_agent(fake_server, tmp_path, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="1500")
+    conversation = agent.new_conversation("long")
+    for i in range(6):
+        # no usage reported: nothing to calibrate, counts stay as estimated
+        fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks([f"reply {i} " + "word " * 120], usage=None)))
+        events = await collect(agent, conversation, f"question {i} " + "detail " * 120)
+    warnings = [e.text for e in events if isinstance(e, AgentWarning)]
+    assert any("not sent" in w for w in warnings)
+    sent = fake_server.requests_to("/v1/chat/completions")[-1].json["messages"]
+    assert sent[-1]["content"].startswith("question 5")
+    assert not any(m["content"].startswith("question 0") for m in sent)
+    assert len(agent.store.history(conversation.id, user_visible=True)) == 12  # all kept for the user
+
+
+async def test_calibration_learns_from_reported_usage(fake_server, tmp_path):
+    agent = make_agent(fake_server, tmp_path)
+    conversation = agent.new_conversation("c")
+    await agent.start()
+    for _ in range(2):
+        # the server reports about twice as many prompt tokens as we estimate
+        _, _, raw = agent.context_for(conversation)
+        fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["ok"], usage=(2 * raw + 20, 1, 0))))
+        await collect(agent, conversation, "calibrate me please")
+    calibration = agent.store.calibration("compatible", "gpt-4o")
+    assert calibration.samples == 2 and calibration.factor > 1.5
+    _, report, raw = agent.context_for(conversation)
+    history = report.block("history")
+    assert history is not None and history.tokens > 1.5 * (raw - sum(b.tokens for b in report.blocks if b.name != "history"))
+
+
+async def test_empty_reply_warns_and_stores_nothing(fake_server, tmp_path):
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks([])))
+    agent = make_agent(fake_server, tmp_path)
+    conversation = agent.new_conversation("e")
+    events = await collect(agent, conversation, "e")
+    assert any(isinstance(e, AgentWarning) and "empty reply" in e.text for e in events)
+    assert [r.role for r in agent.store.history(conversation.id)] == ["user"]
+
