@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
+from tests.cli_helpers import ZEPH
 from zeph_cli.config import (
     KEYS,
     Config,
@@ -23,7 +24,6 @@ from zeph_cli.config import (
 from zeph_cli.errors import ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
-ZEPH = REPO / ".venv" / "bin" / "zeph"
 EXAMPLE = REPO / "config.example.toml"
 
 
@@ -696,7 +696,7 @@ def zeph(*args: str, env_extra: dict[str, str] | None = None, cwd: Path | None =
     env = dict(os.environ)
     env.update(env_extra or {})
     return subprocess.run(
-        [str(ZEPH), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        [ZEPH, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
     )
 
 
