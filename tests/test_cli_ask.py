@@ -207,3 +207,23 @@ def test_bad_option_value_is_a_usage_error():
     result = run_zeph("ask", "--session", "abc", "hello")
     assert result.returncode == 2 and "Traceback" not in err(result)
     assert "--session" in err(result) and "integer" in err(result)
+
+
+def test_ctrl_c_during_embedded_generation_exits_cleanly():
+    """Ctrl+C mid-generation: exit 130, the partial reply saved, no crash on the way out."""
+    import select
+
+    proc = subprocess.Popen(
+        [ZEPH, "ask", "Tell me a long story about a dragon and a knight."],
+        env={**os.environ, "ZEPH_LLM_MAX_TOKENS": "400"},
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    ready, _, _ = select.select([proc.stdout], [], [], 90)
+    assert ready, "no reply text arrived"
+    proc.stdout.read1(64)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr.decode()
+    assert b"Traceback" not in stderr and b"Segmentation" not in stderr
+    rows = db_rows("select role, metadata from messages order by id")
+    assert rows[-1]["role"] == "assistant" and json.loads(rows[-1]["metadata"])["partial"] is True

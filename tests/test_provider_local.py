@@ -71,6 +71,19 @@ async def test_early_stop_releases_the_model(provider):
     assert any(isinstance(e, UsageUpdate) for e in events)
 
 
+async def test_aclose_waits_for_an_abandoned_generation(provider):
+    """llama.cpp must not be running when the model is freed at exit (that crashes the process)."""
+    import threading
+
+    stream = provider.stream(ChatRequest(messages=(Message.user("Write a long poem about the sea."),), max_tokens=300))
+    async for event in stream:
+        if isinstance(event, TextDelta):
+            break
+    await stream.aclose()
+    await provider.aclose()
+    assert not [t for t in threading.enumerate() if t.name == "zeph-local-generate" and t.is_alive()]
+
+
 async def test_prompt_larger_than_the_window_is_a_context_length_error():
     settings = resolve_settings(load_config(env={}).config, env={})
     small = LocalProvider(settings, n_ctx=128)

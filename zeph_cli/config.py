@@ -500,7 +500,7 @@ def load_config(
         _set(config, key_path, _check(KEYS[key_path], value, f"option {flag}"))
         sources[key_path] = f"flag {flag}"
 
-    _check_relations(config, sources)
+    _check_relations(config, {k: (where if v == 'file' else v) for k, v in sources.items()})
     if config.llm.summary_model and config.llm.summary_provider is None:
         source = sources.get("llm.summary_model", "file")
         origin = where if source == "file" else source.replace("env ", "environment variable ").replace("flag ", "option ")

@@ -60,6 +60,7 @@ class LocalProvider(Provider):
         self._llama: Any = None
         self._load_lock = threading.Lock()
         self._run_lock = threading.Lock()
+        self._workers: set[threading.Thread] = set()
 
     @property
     def endpoint(self) -> str:
@@ -159,7 +160,12 @@ class LocalProvider(Provider):
         chat = to_local_messages(request.messages)
 
         def emit(event: Any) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, event)
+            if stop.is_set():
+                return  # nobody is reading any more (and the loop may be closed)
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, event)
+            except RuntimeError:  # the event loop closed under an abandoned generation
+                stop.set()
 
         def worker() -> None:
             try:
@@ -178,6 +184,7 @@ class LocalProvider(Provider):
                 emit(done)
 
         thread = threading.Thread(target=worker, name="zeph-local-generate", daemon=True)
+        self._workers.add(thread)
         thread.start()
         try:
             while True:
@@ -188,4 +195,11 @@ class LocalProvider(Provider):
                     raise event
                 yield event
         finally:
-            stop.set()
+            stop.set()  # the worker stops at the next token; aclose() waits for it
+
+    async def aclose(self) -> None:
+        """Wait for abandoned generations to stop: freeing the model under a
+        running llama.cpp call would crash the process at exit."""
+        workers, self._workers = self._workers, set()
+        for thread in workers:
+            await asyncio.to_thread(thread.join, 30)
