@@ -117,3 +117,24 @@ def test_chat_template_gets_one_leading_system_message():
     )
     assert chat[0] == {"role": "system", "content": "base\n\nctx\n\nlate"}
     assert [m["role"] for m in chat] == ["system", "user"]
+
+
+def test_without_the_local_extra_the_error_says_what_to_do(monkeypatch, capsys):
+    """No llama-cpp-python installed: one line naming the extra and the hosted alternatives."""
+    import importlib.util
+
+    from zeph_cli.cli import main
+
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name, *args, **kwargs):
+        return None if name == "llama_cpp" else real_find_spec(name, *args, **kwargs)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    with pytest.raises(errors.ProviderUnavailable) as info:
+        resolve_settings(load_config(env={}).config, env={})
+    message = str(info.value)
+    assert "pip install 'zeph-cli[local]'" in message
+    assert "ANTHROPIC_API_KEY" in message and "OPENAI_API_KEY" in message and "ollama" in message
+    assert main(["ask", "hello"]) == 2
+    assert capsys.readouterr().err.startswith("zeph: error: the local provider needs llama-cpp-python")
