@@ -14,6 +14,7 @@ import pytest
 
 from tests.cli_helpers import ZEPH, assert_one_line_error, err, out, run_zeph
 from tests.fakes import openai_wire
+from tests.fakes.server import closed_port_url
 
 
 def db_rows(sql: str, *args):
@@ -193,13 +194,9 @@ def test_compatible_without_url():
 
 
 def test_connection_refused_names_the_url():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": f"http://127.0.0.1:{port}/v1", "ZEPH_LLM_MAX_RETRIES": "0"}
-    assert_one_line_error(run_zeph("ask", "hello", env=env), 1, f"127.0.0.1:{port}")
+    url = closed_port_url()
+    env = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": url + "/v1", "ZEPH_LLM_MAX_RETRIES": "0"}
+    assert_one_line_error(run_zeph("ask", "hello", env=env), 1, url.removeprefix("http://"))
     assert db_rows("select content from messages")[0]["content"] == "hello"
 
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 
 import pytest
 
 from tests.fakes import anthropic_wire as wire
-from tests.fakes.server import FakeResponse
+from tests.fakes.server import FakeResponse, closed_port_url
 from zeph_cli import errors
 from zeph_cli.messages import (
     Message,
@@ -66,14 +65,6 @@ async def collect(provider: AnthropicProvider, request: ChatRequest) -> tuple[li
         events.append(event)
         builder.add(event)
     return events, builder
-
-
-def closed_port() -> int:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return port
 
 
 # ---- streaming text and the request on the wire ---------------------------------------
@@ -362,7 +353,7 @@ async def test_exhausted_retries(fake_server, make_provider, failure, error_type
 
 
 async def test_connection_refused_names_the_url(make_provider):
-    url = f"http://127.0.0.1:{closed_port()}"
+    url = closed_port_url()
 
     with pytest.raises(errors.ProviderConnectionError) as caught:
         await collect(make_provider(base_url=url), ask())

@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import time
 
 import pytest
 
 from tests.fakes import ollama_wire as wire
-from tests.fakes.server import FakeResponse
+from tests.fakes.server import FakeResponse, closed_port_url
 from zeph_cli import errors
 from zeph_cli.messages import (
     Message,
@@ -53,21 +52,6 @@ def request(*messages: Message, **kwargs) -> ChatRequest:
 
 async def collect(provider, req: ChatRequest) -> list:
     return [event async for event in provider.stream(req)]
-
-
-def build(events) -> ReplyBuilder:
-    builder = ReplyBuilder()
-    for event in events:
-        builder.add(event)
-    return builder
-
-
-def closed_port_url() -> str:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}"
 
 
 async def server_outcome(fake_server, path: str = "/api/chat") -> str:
@@ -138,7 +122,7 @@ async def test_ndjson_line_split_across_chunks(fake_server, provider):
     cut = len(lines[0]) + 10  # second object split in the middle
     fake_server.queue(wire.raw_stream([joined[:cut], joined[cut:]]), path="/api/chat")
 
-    builder = build(await collect(provider, request()))
+    builder = ReplyBuilder.from_events(await collect(provider, request()))
 
     assert builder.content == "one two"
     assert builder.stop_reason == "stop"
@@ -188,7 +172,7 @@ async def test_two_tool_calls_in_one_streamed_chunk(fake_server, provider):
     deltas = [e for e in events if isinstance(e, ToolCallDelta)]
     assert [(d.index, d.id, d.name) for d in deltas] == [(0, None, "read_file"), (1, None, "read_file")]
     assert [json.loads(d.arguments) for d in deltas] == [{"path": "a.py"}, {"path": "ü/b.py", "limit": 3}]
-    message = build(events).message()
+    message = ReplyBuilder.from_events(events).message()
     assert message.content == "Let me look."
     assert [(c.name, c.arguments) for c in message.tool_calls] == [
         ("read_file", {"path": "a.py"}),
@@ -218,7 +202,7 @@ async def test_tool_calls_in_separate_chunks_get_distinct_indexes(fake_server, p
     )
     fake_server.queue(wire.raw_stream(lines), path="/api/chat")
 
-    calls = build(await collect(provider, request(tools=(READ_FILE,)))).tool_calls()
+    calls = ReplyBuilder.from_events(await collect(provider, request(tools=(READ_FILE,)))).tool_calls()
 
     assert [(c.id, c.name, c.arguments) for c in calls] == [
         ("call_0", "grep", {"pattern": "x"}),
@@ -419,7 +403,7 @@ async def test_503_then_200_honours_retry_after(fake_server):
     )
     started = time.monotonic()
     try:
-        builder = build(await collect(p, request()))
+        builder = ReplyBuilder.from_events(await collect(p, request()))
     finally:
         await p.aclose()
 
@@ -569,7 +553,7 @@ async def test_early_stop_closes_the_response(fake_server, provider):
     assert open_connections(provider) == []
     assert await server_outcome(fake_server) == "client-closed"
     fake_server.queue(wire.chat_stream("next"), path="/api/chat")
-    assert build(await collect(provider, request())).content == "next"
+    assert ReplyBuilder.from_events(await collect(provider, request())).content == "next"
 
 
 async def test_cancelled_consumer_closes_the_response(fake_server, provider):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from contextlib import aclosing
@@ -12,7 +11,7 @@ from contextlib import aclosing
 import pytest
 
 from tests.fakes import openai_wire as wire
-from tests.fakes.server import FakeResponse
+from tests.fakes.server import FakeResponse, closed_port_url
 from zeph_cli import errors
 from zeph_cli.messages import (
     Message,
@@ -65,21 +64,6 @@ async def collect(provider: OpenAIProvider, request: ChatRequest) -> list:
         await provider.aclose()
 
 
-def build(events: list) -> ReplyBuilder:
-    builder = ReplyBuilder()
-    for event in events:
-        builder.add(event)
-    return builder
-
-
-def closed_port_url() -> str:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    return f"http://127.0.0.1:{port}"
-
-
 def handler_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if "process_request_thread" in t.name]
 
@@ -105,7 +89,7 @@ async def test_streams_text_and_sends_the_openai_request_body(fake_server):
         UsageUpdate(Usage(input_tokens=12, output_tokens=3)),
         StreamEnd("stop"),
     ]
-    assert build(events).message() == Message.assistant("Hello there")
+    assert ReplyBuilder.from_events(events).message() == Message.assistant("Hello there")
 
     [sent] = fake_server.requests_to(PATH)
     body = sent.json
@@ -139,7 +123,7 @@ async def test_compatible_kind_sends_max_tokens_temperature_and_a_placeholder_ke
 
     events = await collect(provider, ask(max_tokens=256, temperature=0.2))
 
-    assert build(events).content == "ok"
+    assert ReplyBuilder.from_events(events).content == "ok"
     body = fake_server.requests_to(PATH)[0].json
     assert body["max_tokens"] == 256
     assert "max_completion_tokens" not in body
@@ -156,7 +140,7 @@ async def test_compatible_server_that_sends_no_usage_still_works(fake_server):
     events = await collect(provider, ask())
 
     assert events == [TextDelta("no "), TextDelta("usage"), StreamEnd("stop")]
-    assert build(events).usage == Usage()
+    assert ReplyBuilder.from_events(events).usage == Usage()
 
 
 async def test_non_streaming_request_yields_the_same_events(fake_server):
@@ -187,7 +171,7 @@ async def test_non_streaming_tool_calls_arrive_complete(fake_server):
         ToolCallDelta(0, "call_a", "read_file", '{"path": "a.py"}'),
         ToolCallDelta(1, "call_b", "read_file", '{"path": "b.py"}'),
     ]
-    builder = build(events)
+    builder = ReplyBuilder.from_events(events)
     assert builder.stop_reason == "tool_calls"
     assert builder.message() == Message(
         "assistant",
@@ -220,7 +204,7 @@ async def test_two_parallel_streamed_tool_calls_with_fragmented_arguments(fake_s
     ]
     assert not any(isinstance(e, TextDelta) for e in events)
     assert events[-1] == StreamEnd("tool_calls")
-    assert build(events).tool_calls() == [
+    assert ReplyBuilder.from_events(events).tool_calls() == [
         ToolCallPart("call_Q1", "read_file", {"path": "src/main.py"}),
         ToolCallPart("call_Q2", "grep", {"pattern": "TODO", "path": "."}),
     ]
@@ -294,7 +278,7 @@ async def test_usage_separates_cached_prompt_tokens(fake_server):
     events = await collect(make_provider(fake_server.url), ask())
 
     assert UsageUpdate(Usage(input_tokens=86, output_tokens=300, cache_read_tokens=1920)) in events
-    usage = build(events).usage
+    usage = ReplyBuilder.from_events(events).usage
     assert usage.prompt_tokens == 2006
     assert events[-1] == StreamEnd("stop")
 
@@ -390,7 +374,7 @@ async def test_rate_limit_then_success_is_retried_by_the_sdk_honouring_retry_aft
     events = await collect(provider, ask())
     elapsed = time.monotonic() - started
 
-    assert build(events).content == "after retry"
+    assert ReplyBuilder.from_events(events).content == "after retry"
     requests = fake_server.requests_to(PATH)
     assert len(requests) == 2
     assert requests[1].headers["x-stainless-retry-count"] == "1"
@@ -553,7 +537,7 @@ async def test_consumer_stopping_early_closes_the_response(fake_server, how):
 
     # The provider is still usable afterwards.
     events = await collect(provider, ask())
-    assert build(events).content == "again"
+    assert ReplyBuilder.from_events(events).content == "again"
 
 
 async def test_aclose_is_safe_before_and_after_use(fake_server):
@@ -561,6 +545,6 @@ async def test_aclose_is_safe_before_and_after_use(fake_server):
     provider = make_provider(fake_server.url)
     await provider.aclose()  # nothing created yet
 
-    assert build(await collect(provider, ask())).content == "a"
-    assert build(await collect(provider, ask())).content == "b"  # a fresh client after aclose()
+    assert ReplyBuilder.from_events(await collect(provider, ask())).content == "a"
+    assert ReplyBuilder.from_events(await collect(provider, ask())).content == "b"  # a fresh client after aclose()
     await provider.aclose()

@@ -221,6 +221,13 @@ class ReplyBuilder:
     cache_write_tokens: int = 0
     stop_reason: str | None = None
 
+    @classmethod
+    def from_events(cls, events: "list[StreamEvent]") -> "ReplyBuilder":
+        builder = cls()
+        for event in events:
+            builder.add(event)
+        return builder
+
     def add(self, event: StreamEvent) -> None:
         if isinstance(event, TextDelta):
             self.text.append(event.text)

@@ -149,3 +149,13 @@ class FakeServer:
     def close(self) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def closed_port_url() -> str:
+    """An http:// URL on 127.0.0.1 where nothing listens (connection refused)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
