@@ -124,3 +124,17 @@ async def test_empty_reply_warns_and_stores_nothing(fake_server, tmp_path):
     assert any(isinstance(e, AgentWarning) and "empty reply" in e.text for e in events)
     assert [r.role for r in agent.store.history(conversation.id)] == ["user"]
 
+
+
+async def test_history_counts_come_from_the_per_message_cache(fake_server, tmp_path):
+    """Stored counts are reused turn after turn: a cached count is what the report shows."""
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["short"], usage=None)))
+    agent = make_agent(fake_server, tmp_path)
+    conversation = agent.new_conversation("c")
+    await collect(agent, conversation, "short question")
+    _, before, _ = agent.context_for(conversation)
+    first = agent.store.history(conversation.id)[0]
+    agent.store.set_token_counts([(first.id, first.token_count + 5000, first.token_counter)])
+    _, after, raw = agent.context_for(conversation)
+    assert after.block("history").tokens == before.block("history").tokens + 5000
+    assert raw == after.raw_tokens and raw >= 5000

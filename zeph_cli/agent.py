@@ -27,7 +27,7 @@ from .models import ModelProfile, reply_token_cap
 from .paths import global_project_file
 from .providers.base import ChatRequest, Provider
 from .store import Conversation, ConversationStore, StoredMessage
-from .tokens import Calibration, TokenCounter, count_message, default_counter
+from .tokens import TokenCounter, count_message, default_counter
 from .workspace import environment_facts, find_project_files
 
 # ---- events -------------------------------------------------------------------
@@ -147,7 +147,7 @@ class Agent:
             PromptLayer("session prompt", topic or ""),
         ]
 
-    def _history(self, stored: list[StoredMessage], calibration: Calibration) -> list[HistoryItem]:
+    def _history(self, stored: list[StoredMessage]) -> list[HistoryItem]:
         """History with token counts, counting (and caching) only what is not cached yet."""
         missing: list[tuple[int, int, str]] = []
         items: list[HistoryItem] = []
@@ -156,24 +156,22 @@ class Agent:
             if count is None or row.token_counter != self.counter.name:
                 count = count_message(self.counter, row.message)
                 missing.append((row.id, count, self.counter.name))
-            items.append(HistoryItem(row.message, calibration.apply(count)))
+            items.append(HistoryItem(row.message, count))
         self.store.set_token_counts(missing)
         return items
 
     def context_for(self, conversation: Conversation, system: str | None = None) -> tuple[list[Message], ContextReport, int]:
         """The messages the next request would send, their report, and the raw estimate."""
-        calibration = self.store.calibration(self.provider.name, self.provider.model)
-        stored = self.store.history(conversation.id, agent_visible=True)
-        history = self._history(stored, calibration)
+        history = self._history(self.store.history(conversation.id, agent_visible=True))
         messages, report = assemble(
             self._layers(conversation, system),
             history,
             self.budget(),
             self.counter,
             window=self.profile.context_window if self.profile else 0,
+            calibration=self.store.calibration(self.provider.name, self.provider.model),
         )
-        raw_estimate = sum(count_message(self.counter, m) for m in messages)
-        return messages, report, raw_estimate
+        return messages, report, report.raw_tokens
 
     # ---- one turn ---------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -247,18 +248,21 @@ class ReplyPrinter:
             return
         if not self.live:
             return
-        import time
+        if self._live is None:
+            self._start_live()
+        now = time.monotonic()
+        if now - self._last >= self.REFRESH_SECONDS:
+            self._live.update(self._markdown("".join(self.buffer)))
+            self._last = now
 
+    def _start_live(self) -> None:
+        """Import Rich's renderers once, on the first token (not at start-up, not per token)."""
         from rich.live import Live
         from rich.markdown import Markdown
 
-        if self._live is None:
-            self._live = Live(Markdown(""), refresh_per_second=12, vertical_overflow="visible", transient=False)
-            self._live.start()
-        now = time.monotonic()
-        if now - self._last >= self.REFRESH_SECONDS:
-            self._live.update(Markdown("".join(self.buffer)))
-            self._last = now
+        self._markdown = Markdown
+        self._live = Live(Markdown(""), refresh_per_second=12, vertical_overflow="visible", transient=False)
+        self._live.start()
 
     def finish(self) -> None:
         if self._done:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..messages import Message
-from ..tokens import MESSAGE_OVERHEAD, REQUEST_OVERHEAD, TokenCounter
+from ..tokens import MESSAGE_OVERHEAD, REQUEST_OVERHEAD, Calibration, TokenCounter
 from .budget import Budget
 from .report import ContextBlock, ContextReport
 
@@ -25,7 +25,7 @@ class PromptLayer:
 @dataclass(frozen=True)
 class HistoryItem:
     message: Message
-    tokens: int
+    tokens: int  # raw estimate, before calibration
 
 
 def _groups(history: list[HistoryItem]) -> list[list[HistoryItem]]:
@@ -40,15 +40,17 @@ def _groups(history: list[HistoryItem]) -> list[list[HistoryItem]]:
     return groups
 
 
-def fit_history(history: list[HistoryItem], allowance: int | None) -> tuple[list[HistoryItem], int]:
-    """Keep the newest history within `allowance` tokens; return (kept, dropped count)."""
+def fit_history(
+    history: list[HistoryItem], allowance: int | None, calibration: Calibration = Calibration()
+) -> tuple[list[HistoryItem], int]:
+    """Keep the newest history within `allowance` (calibrated) tokens; return (kept, dropped count)."""
     if allowance is None:
         return history, 0
     groups = _groups(history)
     kept: list[list[HistoryItem]] = []
     used = 0
     for group in reversed(groups):
-        size = sum(i.tokens for i in group)
+        size = calibration.apply(sum(i.tokens for i in group))
         if kept and used + size > allowance:
             break
         kept.append(group)
@@ -65,16 +67,21 @@ def assemble(
     *,
     window: int,
     tools_tokens: int = 0,
+    calibration: Calibration = Calibration(),
 ) -> tuple[list[Message], ContextReport]:
+    """Block tokens in the report are calibrated (what the provider will count);
+    `raw_tokens` is the uncalibrated estimate, for learning the calibration."""
     layers = [layer for layer in layers if layer.text]
-    blocks = [ContextBlock(layer.name, counter.count(layer.text) + MESSAGE_OVERHEAD) for layer in layers]
-    fixed = sum(b.tokens for b in blocks) + tools_tokens + REQUEST_OVERHEAD
+    raw_layers = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in layers]
+    blocks = [ContextBlock(layer.name, calibration.apply(raw)) for layer, raw in zip(layers, raw_layers)]
+    fixed = sum(b.tokens for b in blocks) + calibration.apply(tools_tokens + REQUEST_OVERHEAD)
     allowance = max(budget.available - fixed, 0) if budget.available else None
-    kept, dropped = fit_history(history, allowance)
+    kept, dropped = fit_history(history, allowance, calibration)
     if tools_tokens:
-        blocks.append(ContextBlock("tools", tools_tokens))
+        blocks.append(ContextBlock("tools", calibration.apply(tools_tokens)))
+    raw_history = sum(i.tokens for i in kept) + REQUEST_OVERHEAD
     detail = f"{len(kept)} messages" + (f", {dropped} older not sent" if dropped else "")
-    blocks.append(ContextBlock("history", sum(i.tokens for i in kept) + REQUEST_OVERHEAD, detail))
+    blocks.append(ContextBlock("history", calibration.apply(raw_history), detail))
     notes: list[str] = []
     if dropped:
         notes.append(f"{dropped} older messages did not fit the budget and were not sent")
@@ -89,5 +96,6 @@ def assemble(
         history_messages=len(kept),
         trimmed_messages=dropped,
         notes=tuple(notes),
+        raw_tokens=sum(raw_layers) + tools_tokens + raw_history,
     )
     return messages, report

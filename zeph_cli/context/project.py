@@ -48,12 +48,13 @@ def render_project_context(files: list[ProjectFile], max_tokens: int, counter: T
     if not files:
         return ProjectContext("", (), (), 0)
     bodies = {f.path: f.text.strip() for f in files}
-    total = sum(counter.count(b) for b in bodies.values())
+    sizes = {path: counter.count(body) for path, body in bodies.items()}
+    total = sum(sizes.values())
     truncated: list[str] = []
     if max_tokens and total > max_tokens:
         remaining = max_tokens
         for f in reversed(files):  # nearest the working directory first
-            size = counter.count(bodies[f.path])
+            size = sizes[f.path]
             if size <= remaining:
                 remaining -= size
                 continue

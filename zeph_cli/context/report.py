@@ -27,6 +27,7 @@ class ContextReport:
     history_messages: int = 0
     trimmed_messages: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    raw_tokens: int = 0  # the estimate before per-model calibration
 
     @property
     def used_tokens(self) -> int:
