@@ -200,6 +200,14 @@ class SkillsConfig:
 
 
 @dataclass
+class DebugConfig:
+    dump_dir: str = setting(
+        "",
+        "Write each provider request, response and compaction (probe) result as numbered JSON files here; empty = off.",
+    )
+
+
+@dataclass
 class Config:
     llm: LlmConfig = field(default_factory=LlmConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
@@ -207,6 +215,7 @@ class Config:
     agent: AgentConfig = field(default_factory=AgentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     skills: SkillsConfig = field(default_factory=SkillsConfig)
+    debug: DebugConfig = field(default_factory=DebugConfig)
 
     def get(self, path: str) -> Any:
         node: Any = self
