@@ -83,9 +83,12 @@ def test_rules_naming_unknown_tools_are_reported():
 
 def test_modes_offer_their_tools():
     assert set(tools_for_mode("agent").names()) == {
-        "read_file", "list_directory", "find_path", "grep", "write_file", "edit_file", "bash", "read_overflow"}
+        "read_file", "list_directory", "find_path", "grep", "write_file", "edit_file", "bash", "read_overflow",
+        "compress_context"}
     for mode in ("ask", "plan"):
-        assert set(tools_for_mode(mode).names()) == {"read_file", "list_directory", "find_path", "grep", "read_overflow"}
+        assert set(tools_for_mode(mode).names()) == {
+            "read_file", "list_directory", "find_path", "grep", "read_overflow", "compress_context"}
+    assert "compress_context" not in tools_for_mode("agent", compression=False).names()
 
 
 def test_every_tool_has_a_description_and_an_object_schema():

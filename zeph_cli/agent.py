@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Union
 
+from .compactor import Compactor
 from .config import Config
 from .context.assembler import HistoryItem, PromptLayer, assemble
 from .context.budget import Budget, compute_budget
@@ -26,7 +26,23 @@ from .context.project import ProjectContext, render_project_context
 from .context.prompts import BASE_PROMPT, MODE_PROMPTS, NO_TOOLS_PROMPT
 from .context.report import ContextReport
 from .context.untrusted import delimit_tool_results
-from .errors import ProviderError, ZephError
+from .debug_dump import DebugDump
+from .errors import ContextLengthExceeded, ProviderError, is_context_length_message
+from .events import (
+    AgentEvent,
+    AgentWarning,
+    CompactionFinished,
+    CompactionStarted,
+    CompactionStatus,
+    ContextPrepared,
+    ReplyDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFailed,
+    TurnFinished,
+    TurnStarted,
+    UsageReported,
+)
 from .messages import (
     Message,
     ReplyBuilder,
@@ -39,7 +55,8 @@ from .messages import (
 )
 from .models import ModelProfile, reply_token_cap
 from .paths import global_project_file
-from .providers.base import ChatRequest, Provider
+from .providers.base import ChatRequest, Provider, ProviderSettings
+from .providers.pool import ProviderPool
 from .store import Conversation, ConversationStore, StoredMessage, ToolLog
 from .tokens import TokenCounter, count_message, count_tools, default_counter
 from .tool_calls import ToolCallRunner, ToolOutcome, interrupted_result
@@ -49,79 +66,6 @@ from .tools.permissions import Approver, PermissionPolicy, deny_all
 from .tools.registry import builtin_tool_names, tools_for_mode
 from .workspace import environment_facts, find_project_files
 
-# ---- events -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TurnStarted:
-    conversation: Conversation
-    user_message_id: int
-
-
-@dataclass(frozen=True)
-class ContextPrepared:
-    report: ContextReport
-
-
-@dataclass(frozen=True)
-class ReplyDelta:
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolCallStarted:
-    call: ToolCallPart
-    kind: str  # read | write | exec ("" for an unknown tool)
-    subject: str  # the command or path, for display
-
-
-@dataclass(frozen=True)
-class ToolCallFinished:
-    call: ToolCallPart
-    result: ToolResultPart
-    decision: str
-    summary: str
-    duration_ms: int | None = None
-    exit_code: int | None = None
-
-
-@dataclass(frozen=True)
-class UsageReported:
-    usage: Usage
-    report: ContextReport
-
-
-@dataclass(frozen=True)
-class AgentWarning:
-    text: str
-
-
-@dataclass(frozen=True)
-class TurnFailed:
-    error: ZephError
-    partial_message_id: int | None = None
-
-
-@dataclass(frozen=True)
-class TurnFinished:
-    message_id: int | None
-    text: str
-    usage: Usage
-    stop_reason: str
-
-
-AgentEvent = Union[
-    TurnStarted,
-    ContextPrepared,
-    ReplyDelta,
-    ToolCallStarted,
-    ToolCallFinished,
-    UsageReported,
-    AgentWarning,
-    TurnFailed,
-    TurnFinished,
-]
-
 # What servers say when a model cannot take tools (Ollama, llama.cpp, vLLM...).
 _NO_TOOL_SUPPORT = re.compile(
     r"does not support tools|tools? (?:are|is) not supported|not support(?:ed)? (?:tool|function)|"
@@ -129,6 +73,8 @@ _NO_TOOL_SUPPORT = re.compile(
     re.IGNORECASE,
 )
 _VALID_CALL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# Spec ("Reactive Retry on Context Length Errors"): compact and retry, "max_attempts (default: 2)".
+CONTEXT_LENGTH_RETRIES = 2
 
 
 # ---- the agent ------------------------------------------------------------------
@@ -153,6 +99,7 @@ class Agent:
         cwd: Path,
         approver: Approver | None = None,
         mode: str | None = None,
+        helper_settings: Mapping[str, ProviderSettings | None] | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -174,6 +121,12 @@ class Agent:
         )
         self._said_no_tools = False
         self._tools_token_cache: dict[tuple[str, ...], int] = {}
+        # Summaries, probes and compress_context may use providers of their own.
+        self.providers = ProviderPool(provider, helper_settings)
+        self.compactor = Compactor(self)
+        dump_dir = config.debug.dump_dir
+        self.dump = DebugDump(Path(dump_dir).expanduser()) if dump_dir else None
+        self._said_dump_problem = False
 
     @property
     def model_label(self) -> str:
@@ -202,10 +155,11 @@ class Agent:
     # ---- tools ----------------------------------------------------------------
 
     def offered_tools(self) -> ToolSet:
-        """The tools the model is offered this turn (none when the model cannot call tools)."""
+        """The tools the model is offered this turn (none when the model cannot call tools);
+        compress_context only when there is a budget to compress against."""
         if self.tools_unavailable:
             return ToolSet()
-        return tools_for_mode(self.mode)
+        return tools_for_mode(self.mode, compression=self.profile is not None and self.budget().total > 0)
 
     def _tools_tokens(self, tools: ToolSet) -> int:
         """Tokens of the tool schemas, counted once per tool set and tokenizer."""
@@ -226,6 +180,7 @@ class Agent:
             cwd=self.cwd,
             read_overflow=lambda output_id: self.tool_log.read_output(conversation.id, output_id),
             default_timeout_secs=float(tools_config.bash_timeout_secs),
+            compress=lambda strategy: self.compactor.on_request(conversation, strategy),
         )
         return ToolCallRunner(
             tools=tools,
@@ -238,20 +193,46 @@ class Agent:
             summarizer=self.summarize_text if tools_config.summarize_output else None,
         )
 
-    async def summarize_text(self, prompt: str) -> str:
-        """One plain completion (no tools) on the main provider, for summaries."""
-        assert self.profile is not None
+    async def summarize_text(self, prompt: str, *, max_tokens: int = 2048, purpose: str = "summary") -> str:
+        """One plain completion (no tools) for a side job: "summary", "probe" or "compress"
+        (each on its configured provider, by default the main one)."""
+        provider = self.providers.get(purpose)
+        profile = self.profile if provider is self.provider else await self.providers.profile(provider)
+        assert profile is not None
         request = ChatRequest(
             messages=(Message.user(prompt),),
-            max_tokens=min(2048, reply_token_cap(self.config.llm.max_tokens, self.profile)),
+            max_tokens=min(max_tokens, reply_token_cap(self.config.llm.max_tokens, profile)),
             temperature=0.0,
             stream=False,
-            context_window=self.profile.context_window,
+            context_window=profile.context_window,
         )
         builder = ReplyBuilder()
-        async for event in self.provider.stream(request):
+        async for event in provider.stream(request):
             builder.add(event)
         return builder.content
+
+    def helper_model(self, purpose: str) -> str:
+        return self.providers.label(purpose)
+
+    async def aclose(self) -> None:
+        """Close the side-job providers this agent built (the main provider is the caller's)."""
+        await self.providers.aclose()
+
+    # ---- debug dump -------------------------------------------------------------
+
+    def _dump_warning(self) -> AgentWarning | None:
+        if self.dump is None or not self.dump.problem or self._said_dump_problem:
+            return None
+        self._said_dump_problem = True
+        return AgentWarning(self.dump.problem)
+
+    def dump_probe(self, result) -> None:
+        if self.dump is not None:
+            self.dump.probe(result)
+
+    def dump_compaction(self, record: dict) -> None:
+        if self.dump is not None:
+            self.dump.compaction(record)
 
     # ---- conversations -------------------------------------------------------
 
@@ -341,8 +322,12 @@ class Agent:
         used_ids = self._call_ids(conversation)
         total = Usage()
         rounds = 0
+        context_retries = 0
         max_rounds = self.config.agent.max_tool_iterations
+        self.compactor.start_turn()
         while True:
+            async for event in self.compactor.before_request(conversation):
+                yield event
             tools = self.offered_tools()
             messages, report, raw_estimate = self.context_for(conversation, system, tools)
             yield ContextPrepared(report)
@@ -358,6 +343,7 @@ class Agent:
                 stream=stream,
                 context_window=report.budget or self.profile.context_window,
             )
+            dump_id = self.dump.request(request, provider=self.provider.name, model=self.model_label, report=report) if self.dump else None
             builder = ReplyBuilder()
             try:
                 async for event in self.provider.stream(request):
@@ -370,6 +356,25 @@ class Agent:
                     self._said_no_tools = True
                     yield AgentWarning(f"running without tools: {self.tools_unavailable}")
                     continue
+                self._dump_response(dump_id, builder, str(exc))
+                too_long = isinstance(exc, ContextLengthExceeded) or is_context_length_message(str(exc))
+                if too_long and not builder.content and not builder.calls:
+                    if context_retries < CONTEXT_LENGTH_RETRIES:
+                        context_retries += 1
+                        freed = False
+                        async for event in self.compactor.compact(conversation, "reactive_retry"):
+                            if isinstance(event, CompactionFinished) and event.result.tokens_saved:
+                                freed = True
+                            yield event
+                        if freed:
+                            continue
+                    exc = ContextLengthExceeded(
+                        f"{exc} — the request still does not fit after compacting "
+                        f"({context_retries} attempt{'s' * (context_retries != 1)}); start a new session "
+                        "or lower [memory] context_budget_tokens to the model's real window",
+                        provider=exc.provider,
+                        status=exc.status,
+                    )
                 partial_id = self._save_partial(conversation, builder, str(exc))
                 yield TurnFailed(exc, partial_id)
                 return
@@ -396,7 +401,11 @@ class Agent:
             elif not calls:
                 yield AgentWarning("the model returned an empty reply")
             self._calibrate(raw_estimate, usage)
+            self._dump_response(dump_id, builder)
             yield UsageReported(usage, report)
+            warning = self._dump_warning()
+            if warning:
+                yield warning
 
             if not calls:
                 yield TurnFinished(message_id, builder.content, total, stop_reason)
@@ -418,6 +427,18 @@ class Agent:
             runner = self._runner(conversation, tools)
             async for event in self._run_calls(conversation, runner, parsed):
                 yield event
+            await self.compactor.after_tool_round(conversation)
+
+    def _dump_response(self, dump_id: int | None, builder: ReplyBuilder, error: str | None = None) -> None:
+        if self.dump is not None and dump_id is not None:
+            self.dump.response(
+                dump_id,
+                text=builder.content,
+                tool_calls=[call for call, _ in builder.parsed_tool_calls()],
+                usage=builder.usage,
+                stop_reason=normalize_stop_reason(builder.stop_reason),
+                error=error,
+            )
 
     async def _run_calls(
         self, conversation: Conversation, runner: ToolCallRunner, parsed: list[tuple[ToolCallPart, str | None]]

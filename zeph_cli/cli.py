@@ -136,6 +136,9 @@ def ask(
     json_output: bool = typer.Option(False, "--json", help="Print the reply and its metadata as JSON."),
     mode: Optional[str] = typer.Option(None, "--mode", help="agent (all tools), ask or plan (read-only tools)."),
     yes: bool = typer.Option(False, "-y", "--yes", help="Approve every write and exec tool call of this command."),
+    debug_dump: Optional[str] = typer.Option(
+        None, "--debug-dump", metavar="DIR", help="Write each provider request and response, and each compaction, as numbered JSON files to DIR."
+    ),
 ) -> None:
     """Ask a one-shot question (or continue a session) and print the reply.
 
@@ -150,7 +153,12 @@ def ask(
         raise UsageError('no prompt: pass one (zeph ask "…") or pipe text on standard input')
     import asyncio
 
-    loaded = load({"llm.model": (model, "--model"), "llm.provider": (provider, "--provider"), "agent.mode": (mode, "--mode")})
+    loaded = load({
+        "llm.model": (model, "--model"),
+        "llm.provider": (provider, "--provider"),
+        "agent.mode": (mode, "--mode"),
+        "debug.dump_dir": (debug_dump, "--debug-dump"),
+    })
     options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes)
     exit_code = asyncio.run(_ask(loaded, text, options))
     raise typer.Exit(exit_code)
@@ -176,6 +184,9 @@ async def _ask(loaded: "LoadedConfig", text: str, options: AskOptions) -> int:
     from .agent import (
         Agent,
         AgentWarning,
+        CompactionFinished,
+        CompactionStarted,
+        CompactionStatus,
         ContextPrepared,
         ReplyDelta,
         ToolCallFinished,
@@ -188,7 +199,14 @@ async def _ask(loaded: "LoadedConfig", text: str, options: AskOptions) -> int:
     from .approval_prompt import TerminalApprover
     from .errors import NotFound
     from .providers import create_provider, resolve_settings
-    from .render import tool_finished_line, tool_started_line, usage_line
+    from .providers.summary import side_job_settings
+    from .render import (
+        compaction_finished_line,
+        compaction_started_line,
+        tool_finished_line,
+        tool_started_line,
+        usage_line,
+    )
     from .tools.permissions import approve_all, deny_all
 
     system, stream, show_usage, json_output = options.system, options.stream, options.show_usage, options.json_output
@@ -209,8 +227,11 @@ async def _ask(loaded: "LoadedConfig", text: str, options: AskOptions) -> int:
         conversation = store.get_conversation(session_id)
     else:
         conversation = None
+    helpers = side_job_settings(loaded.config, os.environ, settings)
     provider = create_provider(settings)
-    agent = Agent(config=loaded.config, store=store, provider=provider, cwd=Path.cwd(), approver=approver)
+    agent = Agent(
+        config=loaded.config, store=store, provider=provider, cwd=Path.cwd(), approver=approver, helper_settings=helpers
+    )
     if conversation is None:
         conversation = agent.new_conversation(text, system)
 
@@ -247,7 +268,19 @@ async def _ask(loaded: "LoadedConfig", text: str, options: AskOptions) -> int:
                     }
                 )
             elif isinstance(event, AgentWarning):
-                eprint(f"zeph: warning: {event.text}")
+                eprint(warning_line(event.text))
+            elif isinstance(event, CompactionStarted) and event.kind != "soft":
+                printer.finish()
+                eprint(compaction_started_line(event.kind))
+            elif isinstance(event, CompactionStatus):
+                eprint(f"  ⎿  {event.text}")
+            elif isinstance(event, CompactionFinished):
+                eprint(compaction_finished_line(event.result))
+                result.setdefault("compactions", []).append(
+                    {"kind": event.result.kind, "description": event.result.describe(),
+                     "tokens_before": event.result.tokens_before, "tokens_after": event.result.tokens_after,
+                     "probe_verdict": event.result.probe_verdict}
+                )
             elif isinstance(event, UsageReported):
                 if show_usage:
                     printer.finish()
@@ -281,6 +314,7 @@ async def _ask(loaded: "LoadedConfig", text: str, options: AskOptions) -> int:
         printer.finish()
         if terminal is not None:
             terminal.close()
+        await agent.aclose()
         await provider.aclose()
         store.close()
     return 0
@@ -476,7 +510,12 @@ def compact(
     import asyncio
 
     loaded = load({"llm.model": (model, "--model"), "llm.provider": (provider, "--provider")})
-    asyncio.run(_compact(loaded, session))
+    raise typer.Exit(asyncio.run(_compact(loaded, session)))
+
+
+def warning_line(text: str) -> str:
+    """`zeph: warning: …` (a warning already worded "Warning: …" is not said twice)."""
+    return "zeph: warning: " + text.removeprefix("Warning: ")
 
 
 @asynccontextmanager
@@ -484,28 +523,41 @@ async def session_agent(loaded: "LoadedConfig", session_id: Optional[int]):
     """A started agent on a session (the most recent by default); closes provider and store."""
     from .agent import Agent
     from .providers import create_provider, resolve_settings
+    from .providers.summary import side_job_settings
 
     store = open_store()
     try:
         conversation = _resolve_session(store, session_id, session_id is None)
-        provider = create_provider(resolve_settings(loaded.config, os.environ, loaded.sources))
+        settings = resolve_settings(loaded.config, os.environ, loaded.sources)
+        helpers = side_job_settings(loaded.config, os.environ, settings)
+        provider = create_provider(settings)
         try:
-            agent = Agent(config=loaded.config, store=store, provider=provider, cwd=Path.cwd())
+            agent = Agent(config=loaded.config, store=store, provider=provider, cwd=Path.cwd(), helper_settings=helpers)
             for warning in await agent.start():
                 eprint(f"zeph: warning: {warning}")
             yield agent, conversation
+            await agent.aclose()
         finally:
             await provider.aclose()
     finally:
         store.close()
 
 
-async def _compact(loaded: "LoadedConfig", session_id: Optional[int]) -> None:
-    from .compactor import Compactor
+async def _compact(loaded: "LoadedConfig", session_id: Optional[int]) -> int:
+    """Exit status 1 when the probe rejected the summary (the originals are kept)."""
+    from .events import AgentWarning, CompactionFinished, CompactionStatus
 
+    status = 0
     async with session_agent(loaded, session_id) as (agent, conversation):
-        result = await Compactor(agent).compact_hard(conversation)
-    print(f"session {conversation.id}: {result.describe()}")
+        async for event in agent.compactor.compact(conversation):
+            if isinstance(event, CompactionStatus):
+                eprint(event.text)
+            elif isinstance(event, AgentWarning):
+                eprint(warning_line(event.text))
+            elif isinstance(event, CompactionFinished):
+                print(f"session {conversation.id}: {event.result.describe()}")
+                status = 1 if event.result.rejected else status
+    return status
 
 
 @app.command()
@@ -538,9 +590,12 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     from rich.console import Console
     from rich.table import Table
 
-    budget = f"{human_tokens(report.budget)} budget" if report.budget else "no budget"
-    print(f"session {conversation.id} · {provider.name} {agent.model_label} · window {human_tokens(report.window)} · {budget}"
-          f" · soft {report.soft_threshold:.0%} / hard {report.hard_threshold:.0%}")
+    budget = f"{human_tokens(report.budget)} budget" if report.budget else "no budget (no compaction)"
+    print(f"session {conversation.id} · {provider.name} {agent.model_label} · window {human_tokens(report.window)} · {budget}")
+    if report.capacity:
+        print(f"usage {report.usage:.0%} of the {human_tokens(report.capacity)} prompt budget "
+              f"({human_tokens(report.context_tokens)} tokens) · compaction at soft {report.soft_threshold:.0%} "
+              f"/ hard {report.hard_threshold:.0%} · strategy {agent.config.memory.compression.strategy}")
     table = Table(box=None, pad_edge=False)
     for column, justify in (("block", "left"), ("tokens", "right"), ("share", "right"), ("", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
@@ -552,7 +607,13 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     m = metrics
     print(f"compaction: {m.compaction_events} events, {m.compaction_tokens_saved:,} tokens saved, "
           f"{m.tool_output_prunes} tool outputs pruned"
-          + (f", last probe {m.last_probe_verdict} ({m.last_probe_score:.2f})" if m.last_probe_verdict else ""))
+          + (f"; proactive: {m.compression_events} ({m.compression_tokens_saved:,} tokens saved)"
+             if m.compression_events else ""))
+    probes = (m.compaction_probe_passes, m.compaction_probe_soft_failures, m.compaction_probe_failures,
+              m.compaction_probe_errors)
+    if any(probes):
+        print("probe: {} pass · {} soft fail · {} hard fail · {} error".format(*probes)
+              + (f" · last {m.last_probe_verdict} ({m.last_probe_score or 0:.2f})" if m.last_probe_verdict else ""))
 
 
 @app.command()

@@ -3,15 +3,38 @@
 Invariant: compaction never loses what the user can scroll back to. The
 originals of a compacted range become agent-invisible and the summary
 agent-only in one transaction, together with the event that records it; a
-summary is always produced (the metadata summary when every LLM attempt fails).
+summary is always produced (the metadata summary when every LLM attempt
+fails), and a probe HardFail keeps the originals. LLM compaction runs at most
+once per turn on its own, and never again in a session once the guard says it
+cannot make progress.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .context.compaction import COMPACTION_SUMMARY, compaction_range, summarize_range
+from .context.compaction import (
+    COMPACTION_SUMMARY,
+    TOOL_SUMMARY,
+    CompactionGuard,
+    TurnCompactionState,
+    apply_deferred,
+    clean_pair_summary,
+    compaction_range,
+    decide,
+    pair_to_summarize,
+    plan_prune,
+    proactive_due,
+    pruned_message,
+    summarize_range,
+    tool_pair_prompt,
+)
+from .context.probe import REJECTED_MESSAGE, VALIDATING_MESSAGE, blocks_compaction, run_probe
+from .context.report import ContextReport
+from .errors import ZephError
+from .events import AgentEvent, AgentWarning, CompactionFinished, CompactionStarted, CompactionStatus
 from .messages import Message
 from .store import CompactionStore, Conversation
 from .store.transactions import write_transaction
@@ -20,6 +43,8 @@ from .tokens import count_message
 if TYPE_CHECKING:
     from .agent import Agent
 
+HARD_SUMMARY_TOKENS = 4096  # reply cap of one hard-compaction summary call
+
 
 @dataclass(frozen=True)
 class CompactionResult:
@@ -27,46 +52,208 @@ class CompactionResult:
     tokens_before: int
     tokens_after: int
     messages_compacted: int = 0
-    method: str = ""  # single | chunked | metadata
+    method: str = ""  # single | chunked | metadata (LLM compaction); empty for the soft tier
     summary_id: int | None = None
     skipped: str = ""  # why nothing was compacted
+    outputs_pruned: int = 0
+    summaries_applied: int = 0
+    probe_verdict: str | None = None  # Pass | SoftFail | HardFail | Error | Skipped
+    probe_score: float | None = None
 
     @property
     def tokens_saved(self) -> int:
         return max(self.tokens_before - self.tokens_after, 0)
 
+    @property
+    def rejected(self) -> bool:
+        return self.probe_verdict == "HardFail"
+
     def describe(self) -> str:
         if self.skipped:
             return f"nothing to compact: {self.skipped}"
+        if self.rejected:
+            return REJECTED_MESSAGE
+        tokens = f"{self.tokens_before:,} → {self.tokens_after:,} tokens"
+        if not self.method:
+            done = []
+            if self.summaries_applied:
+                done.append(f"applied {self.summaries_applied} tool summar{'y' if self.summaries_applied == 1 else 'ies'}")
+            if self.outputs_pruned:
+                done.append(f"pruned {self.outputs_pruned} old tool output{'s' * (self.outputs_pruned != 1)}")
+            return f"{' and '.join(done)}: {tokens}"
         how = {"metadata": "metadata summary (the summarizer failed)", "chunked": "chunked summary"}.get(
             self.method, "summary"
         )
-        return (
-            f"compacted {self.messages_compacted} messages into a {how}: "
-            f"{self.tokens_before:,} → {self.tokens_after:,} tokens"
-        )
+        probe = f" · probe {self.probe_verdict} ({self.probe_score:.2f})" if self.probe_verdict else ""
+        return f"compacted {self.messages_compacted} messages into a {how}: {tokens}{probe}"
 
 
 class Compactor:
+    """One per agent: the session's exhaustion guard and the turn's compaction flag live here."""
+
     def __init__(self, agent: "Agent") -> None:
         self.agent = agent
         self.store = CompactionStore(agent.store.db)
+        self.guard = CompactionGuard()
+        self.turn = TurnCompactionState()
 
-    def _used_tokens(self, conversation: Conversation) -> int:
-        _, report, _ = self.agent.context_for(conversation)
-        return report.used_tokens
+    def _report(self, conversation: Conversation) -> ContextReport:
+        return self.agent.context_for(conversation)[1]
 
-    async def compact_hard(self, conversation: Conversation, kind: str = "manual") -> CompactionResult:
-        """Summarize everything before the preserved tail into one agent-only summary."""
+    def start_turn(self) -> None:
+        self.turn.start_turn()
+
+    # ---- the context-management phase before each request ---------------------------------
+
+    async def before_request(self, conversation: Conversation) -> AsyncIterator[AgentEvent]:
+        """Proactive compression, else the reactive tiers: soft (no LLM), then hard if still over."""
+        memory = self.agent.config.memory
+        report = self._report(conversation)
+        if not report.capacity:
+            return
+        compression = memory.compression
+        if (
+            compression.strategy == "proactive"
+            and not self.turn.compacted_this_turn
+            and not self.guard.exhausted
+            and proactive_due(report.context_tokens, compression.threshold_tokens)
+        ):
+            async for event in self._automatic_summary(conversation, "proactive", compression.max_summary_tokens):
+                yield event
+            return
+        if self.turn.compacted_this_turn:
+            return
+        soft, hard = memory.soft_compaction_threshold, memory.hard_compaction_threshold
+        tier = decide(report.context_tokens, report.capacity, soft, hard)
+        if tier == "none":
+            return
+        result = self.soft(conversation)
+        if result is not None:
+            yield CompactionStarted(result.kind)
+            yield CompactionFinished(result)
+            report = self._report(conversation)
+        if decide(report.context_tokens, report.capacity, soft, hard) != "hard" or self.guard.exhausted:
+            return
+        async for event in self._automatic_summary(conversation, "hard", None):
+            yield event
+
+    async def _automatic_summary(
+        self, conversation: Conversation, kind: str, limit_tokens: int | None
+    ) -> AsyncIterator[AgentEvent]:
+        """One guarded LLM compaction (hard tier or proactive); it ends this turn's compaction."""
+        self.turn.mark_compacted()
+        yield CompactionStarted(kind)
+        result: CompactionResult | None = None
+        async for item in self._summarize(conversation, kind, limit_tokens=limit_tokens):
+            if isinstance(item, CompactionResult):
+                result = item
+            else:
+                yield item
+        assert result is not None
+        yield CompactionFinished(result)
+        if not result.rejected:  # a HardFail is a cooldown, not exhaustion
+            report = self._report(conversation)
+            still_over = decide(
+                report.context_tokens,
+                report.capacity,
+                self.agent.config.memory.soft_compaction_threshold,
+                self.agent.config.memory.hard_compaction_threshold,
+            ) == "hard"
+            if result.skipped:
+                self.guard.check(result.messages_compacted)
+            else:
+                self.guard.check(result.messages_compacted, result.tokens_before, result.tokens_after, still_over)
+        warning = self.guard.warning_once()
+        if warning:
+            yield AgentWarning(warning)
+
+    # ---- the soft tier ---------------------------------------------------------------------
+
+    def soft(self, conversation: Conversation) -> CompactionResult | None:
+        """Apply deferred tool-pair summaries and prune old tool outputs; None when there is nothing to do."""
         agent = self.agent
-        if agent.profile is None:
-            await agent.start()
-        before = self._used_tokens(conversation)
+        history = agent.agent_history(conversation)
+        history, applied = apply_deferred(history, agent.counter)
+        prune_ids = plan_prune(history, agent.config.memory.prune_protect_tokens)
+        if not applied and not prune_ids:
+            return None
+        by_id = {item.id: item.message for item in history}
+        replacements = {i: pruned_message(by_id[i]) for i in prune_ids}
+        before = self._report(conversation).context_tokens
+        counter = agent.counter
+        with write_transaction(agent.store.db):
+            for summary in applied:
+                self.store.apply_tool_summary(
+                    conversation.id,
+                    summary.hidden_ids,
+                    summary.message,
+                    metadata={TOOL_SUMMARY: True},
+                    token_count=summary.item.tokens,
+                    token_counter=counter.name,
+                )
+            pruned = self.store.prune_tool_outputs(
+                conversation.id,
+                replacements,
+                token_counts={i: count_message(counter, m) for i, m in replacements.items()},
+                token_counter=counter.name,
+            )
+            after = self._report(conversation).context_tokens
+            self.store.record_event(
+                conversation.id, "soft", tokens_before=before, tokens_after=after, outputs_pruned=len(pruned)
+            )
+        return CompactionResult("soft", before, after, outputs_pruned=len(pruned), summaries_applied=len(applied))
+
+    # ---- LLM compaction ---------------------------------------------------------------------
+
+    async def _summarize(
+        self,
+        conversation: Conversation,
+        kind: str,
+        *,
+        limit_tokens: int | None = None,
+        purpose: str = "summary",
+    ) -> AsyncIterator[AgentEvent | CompactionResult]:
+        """Summarize everything before the preserved tail; yields status events, then the result."""
+        agent = self.agent
+        before = self._report(conversation).context_tokens
         history = agent.agent_history(conversation)
         middle, _tail = compaction_range(history, agent.config.memory.compaction_preserve_tail)
         if len(middle) < 2:
-            return CompactionResult(kind, before, before, skipped="fewer than 2 messages before the preserved tail")
-        outcome = await summarize_range(middle, agent.summarize_text, counter=agent.counter)
+            yield CompactionResult(
+                kind, before, before, len(middle), skipped="fewer than 2 messages before the preserved tail"
+            )
+            return
+        cap = limit_tokens or HARD_SUMMARY_TOKENS
+
+        async def summarize(prompt: str) -> str:
+            return await agent.summarize_text(prompt, max_tokens=cap, purpose=purpose)
+
+        outcome = await summarize_range(middle, summarize, counter=agent.counter, limit_tokens=limit_tokens)
+        probe_config = agent.config.memory.compression.probe
+        verdict, score = None, None
+        if probe_config.enabled and outcome.method != "metadata":
+            yield CompactionStatus(VALIDATING_MESSAGE)
+            probe = await run_probe(
+                middle,
+                outcome.text,
+                lambda prompt: agent.summarize_text(prompt, max_tokens=1024, purpose="probe"),
+                probe_config,
+                model=agent.helper_model("probe"),
+            )
+            agent.dump_probe(probe)
+            verdict, score = probe.verdict, probe.score
+            if blocks_compaction(probe):
+                self.store.record_event(
+                    conversation.id,
+                    kind,
+                    tokens_before=before,
+                    tokens_after=before,
+                    method=outcome.method,
+                    probe_verdict=verdict,
+                    probe_score=score,
+                )
+                yield CompactionResult(kind, before, before, 0, outcome.method, probe_verdict=verdict, probe_score=score)
+                return
         summary = Message.context(outcome.text)
         with write_transaction(agent.store.db):
             stored = self.store.replace_with_summary(
@@ -77,7 +264,7 @@ class Compactor:
                 token_count=count_message(agent.counter, summary),
                 token_counter=agent.counter.name,
             )
-            after = self._used_tokens(conversation)
+            after = self._report(conversation).context_tokens
             self.store.record_event(
                 conversation.id,
                 kind,
@@ -85,5 +272,74 @@ class Compactor:
                 tokens_after=after,
                 messages_compacted=len(middle),
                 method=outcome.method,
+                probe_verdict=verdict,
+                probe_score=score,
             )
-        return CompactionResult(kind, before, after, len(middle), outcome.method, stored.id)
+        agent.dump_compaction(
+            {"kind": kind, "tokens_before": before, "tokens_after": after, "messages_compacted": len(middle),
+             "method": outcome.method, "attempts": outcome.attempts, "summary": outcome.text}
+        )
+        yield CompactionResult(kind, before, after, len(middle), outcome.method, stored.id,
+                               probe_verdict=verdict, probe_score=score)
+
+    async def compact(
+        self, conversation: Conversation, kind: str = "manual", purpose: str = "summary"
+    ) -> AsyncIterator[AgentEvent]:
+        """Compaction on demand (`zeph compact`, `/compact`, a context-length error):
+        the soft tier, then LLM compaction, whatever the usage; the guard is not consulted."""
+        if self.agent.profile is None:
+            await self.agent.start()
+        self.turn.mark_compacted()
+        yield CompactionStarted(kind)
+        soft = self.soft(conversation)
+        if soft is not None:
+            yield CompactionFinished(soft)
+        async for item in self._summarize(conversation, kind, purpose=purpose):
+            yield CompactionFinished(item) if isinstance(item, CompactionResult) else item
+
+    async def compact_hard(self, conversation: Conversation, kind: str = "manual") -> CompactionResult:
+        """`compact` without the events: the LLM compaction's result."""
+        result: CompactionResult | None = None
+        async for event in self.compact(conversation, kind):
+            if isinstance(event, CompactionFinished) and event.result.kind == kind:
+                result = event.result
+        assert result is not None
+        return result
+
+    async def on_request(self, conversation: Conversation, strategy: str) -> str:
+        """compress_context: "Reactive" runs the soft tier, "Autonomous" LLM compaction (compress provider)."""
+        if strategy == "Reactive":
+            result = self.soft(conversation)
+            if result is None:
+                return "nothing to compress: no pending tool summaries and no old tool outputs outside the protected recent tokens"
+            return result.describe()
+        final: CompactionResult | None = None
+        async for event in self.compact(conversation, "autonomous", purpose="compress"):
+            if isinstance(event, CompactionFinished) and event.result.kind == "autonomous":
+                final = event.result
+        assert final is not None
+        return final.describe()
+
+    # ---- tool pairs ---------------------------------------------------------------------------
+
+    async def after_tool_round(self, conversation: Conversation) -> bool:
+        """Summarize the oldest tool pair into a deferred summary once pairs exceed `tool_call_cutoff`.
+
+        The summary is only stored now; the soft tier applies it. A failed
+        summary call leaves the pair as it is. True when a summary was stored.
+        """
+        agent = self.agent
+        if not self._report(conversation).capacity:
+            return False
+        pair = pair_to_summarize(agent.agent_history(conversation), agent.config.memory.tool_call_cutoff)
+        if pair is None or not pair.summary_holder.id:
+            return False
+        try:
+            reply = await agent.summarize_text(tool_pair_prompt(pair), max_tokens=256, purpose="summary")
+        except ZephError:  # the pair stays unsummarized; the next round tries again
+            return False
+        text = clean_pair_summary(reply)
+        if not text:
+            return False
+        self.store.set_deferred_summary(pair.summary_holder.id, text)
+        return True

@@ -94,6 +94,25 @@ def tool_finished_line(decision: str, summary: str, result: ToolResultPart) -> s
     return f"  ⎿ {summary}"
 
 
+COMPACTION_KINDS = {
+    "soft": "pruning old tool outputs",
+    "hard": "compacting the context",
+    "proactive": "compressing the context",
+    "reactive_retry": "the request did not fit: compacting the context",
+    "manual": "compacting the context",
+    "autonomous": "compacting the context (compress_context)",
+}
+
+
+def compaction_started_line(kind: str) -> str:
+    return f"⏺ {COMPACTION_KINDS.get(kind, 'compacting the context')}…"
+
+
+def compaction_finished_line(result: Any) -> str:
+    """`⏺ context: compacted 30 messages into a summary: 12,000 → 3,000 tokens` (a `CompactionResult`)."""
+    return f"⏺ context: {result.describe()}"
+
+
 def conversation_json(conversation: Conversation, messages: list[StoredMessage]) -> dict[str, Any]:
     return {
         "id": conversation.id,
@@ -129,6 +148,8 @@ def context_rows(report: ContextReport) -> list[tuple[str, int, str, str]]:
 
     rows = [(b.name, b.tokens, share(b.tokens), b.detail) for b in report.blocks]
     rows.append(("used", report.used_tokens, share(report.used_tokens), ""))
+    if report.unsent_tokens:
+        rows.append(("not sent (trimmed)", report.unsent_tokens, share(report.unsent_tokens), "summarized by the next compaction"))
     if report.budget:
         rows.append(("reserved for the reply", report.reserved_for_response, share(report.reserved_for_response), ""))
         free = max(report.budget - report.reserved_for_response - report.used_tokens, 0)

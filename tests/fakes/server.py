@@ -1,7 +1,7 @@
 """A scripted HTTP server on 127.0.0.1 for wire-level provider tests.
 
 Tests queue `FakeResponse`s (per path, or for any path); the server replays
-them in order, streaming chunked bodies when asked, and records every request
+them in order (then asks a responder, if one is set, to answer from the request), streaming chunked bodies when asked, and records every request
 so tests can assert on exactly what went over the wire. Real SDK clients talk
 to it over real sockets.
 """
@@ -14,7 +14,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 
 @dataclass
@@ -60,6 +60,7 @@ class FakeServer:
         self.requests: list[RecordedRequest] = []
         self._queues: dict[str | None, deque[FakeResponse]] = {}
         self._routes: dict[str, FakeResponse] = {}
+        self._responder: Callable[[RecordedRequest], FakeResponse | None] | None = None
         self._lock = threading.Lock()
         server = self
 
@@ -75,7 +76,7 @@ class FakeServer:
                 path = self.path.split("?", 1)[0]
                 record = RecordedRequest(self.command, path, {k.lower(): v for k, v in self.headers.items()}, body)
                 server.requests.append(record)
-                response = server._next(path)
+                response = server._next(path, record)
                 record.outcome = self._send(response)
 
             def _send(self, response: FakeResponse) -> str:
@@ -133,12 +134,21 @@ class FakeServer:
         """Answer every request on `path` with `response` once its queue is empty."""
         self._routes[path] = response
 
-    def _next(self, path: str) -> FakeResponse:
+    def respond_with(self, responder: Callable[[RecordedRequest], FakeResponse | None]) -> None:
+        """Answer requests the queues do not cover by calling `responder` (None: fall through)."""
+        self._responder = responder
+
+    def _next(self, path: str, request: RecordedRequest) -> FakeResponse:
         with self._lock:
             for key in (path, None):
                 queue = self._queues.get(key)
                 if queue:
                     return queue.popleft()
+            responder = self._responder
+        if responder is not None:
+            response = responder(request)
+            if response is not None:
+                return response
         if path in self._routes:
             return self._routes[path]
         return FakeResponse.json({"error": f"fake server: nothing scripted for {path}"}, status=500)

@@ -96,17 +96,18 @@ def assemble(
         shared = max(budget.available - fixed, 0)
         allocation = allocate(shared, {"summaries"} if summaries else set())
         summary_tokens = calibration.apply(raw_summaries)
-        if summaries and summary_tokens > allocation.for_slot("summaries"):
+        if summaries and shared and summary_tokens > allocation.for_slot("summaries"):
             notes.append(
                 f"the compaction summary uses {summary_tokens:,} tokens, more than its "
                 f"{allocation.shares['summaries']:.0%} share ({allocation.for_slot('summaries'):,})"
             )
         allowance = max(shared - summary_tokens, 0)
     kept, dropped = fit_history(recent, allowance, calibration)
+    unsent = calibration.apply(sum(i.tokens for i in recent[: len(recent) - len(kept)])) if dropped else 0
     if tools_tokens:
         blocks.append(ContextBlock("tools", calibration.apply(tools_tokens)))
     if summaries:
-        blocks.append(ContextBlock("compaction summary", calibration.apply(raw_summaries), f"{len(summaries)} summaries"))
+        blocks.append(ContextBlock("compaction summary", calibration.apply(raw_summaries), f"{len(summaries)} summar{'y' if len(summaries) == 1 else 'ies'}"))
     raw_history = sum(i.tokens for i in kept) + REQUEST_OVERHEAD
     detail = f"{len(kept)} messages" + (f", {dropped} older not sent" if dropped else "")
     blocks.append(ContextBlock("history", calibration.apply(raw_history), detail))
@@ -125,5 +126,6 @@ def assemble(
         notes=tuple(notes),
         raw_tokens=sum(raw_layers) + tools_tokens + raw_summaries + raw_history,
         allocation=dict(allocation.tokens) if allocation else {},
+        unsent_tokens=unsent,
     )
     return messages, report

@@ -1,7 +1,11 @@
 """`ContextReport`: what one request contains, block by block, against its budget.
 
 Invariant: a plain value computed by the assembler; every token the request
-spends is attributed to exactly one named block.
+spends is attributed to exactly one named block. Compaction thresholds apply
+to `usage`: everything the agent could send (`context_tokens`, history that was
+trimmed included) over the prompt's share of the budget (`capacity`, the
+budget minus the response reserve), so compaction fires before trimming has
+to hide anything.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class ContextReport:
     raw_tokens: int = 0  # the estimate before per-model calibration
     # Tokens each slot of the spec's allocation table may use (empty without a budget).
     allocation: dict[str, int] = field(default_factory=dict)
+    unsent_tokens: int = 0  # agent-visible history that did not fit and was not sent (calibrated)
 
     @property
     def used_tokens(self) -> int:
@@ -37,7 +42,23 @@ class ContextReport:
 
     @property
     def used_fraction(self) -> float:
+        """Share of the whole budget the request takes (for display)."""
         return self.used_tokens / self.budget if self.budget else 0.0
+
+    @property
+    def capacity(self) -> int:
+        """Tokens the prompt may use: the budget minus the response reserve (0 = unlimited)."""
+        return max(self.budget - self.reserved_for_response, 0) if self.budget else 0
+
+    @property
+    def context_tokens(self) -> int:
+        """What the whole agent-visible context takes, sent or not."""
+        return self.used_tokens + self.unsent_tokens
+
+    @property
+    def usage(self) -> float:
+        """`context_tokens` over `capacity`: the fraction the compaction thresholds are compared with."""
+        return self.context_tokens / self.capacity if self.capacity else 0.0
 
     def block(self, name: str) -> ContextBlock | None:
         return next((b for b in self.blocks if b.name == name), None)
@@ -49,6 +70,9 @@ class ContextReport:
             "window": self.window,
             "budget": self.budget,
             "used_fraction": round(self.used_fraction, 4),
+            "capacity": self.capacity,
+            "context_tokens": self.context_tokens,
+            "usage": round(self.usage, 4),
             "reserved_for_response": self.reserved_for_response,
             "soft_threshold": self.soft_threshold,
             "hard_threshold": self.hard_threshold,

@@ -42,7 +42,7 @@ from .transactions import write_transaction
 
 HISTORY_ORDER = "position, id"
 
-EVENT_KINDS: tuple[str, ...] = ("soft", "hard", "tool_pair", "proactive", "manual", "reactive_retry")
+EVENT_KINDS: tuple[str, ...] = ("soft", "hard", "tool_pair", "proactive", "manual", "reactive_retry", "autonomous")
 # The spec's verdict names (Pass, SoftFail, HardFail, Error), stored in snake case.
 PROBE_VERDICTS: dict[str, str] = {"pass": "pass", "softfail": "soft_fail", "hardfail": "hard_fail", "error": "error"}
 

@@ -9,7 +9,7 @@ every call as a `ToolResult` — a failure the model should read is raised as
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +33,7 @@ class ToolResult:
 
 
 OverflowReader = Callable[[str], "str | None"]
+ContextCompressor = Callable[[str], Awaitable[str]]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class ToolContext:
     default_timeout_secs: float = 120.0
     max_timeout_secs: float = 600.0
     env: Mapping[str, str] | None = None  # None = the process environment
+    # Context compression on demand (compress_context): strategy in, a one-line outcome out.
+    compress: ContextCompressor | None = None
 
 
 class Tool(abc.ABC):

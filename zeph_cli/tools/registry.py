@@ -2,11 +2,14 @@
 
 Invariant: `agent` mode offers every tool; `ask` and `plan` offer only read
 tools, so write and exec tools are not even described to the model there.
+compress_context is offered only when the session has a budget to compress
+against.
 """
 
 from __future__ import annotations
 
 from .base import Tool, ToolSet
+from .compress import CompressContextTool
 from .files import EditFileTool, ListDirectoryTool, ReadFileTool, WriteFileTool
 from .overflow import ReadOverflowTool
 from .search import FindPathTool, GrepTool
@@ -25,11 +28,14 @@ def builtin_tools() -> list[Tool]:
         EditFileTool(),
         BashTool(),
         ReadOverflowTool(),
+        CompressContextTool(),
     ]
 
 
-def tools_for_mode(mode: str) -> ToolSet:
+def tools_for_mode(mode: str, *, compression: bool = True) -> ToolSet:
     tools = builtin_tools()
+    if not compression:
+        tools = [t for t in tools if t.name != CompressContextTool.name]
     if mode in READ_ONLY_MODES:
         tools = [t for t in tools if t.kind == "read"]
     return ToolSet({t.name: t for t in tools})

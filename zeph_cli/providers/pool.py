@@ -1,0 +1,60 @@
+"""The providers behind the agent's side jobs: summaries, compaction probes, compress_context.
+
+Invariant: a purpose without settings of its own uses the main provider; any
+other adapter is built (and its SDK imported) only on first use, once per
+distinct settings value, and closed by `aclose` — never the main provider,
+which belongs to the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ..models import ModelProfile
+from .base import Provider, ProviderSettings
+
+PURPOSES = ("summary", "probe", "compress")
+
+
+class ProviderPool:
+    def __init__(self, main: Provider, settings: Mapping[str, ProviderSettings | None] | None = None) -> None:
+        unknown = set(settings or {}) - set(PURPOSES)
+        if unknown:
+            raise ValueError(f"unknown provider purpose(s): {', '.join(sorted(unknown))}")
+        self.main = main
+        self.settings = dict(settings or {})
+        self._built: dict[ProviderSettings, Provider] = {}
+        self._profiles: dict[int, ModelProfile] = {}
+
+    def settings_for(self, purpose: str) -> ProviderSettings | None:
+        if purpose not in PURPOSES:
+            raise ValueError(f"unknown provider purpose {purpose!r}")
+        return self.settings.get(purpose)
+
+    def get(self, purpose: str) -> Provider:
+        settings = self.settings_for(purpose)
+        if settings is None or settings == self.main.settings:
+            return self.main
+        if settings not in self._built:
+            from . import create_provider
+
+            self._built[settings] = create_provider(settings)
+        return self._built[settings]
+
+    def label(self, purpose: str) -> str:
+        """The model a purpose uses, as shown to the user."""
+        settings = self.settings_for(purpose)
+        if settings is None or settings == self.main.settings:
+            return getattr(self.main, "display_model", self.main.model)
+        return settings.model
+
+    async def profile(self, provider: Provider) -> ModelProfile:
+        key = id(provider)
+        if key not in self._profiles:
+            self._profiles[key] = await provider.profile()
+        return self._profiles[key]
+
+    async def aclose(self) -> None:
+        built, self._built = list(self._built.values()), {}
+        for provider in built:
+            await provider.aclose()

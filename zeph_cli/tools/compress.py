@@ -1,0 +1,47 @@
+"""`compress_context`: the model compresses its own context on demand.
+
+Invariant: it changes only what the model sees of the conversation — never a
+file — so it runs without asking; the work is the agent's compactor, reached
+through the tool context, and the result is one line saying what was freed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .base import Tool, ToolContext, ToolResult
+from .failures import ToolFailure
+
+STRATEGIES = ("Reactive", "Autonomous")
+
+
+class CompressContextTool(Tool):
+    name = "compress_context"
+    kind = "read"
+    description = (
+        "Compress the conversation context now, without waiting for automatic compaction. "
+        "Reactive: apply pending tool-call summaries and replace old tool outputs with placeholders "
+        "(cheap, no summary call). Autonomous: summarize everything except the most recent messages "
+        "into a structured summary. Use it when older details no longer need to be kept verbatim. "
+        "The full history stays visible to the user either way."
+    )
+    parameters = {
+        "type": "object",
+        "properties": {
+            "strategy": {
+                "type": "string",
+                "enum": list(STRATEGIES),
+                "description": "Reactive (prune, no LLM call) or Autonomous (LLM summary of older messages).",
+            }
+        },
+        "required": ["strategy"],
+    }
+
+    def subject(self, arguments: Mapping[str, Any]) -> str:
+        return str(arguments.get("strategy", ""))
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        if context.compress is None:
+            raise ToolFailure("context compression is not available in this session.")
+        return ToolResult(await context.compress(arguments["strategy"]))
