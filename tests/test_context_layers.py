@@ -215,3 +215,26 @@ def test_without_a_budget_there_is_no_allocation():
     budget = compute_budget(configured_tokens=0, auto_budget=False, window=64_000, soft_threshold=0.6, hard_threshold=0.9)
     _, report = assemble([PromptLayer("base prompt", "B")], [item(Message.user("hi"))], budget, COUNTER, window=64_000)
     assert report.allocation == {} and report.to_dict()["allocation"] == {}
+
+
+# ---- usage: what the compaction thresholds are compared with ----
+
+
+def test_usage_counts_trimmed_history_against_the_prompt_share_of_the_budget():
+    history = [item(Message.user(f"message {i} " + "x" * 400)) for i in range(10)]
+    budget = compute_budget(configured_tokens=800, auto_budget=True, window=64_000, soft_threshold=0.6, hard_threshold=0.9)
+    _, report = assemble([PromptLayer("base prompt", "B")], history, budget, COUNTER, window=64_000)
+    dropped = history[: report.trimmed_messages]
+    assert report.unsent_tokens == sum(i.tokens for i in dropped) > 0
+    assert report.capacity == 640  # 800 minus the 20% reserve
+    assert report.context_tokens == report.used_tokens + report.unsent_tokens
+    assert report.usage == report.context_tokens / 640
+    assert report.usage > 1.0  # what the agent could send is over the prompt budget: compaction is due
+    assert report.to_dict()["usage"] == round(report.usage, 4)
+
+
+def test_usage_without_a_budget_is_zero_and_nothing_is_unsent():
+    history = [item(Message.user("x" * 4000)) for _ in range(5)]
+    budget = compute_budget(configured_tokens=0, auto_budget=False, window=64_000, soft_threshold=0.6, hard_threshold=0.9)
+    _, report = assemble([PromptLayer("base prompt", "B")], history, budget, COUNTER, window=64_000)
+    assert (report.capacity, report.unsent_tokens, report.usage) == (0, 0, 0.0)

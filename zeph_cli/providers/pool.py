@@ -23,7 +23,7 @@ class ProviderPool:
             raise ValueError(f"unknown provider purpose(s): {', '.join(sorted(unknown))}")
         self.main = main
         self.settings = dict(settings or {})
-        self._built: dict[ProviderSettings, Provider] = {}
+        self._built: list[tuple[ProviderSettings, Provider]] = []  # settings hold a dict: compared, not hashed
         self._profiles: dict[int, ModelProfile] = {}
 
     def settings_for(self, purpose: str) -> ProviderSettings | None:
@@ -35,11 +35,14 @@ class ProviderPool:
         settings = self.settings_for(purpose)
         if settings is None or settings == self.main.settings:
             return self.main
-        if settings not in self._built:
-            from . import create_provider
+        for built_settings, provider in self._built:
+            if built_settings == settings:
+                return provider
+        from . import create_provider
 
-            self._built[settings] = create_provider(settings)
-        return self._built[settings]
+        provider = create_provider(settings)
+        self._built.append((settings, provider))
+        return provider
 
     def label(self, purpose: str) -> str:
         """The model a purpose uses, as shown to the user."""
@@ -55,6 +58,6 @@ class ProviderPool:
         return self._profiles[key]
 
     async def aclose(self) -> None:
-        built, self._built = list(self._built.values()), {}
-        for provider in built:
+        built, self._built = self._built, []
+        for _, provider in built:
             await provider.aclose()
