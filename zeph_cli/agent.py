@@ -483,8 +483,11 @@ class Agent:
         )
 
     def _call_ids(self, conversation: Conversation) -> set[str]:
+        """Call ids a request may carry: those of agent-visible messages (compacted ones are never sent)."""
         return {
-            call.id for row in self.store.history(conversation.id) for call in row.message.tool_calls
+            call.id
+            for row in self.store.history(conversation.id, agent_visible=True)
+            for call in row.message.tool_calls
         }
 
     @staticmethod

@@ -3,13 +3,15 @@
 Invariant: messages are only ever appended or re-flagged, never rewritten or
 dropped by anything but `delete_conversation`; readers choose what they see
 through `agent_visible` / `user_visible`, so the user's scroll-back survives
-whatever the agent's context loses.
+whatever the agent's context loses. An agent-visible history read costs what it
+returns: it seeks the visibility index and parses only rows its last read did not.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -92,18 +94,34 @@ def _conversation(row: dict[str, Any]) -> Conversation:
     )
 
 
-def _stored(row: dict[str, Any]) -> StoredMessage:
+# What a history read fetches, in this order; `content` only for rows that have no
+# `parts` (stored before parts existed): the text is in `parts` otherwise.
+_HISTORY_COLUMNS = (
+    "id, conversation_id, role, parts, case when parts is null or parts = '' then content end, "
+    "created_at, agent_visible, user_visible, compacted_at, metadata, token_count, token_counter"
+)
+# What a row's message was parsed from (role, parts, content), and the message.
+_Parsed = tuple[str, str | None, str | None, Message]
+
+
+def _parse(role: str, parts: str | None, content: str | None) -> _Parsed:
+    return (role, parts, content, Message.from_parts_json(role, parts, content or ""))
+
+
+def _stored(row: tuple[Any, ...], parsed: _Parsed) -> StoredMessage:
+    (message_id, conversation_id, _role, _parts, _content, created_at,
+     agent_visible, user_visible, compacted_at, metadata, token_count, token_counter) = row  # fmt: skip
     return StoredMessage(
-        id=row["id"],
-        conversation_id=row["conversation_id"],
-        message=Message.from_parts_json(row["role"], row["parts"], row["content"] or ""),
-        created_at=row["created_at"],
-        agent_visible=bool(row["agent_visible"]),
-        user_visible=bool(row["user_visible"]),
-        compacted_at=row["compacted_at"],
-        metadata=json.loads(row["metadata"] or "{}"),
-        token_count=row["token_count"],
-        token_counter=row["token_counter"],
+        id=message_id,
+        conversation_id=conversation_id,
+        message=parsed[3],
+        created_at=created_at,
+        agent_visible=bool(agent_visible),
+        user_visible=bool(user_visible),
+        compacted_at=compacted_at,
+        metadata=json.loads(metadata or "{}"),
+        token_count=token_count,
+        token_counter=token_counter,
     )
 
 
@@ -111,6 +129,38 @@ _CONVERSATION_COLUMNS = (
     "c.id, c.title, c.created_at, c.updated_at, c.provider, c.model, c.cwd, c.metadata, "
     "(select count(*) from messages m where m.conversation_id = c.id and m.user_visible = 1) as message_count"
 )
+
+
+def message_record(
+    conversation_id: int,
+    message: Message,
+    *,
+    metadata: dict[str, Any],
+    stamp: str,
+    token_count: int | None = None,
+    token_counter: str | None = None,
+    agent_visible: bool = True,
+    user_visible: bool = True,
+    compacted_at: str | None = None,
+    position: float | None = None,
+) -> dict[str, Any]:
+    """The `messages` row for one message, exactly as `insert_message` writes it."""
+    record: dict[str, Any] = {
+        "conversation_id": conversation_id,
+        "role": message.role,
+        "content": message.content,
+        "parts": message.parts_json(),
+        "created_at": stamp,
+        "agent_visible": int(agent_visible),
+        "user_visible": int(user_visible),
+        "compacted_at": compacted_at,
+        "metadata": json.dumps(metadata, ensure_ascii=False),
+        "token_count": token_count,
+        "token_counter": token_counter,
+    }
+    if position is not None:
+        record["position"] = position
+    return record
 
 
 def insert_message(
@@ -133,21 +183,18 @@ def insert_message(
     position of the range a summary replaces.
     """
     stamp = stamp or now_iso()
-    record = {
-        "conversation_id": conversation_id,
-        "role": message.role,
-        "content": message.content,
-        "parts": message.parts_json(),
-        "created_at": stamp,
-        "agent_visible": int(agent_visible),
-        "user_visible": int(user_visible),
-        "compacted_at": compacted_at,
-        "metadata": json.dumps(metadata, ensure_ascii=False),
-        "token_count": token_count,
-        "token_counter": token_counter,
-    }
-    if position is not None:
-        record["position"] = position
+    record = message_record(
+        conversation_id,
+        message,
+        metadata=metadata,
+        stamp=stamp,
+        token_count=token_count,
+        token_counter=token_counter,
+        agent_visible=agent_visible,
+        user_visible=user_visible,
+        compacted_at=compacted_at,
+        position=position,
+    )
     message_id = db["messages"].insert(record).last_pk
     db.execute("update conversations set updated_at = ? where id = ?", [stamp, conversation_id])
     return StoredMessage(
@@ -169,6 +216,8 @@ class ConversationStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        # Each conversation's last agent-visible read, parsed, by message id.
+        self._last_read: dict[int, dict[int, _Parsed]] = {}
 
     def close(self) -> None:
         self.db.close()
@@ -230,6 +279,7 @@ class ConversationStore:
             for table in ("tool_runs", "tool_outputs", "messages"):
                 self.db.execute(f"delete from {table} where conversation_id = ?", [conversation_id])
             self.db.execute("delete from conversations where id = ?", [conversation_id])
+        self._last_read.pop(conversation_id, None)
         return count
 
     # ---- messages -----------------------------------------------------------
@@ -269,8 +319,31 @@ class ConversationStore:
         if user_visible is not None:
             where.append("user_visible = ?")
             args.append(int(user_visible))
-        sql = f"select * from messages where {' and '.join(where)} order by position, id"
-        return [_stored(r) for r in self.db.query(sql, args)]
+        sql = f"select {_HISTORY_COLUMNS} from messages where {' and '.join(where)} order by position, id"
+        rows = self.db.execute(sql, args)
+        if not agent_visible:
+            return [_stored(row, _parse(*row[2:5])) for row in rows]
+        return self._agent_history(conversation_id, rows)
+
+    def _agent_history(self, conversation_id: int, rows: Iterable[tuple[Any, ...]]) -> list[StoredMessage]:
+        """The agent reads its history every turn: parse only rows the last read did not return.
+
+        A row is reused only when its stored text is unchanged (an id reused after
+        a deletion is parsed afresh), and only what this read returns is kept, so
+        memory follows what the agent sees. Reused messages are shared (immutable).
+        """
+        earlier = self._last_read.get(conversation_id, {})
+        kept: dict[int, _Parsed] = {}
+        history = []
+        for row in rows:
+            message_id, source = row[0], row[2:5]
+            parsed = earlier.get(message_id)
+            if parsed is None or parsed[:3] != source:
+                parsed = _parse(*source)
+            kept[message_id] = parsed
+            history.append(_stored(row, parsed))
+        self._last_read[conversation_id] = kept
+        return history
 
     def set_token_counts(self, counts: list[tuple[int, int, str]]) -> None:
         """Cache token counts: (message id, count, tokenizer name)."""
