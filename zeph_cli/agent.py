@@ -11,6 +11,7 @@ turn is valid on every provider. Callers (CLI, TUI) only consume the
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -325,11 +326,16 @@ class Agent:
         context_retries = 0
         max_rounds = self.config.agent.max_tool_iterations
         self.compactor.start_turn()
+        changes: list[str] = []  # compaction since the last request, for its report
         while True:
             async for event in self.compactor.before_request(conversation):
+                if isinstance(event, CompactionFinished):
+                    changes.append(event.result.describe())
                 yield event
             tools = self.offered_tools()
             messages, report, raw_estimate = self.context_for(conversation, system, tools)
+            if changes:
+                report, changes = dataclasses.replace(report, compaction=tuple(changes)), []
             yield ContextPrepared(report)
             for note in report.notes:
                 yield AgentWarning(note)
@@ -363,8 +369,9 @@ class Agent:
                         context_retries += 1
                         freed = False
                         async for event in self.compactor.compact(conversation, "reactive_retry"):
-                            if isinstance(event, CompactionFinished) and event.result.tokens_saved:
-                                freed = True
+                            if isinstance(event, CompactionFinished):
+                                changes.append(event.result.describe())
+                                freed = freed or event.result.tokens_saved > 0
                             yield event
                         if freed:
                             continue

@@ -35,6 +35,7 @@ class ContextReport:
     # Tokens each slot of the spec's allocation table may use (empty without a budget).
     allocation: dict[str, int] = field(default_factory=dict)
     unsent_tokens: int = 0  # agent-visible history that did not fit and was not sent (calibrated)
+    compaction: tuple[str, ...] = ()  # what was pruned or summarized just before this request
 
     @property
     def used_tokens(self) -> int:
@@ -80,4 +81,5 @@ class ContextReport:
             "trimmed_messages": self.trimmed_messages,
             "notes": list(self.notes),
             "allocation": dict(self.allocation),
+            "compaction": list(self.compaction),
         }
