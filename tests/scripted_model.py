@@ -57,6 +57,10 @@ class ScriptedModel:
     def call(self, *calls: tuple[str, str, dict[str, Any]]) -> None:
         self.chat.append(tool_reply(list(calls)))
 
+    def fail(self, response: FakeResponse, times: int = 1) -> None:
+        """Answer the next `times` chat requests with `response` (an error), side jobs still answered."""
+        self.chat.extend([response] * times)
+
     def count(self, kind: str) -> int:
         return self.kinds.count(kind)
 

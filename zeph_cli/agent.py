@@ -207,9 +207,16 @@ class Agent:
             stream=False,
             context_window=profile.context_window,
         )
+        label = getattr(provider, "display_model", provider.model)
+        dump_id = self.dump.request(request, provider=provider.name, model=label) if self.dump else None
         builder = ReplyBuilder()
-        async for event in provider.stream(request):
-            builder.add(event)
+        try:
+            async for event in provider.stream(request):
+                builder.add(event)
+        except ProviderError as exc:
+            self._dump_response(dump_id, builder, str(exc))
+            raise
+        self._dump_response(dump_id, builder)
         return builder.content
 
     def helper_model(self, purpose: str) -> str:

@@ -32,6 +32,7 @@ from .context.compaction import (
     tool_pair_prompt,
 )
 from .context.probe import REJECTED_MESSAGE, VALIDATING_MESSAGE, blocks_compaction, run_probe
+from .context.assembler import HistoryItem
 from .context.report import ContextReport
 from .errors import ZephError
 from .events import AgentEvent, AgentWarning, CompactionFinished, CompactionStarted, CompactionStatus
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from .agent import Agent
 
 HARD_SUMMARY_TOKENS = 4096  # reply cap of one hard-compaction summary call
+HISTORY_BLOCKS = ("history", "compaction summary")
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,8 @@ class Compactor:
         self.store = CompactionStore(agent.store.db)
         self.guard = CompactionGuard()
         self.turn = TurnCompactionState()
+        self._proactive_off = False
+        self._rejected_through = 0  # last message id of a range the probe rejected
 
     def _report(self, conversation: Conversation) -> ContextReport:
         return self.agent.context_for(conversation)[1]
@@ -111,16 +115,13 @@ class Compactor:
         report = self._report(conversation)
         if not report.capacity:
             return
-        compression = memory.compression
-        if (
-            compression.strategy == "proactive"
-            and not self.turn.compacted_this_turn
-            and not self.guard.exhausted
-            and proactive_due(report.context_tokens, compression.threshold_tokens)
-        ):
-            async for event in self._automatic_summary(conversation, "proactive", compression.max_summary_tokens):
+        if memory.compression.strategy == "proactive" and not self.turn.compacted_this_turn:
+            fired = False
+            async for event in self._proactive(conversation, report):
+                fired = True
                 yield event
-            return
+            if fired:
+                return
         if self.turn.compacted_this_turn:
             return
         soft, hard = memory.soft_compaction_threshold, memory.hard_compaction_threshold
@@ -134,8 +135,46 @@ class Compactor:
             report = self._report(conversation)
         if decide(report.context_tokens, report.capacity, soft, hard) != "hard" or self.guard.exhausted:
             return
+        if self._cooling_down(conversation):
+            return
         async for event in self._automatic_summary(conversation, "hard", None):
             yield event
+
+    async def _proactive(self, conversation: Conversation, report: ContextReport) -> AsyncIterator[AgentEvent]:
+        """Proactive compression when the context exceeds `threshold_tokens` and there is history to compress.
+
+        A threshold below what the prompt layers and tools take alone would fire
+        every turn: it is switched off for the session with one warning, and the
+        reactive tiers take over.
+        """
+        compression = self.agent.config.memory.compression
+        threshold = compression.threshold_tokens
+        if self._proactive_off or self.guard.exhausted or not proactive_due(report.context_tokens, threshold):
+            return
+        fixed = report.used_tokens - sum(b.tokens for b in report.blocks if b.name in HISTORY_BLOCKS)
+        if fixed >= threshold:
+            self._proactive_off = True
+            yield AgentWarning(
+                f"memory.compression.threshold_tokens ({threshold:,}) is below what the prompt and tool schemas "
+                f"take on their own ({fixed:,} tokens): proactive compression is off for this session"
+            )
+            return
+        if len(self._middle(conversation)) < 2 or self._cooling_down(conversation):
+            return  # nothing worth compressing yet: not a failure, the guard is not told
+        async for event in self._automatic_summary(conversation, "proactive", compression.max_summary_tokens):
+            yield event
+
+    def _middle(self, conversation: Conversation) -> list[HistoryItem]:
+        history = self.agent.agent_history(conversation)
+        return compaction_range(history, self.agent.config.memory.compaction_preserve_tail)[0]
+
+    def _cooling_down(self, conversation: Conversation) -> bool:
+        """After a probe HardFail, wait for new messages: the same range would be summarized (and rejected) again;
+        with fewer than 2 messages to summarize, nothing can run."""
+        middle = self._middle(conversation)
+        if len(middle) < 2:
+            return False  # the attempt finds too little to summarize: that is the guard's to judge
+        return bool(self._rejected_through) and middle[-1].id == self._rejected_through
 
     async def _automatic_summary(
         self, conversation: Conversation, kind: str, limit_tokens: int | None
@@ -152,20 +191,24 @@ class Compactor:
         assert result is not None
         yield CompactionFinished(result)
         if not result.rejected:  # a HardFail is a cooldown, not exhaustion
-            report = self._report(conversation)
-            still_over = decide(
-                report.context_tokens,
-                report.capacity,
-                self.agent.config.memory.soft_compaction_threshold,
-                self.agent.config.memory.hard_compaction_threshold,
-            ) == "hard"
-            if result.skipped:
-                self.guard.check(result.messages_compacted)
-            else:
-                self.guard.check(result.messages_compacted, result.tokens_before, result.tokens_after, still_over)
+            self._check_progress(conversation, kind, result)
         warning = self.guard.warning_once()
         if warning:
             yield AgentWarning(warning)
+
+    def _check_progress(self, conversation: Conversation, kind: str, result: CompactionResult) -> None:
+        """The loop guard after an automatic attempt; "still over" means over the line that triggered it."""
+        if result.skipped:
+            self.guard.check(result.messages_compacted)
+            return
+        memory = self.agent.config.memory
+        report = self._report(conversation)
+        if kind == "proactive":
+            still_over = proactive_due(report.context_tokens, memory.compression.threshold_tokens)
+        else:
+            tier = decide(report.context_tokens, report.capacity, memory.soft_compaction_threshold, memory.hard_compaction_threshold)
+            still_over = tier == "hard"
+        self.guard.check(result.messages_compacted, result.tokens_before, result.tokens_after, still_over)
 
     # ---- the soft tier ---------------------------------------------------------------------
 
@@ -252,6 +295,7 @@ class Compactor:
                     probe_verdict=verdict,
                     probe_score=score,
                 )
+                self._rejected_through = middle[-1].id
                 yield CompactionResult(kind, before, before, 0, outcome.method, probe_verdict=verdict, probe_score=score)
                 return
         summary = Message.context(outcome.text)
