@@ -605,8 +605,9 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     for note in report.notes:
         print(f"note: {note}")
     m = metrics
-    print(f"compaction: {m.compaction_events} events, {m.compaction_tokens_saved:,} tokens saved, "
-          f"{m.tool_output_prunes} tool outputs pruned"
+    print(f"compaction: {m.compaction_events} event{'s' * (m.compaction_events != 1)}, "
+          f"{m.compaction_tokens_saved:,} tokens saved, "
+          f"{m.tool_output_prunes} tool output{'s' * (m.tool_output_prunes != 1)} pruned"
           + (f"; proactive: {m.compression_events} ({m.compression_tokens_saved:,} tokens saved)"
              if m.compression_events else ""))
     probes = (m.compaction_probe_passes, m.compaction_probe_soft_failures, m.compaction_probe_failures,
