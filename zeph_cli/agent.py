@@ -335,12 +335,16 @@ class Agent:
         self.compactor.start_turn()
         changes: list[str] = []  # compaction since the last request, for its report
         while True:
-            async for event in self.compactor.before_request(conversation):
+            tools = self.offered_tools()
+            messages, report, raw_estimate = self.context_for(conversation, system, tools)
+            compacted = False
+            async for event in self.compactor.before_request(conversation, report):
+                compacted = True
                 if isinstance(event, CompactionFinished):
                     changes.append(event.result.describe())
                 yield event
-            tools = self.offered_tools()
-            messages, report, raw_estimate = self.context_for(conversation, system, tools)
+            if compacted:
+                messages, report, raw_estimate = self.context_for(conversation, system, tools)
             if changes:
                 report, changes = dataclasses.replace(report, compaction=tuple(changes)), []
             yield ContextPrepared(report)

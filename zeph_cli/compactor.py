@@ -109,10 +109,16 @@ class Compactor:
 
     # ---- the context-management phase before each request ---------------------------------
 
-    async def before_request(self, conversation: Conversation) -> AsyncIterator[AgentEvent]:
-        """Proactive compression, else the reactive tiers: soft (no LLM), then hard if still over."""
+    async def before_request(
+        self, conversation: Conversation, report: ContextReport | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """Proactive compression, else the reactive tiers: soft (no LLM), then hard if still over.
+
+        `report` is the context as it stands, when the caller has it; any event
+        yielded means the context changed.
+        """
         memory = self.agent.config.memory
-        report = self._report(conversation)
+        report = report or self._report(conversation)
         if not report.capacity:
             return
         if memory.compression.strategy == "proactive" and not self.turn.compacted_this_turn:
