@@ -18,8 +18,10 @@ from .store import Conversation, StoredMessage
 def human_tokens(n: int) -> str:
     if n >= 1_000_000:
         return f"{n / 1_000_000:.1f}M".replace(".0M", "M")
-    if n >= 10_000:
+    if n >= 100_000:
         return f"{n / 1000:.0f}k"
+    if n >= 10_000:
+        return f"{n / 1000:.1f}k".replace(".0k", "k")
     if n >= 1_000:
         return f"{n / 1000:.1f}k"
     return str(n)
@@ -53,6 +55,9 @@ def conversation_markdown(conversation: Conversation, messages: list[StoredMessa
     if conversation.metadata.get("system"):
         lines.append(f"- session prompt: {conversation.metadata['system']}")
     for stored in messages:
+        if stored.metadata.get("marker") == "clear":
+            lines += ["", "---", "", "*Context cleared: the messages above are no longer sent to the model.*"]
+            continue
         results = stored.message.tool_results
         if results:
             for result in results:
