@@ -63,15 +63,34 @@ def root(
     ctx: typer.Context,
     config: Optional[str] = typer.Option(None, "--config", help="Config file (default: $ZEPH_CONFIG or the XDG config dir)."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
+    continue_: bool = typer.Option(False, "-c", "--continue", help="Open the chat on the most recent session."),
+    session: Optional[int] = typer.Option(None, "--session", help="Open the chat on session ID."),
+    model: Optional[str] = typer.Option(None, "-m", "--model", help="Model for the chat (for local: a .gguf path)."),
+    provider: Optional[str] = typer.Option(None, "-p", "--provider", help="Provider for the chat."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="agent (all tools), ask or plan (read-only tools)."),
 ) -> None:
-    """zeph: ask questions, run conversations and keep them in context."""
+    """zeph: a chat in the terminal (run with no command), or ask questions and manage sessions."""
     state.config_path = config
     if ctx.invoked_subcommand is None:
-        print(ctx.get_help())
-        raise typer.Exit()
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            if continue_ or session is not None or model or provider or mode:
+                raise UsageError("the chat needs a terminal; for one question use: zeph ask \"...\"")
+            print(ctx.get_help())
+            raise typer.Exit()
+        loaded = load({"llm.model": (model, "--model"), "llm.provider": (provider, "--provider"), "agent.mode": (mode, "--mode")})
+        raise typer.Exit(_chat(loaded, continue_, session))
 
 
 # ---- shared helpers -------------------------------------------------------------
+
+
+def _chat(loaded: "LoadedConfig", continue_last: bool, session_id: Optional[int]) -> int:
+    """Open the chat app (Textual is imported only here)."""
+    import asyncio
+
+    from .tui.run import run_chat
+
+    return asyncio.run(run_chat(loaded, continue_last=continue_last, session_id=session_id))
 
 
 def load(overrides: dict[str, tuple[Any, str]] | None = None) -> "LoadedConfig":

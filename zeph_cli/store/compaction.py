@@ -296,6 +296,32 @@ class CompactionStore:
             [stamp, json.dumps(metadata, ensure_ascii=False), row["id"]],
         )
 
+    # ---- a fresh context ------------------------------------------------------------------
+
+    def clear_agent_context(self, conversation_id: int) -> int:
+        """Hide every agent-visible message from the agent and store a user-only "context cleared"
+        marker after them; return how many were hidden (0: nothing changed, no marker stored)."""
+        stamp = now_iso()
+        with write_transaction(self.db):
+            if not self.db.execute("select 1 from conversations where id = ?", [conversation_id]).fetchone():
+                raise NotFound(f"no session with id {conversation_id} (see `zeph sessions list`)")
+            hidden = self.db.execute(
+                "update messages set agent_visible = 0, compacted_at = coalesce(compacted_at, ?) "
+                "where conversation_id = ? and agent_visible = 1",
+                [stamp, conversation_id],
+            ).rowcount
+            if hidden:
+                insert_message(
+                    self.db,
+                    conversation_id,
+                    Message.context("context cleared"),
+                    stamp=stamp,
+                    agent_visible=False,
+                    user_visible=True,
+                    metadata={"marker": "clear"},
+                )
+        return hidden
+
     # ---- metrics ------------------------------------------------------------------------
 
     def record_event(

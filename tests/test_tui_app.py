@@ -1,0 +1,380 @@
+"""The chat app driven by Textual's pilot, on a real ChatSession against the fake server.
+
+Every test runs the real app (`App.run_test()`), a real agent with the openai
+SDK, a `ScriptedModel` behind the fake OpenAI-compatible server and a real
+SQLite store; they type, press keys and read the widgets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.worker import WorkerCancelled
+
+from zeph_cli.chat_session import ChatSession
+from zeph_cli.config import load_config
+from zeph_cli.tui.app import HelpEntry, TuiApprover, ZephApp
+from zeph_cli.tui.prompt_input import PromptInput
+from zeph_cli.tui.screens import ConfirmScreen, ContextScreen, SessionsScreen
+from zeph_cli.tui.status_bar import StatusBar
+from zeph_cli.tui.transcript import AssistantEntry, Divider, Notice, ToolEntry, UserEntry
+from tests.fakes import openai_wire
+from tests.scripted_model import CHAT_PATH, ScriptedModel
+
+SIZE = (100, 32)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("the answer is 42\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def model(fake_server) -> ScriptedModel:
+    scripted = ScriptedModel()
+    fake_server.respond_with(scripted)
+    return scripted
+
+
+def environment(fake_server, **extra: str) -> dict[str, str]:
+    import os
+
+    return {
+        **os.environ,
+        "ZEPH_LLM_PROVIDER": "compatible",
+        "ZEPH_LLM_BASE_URL": fake_server.url + "/v1",
+        "ZEPH_LLM_MODEL": "gpt-4o",
+        "ZEPH_LLM_MAX_RETRIES": "0",
+        **extra,
+    }
+
+
+async def open_app(fake_server, workspace: Path, **options) -> tuple[ZephApp, ChatSession]:
+    env = environment(fake_server, **options.pop("env", {}))
+    approver = TuiApprover()
+    session = await ChatSession.open(load_config(env=env), env=env, cwd=workspace, approver=approver, **options)
+    app = ZephApp(session)
+    approver.app = app
+    return app, session
+
+
+async def settle(pilot, app: ZephApp) -> None:
+    """Wait for the running turn (if any) and for the screen to catch up."""
+    if app.worker is not None:
+        try:
+            await app.workers.wait_for_complete([app.worker])
+        except WorkerCancelled:
+            pass
+    await pilot.pause()
+
+
+async def send(pilot, app: ZephApp, text: str, *, wait: bool = True) -> None:
+    app.prompt.text = text
+    app.prompt.focus()
+    await pilot.press("enter")
+    if wait:
+        await settle(pilot, app)
+
+
+def entries(app: ZephApp, kind: type) -> list:
+    return [e for e in app.transcript.entries() if isinstance(e, kind)]
+
+
+def chat_bodies(fake_server) -> list[dict]:
+    return [r.json for r in fake_server.requests_to(CHAT_PATH) if r.json.get("stream")]
+
+
+# ---- send and stream ---------------------------------------------------------------------
+
+
+async def test_a_message_is_sent_and_the_reply_streams_in_as_markdown(fake_server, model, workspace):
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(["**Hi** ", "there, ", "`code`"], usage=(900, 12, 0))))
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "hello zeph")
+            assert [e.text for e in entries(app, UserEntry)] == ["hello zeph"]
+            (reply,) = entries(app, AssistantEntry)
+            assert reply.text == "**Hi** there, `code`"
+            assert chat_bodies(fake_server)[-1]["messages"][-1]["content"] == "hello zeph"
+            header = str(app.query_one("#header").render())
+            assert "compatible" in header and "gpt-4o" in header and "hello zeph" in header
+            line = app.query_one(StatusBar).line()
+            assert "context" in line and "/ 102k" in line and "in 900 · out 12" in line  # 128k minus the reply reserve
+            assert app.prompt.text == ""
+    finally:
+        await session.aclose()
+
+
+async def test_enter_sends_while_shift_enter_and_ctrl_j_insert_newlines_and_up_recalls(fake_server, model, workspace):
+    model.say("ok")
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            app.prompt.focus()
+            await pilot.press("a", "ctrl+j", "b", "shift+enter", "c")
+            assert app.prompt.text == "a\nb\nc"
+            await pilot.press("enter")
+            await settle(pilot, app)
+            assert entries(app, UserEntry)[0].text == "a\nb\nc"
+            await pilot.press("up")
+            assert app.prompt.text == "a\nb\nc"  # recalled
+    finally:
+        await session.aclose()
+
+
+# ---- errors and cancellation -------------------------------------------------------------
+
+
+async def test_a_provider_error_shows_inline_and_the_app_keeps_running(fake_server, model, workspace):
+    model.chat.append(openai_wire.server_error())
+    model.say("second try works")
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "first")
+            errors = [n for n in entries(app, Notice) if n.kind == "error"]
+            assert errors and "server had an error" in errors[0].text and "press ↑" in errors[0].text
+            await send(pilot, app, "again")
+            assert entries(app, AssistantEntry)[-1].text == "second try works"
+    finally:
+        await session.aclose()
+
+
+async def test_escape_cancels_a_streaming_reply_and_keeps_what_arrived(fake_server, model, workspace):
+    pieces = [f"word{i} " for i in range(200)]
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(pieces, usage=None), chunk_delay=0.02))
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "tell me a long story", wait=False)
+            for _ in range(100):
+                await pilot.pause(0.05)
+                replies = entries(app, AssistantEntry)
+                if replies and "word3" in replies[0].text:
+                    break
+            await pilot.press("escape")
+            await settle(pilot, app)
+            (reply,) = entries(app, AssistantEntry)
+            assert reply.text.startswith("word0 word1") and "word199" not in reply.text
+            assert reply.partial == "cancelled"
+            assert any("cancelled" in n.text for n in entries(app, Notice))
+            stored = [r for r in session.store.history(session.conversation.id) if r.role == "assistant"]
+            assert stored and stored[-1].partial and stored[-1].message.content.startswith("word0")
+            assert not app.busy
+    finally:
+        await session.aclose()
+
+
+# ---- confirmation ------------------------------------------------------------------------
+
+
+async def answer_confirmation(pilot, app: ZephApp, key: str) -> str:
+    for _ in range(100):
+        await pilot.pause(0.02)
+        if isinstance(app.screen, ConfirmScreen):
+            break
+    assert isinstance(app.screen, ConfirmScreen), [n.text for n in entries(app, Notice)] + [
+        (t.tool_name, t.status) for t in entries(app, ToolEntry)]
+    shown = str(app.screen.query_one("#detail").render())
+    await pilot.press(key)
+    return shown
+
+
+async def test_write_and_exec_tools_ask_yes_no_always(fake_server, model, workspace):
+    model.call(("call_a", "bash", {"command": "echo first > out.txt"}))
+    model.call(("call_b", "bash", {"command": "echo second >> out.txt"}))
+    model.say("one approved, one refused")
+    model.call(("call_c", "bash", {"command": "echo third >> out.txt"}))
+    model.call(("call_d", "bash", {"command": "echo fourth >> out.txt"}))
+    model.say("always")
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "write things", wait=False)
+            assert "echo first > out.txt" in await answer_confirmation(pilot, app, "y")
+            assert "echo second" in await answer_confirmation(pilot, app, "n")
+            await settle(pilot, app)
+            assert (workspace / "out.txt").read_text() == "first\n"
+            tools = entries(app, ToolEntry)
+            assert [t.status.split(" ·")[0].split(":")[0] for t in tools] == ["exit 0", "denied"]
+
+            await send(pilot, app, "more", wait=False)
+            await answer_confirmation(pilot, app, "a")  # always bash in this session: no second question
+            await settle(pilot, app)
+            assert not isinstance(app.screen, ConfirmScreen)
+            assert (workspace / "out.txt").read_text() == "first\nthird\nfourth\n"
+    finally:
+        await session.aclose()
+
+
+# ---- slash commands ----------------------------------------------------------------------
+
+
+async def test_help_mode_system_and_unknown_commands(fake_server, model, workspace):
+    model.say("planned")
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "/help")
+            assert entries(app, HelpEntry)
+            await send(pilot, app, "/mode plan")
+            assert "mode plan" in str(app.query_one("#header").render())
+            await send(pilot, app, "/system Answer like a pirate.")
+            await send(pilot, app, "/compcat")
+            error = [n for n in entries(app, Notice) if n.kind == "error"][-1]
+            assert "did you mean /compact" in error.text
+            assert app.prompt.text == "/compcat"  # nothing typed is lost
+            app.prompt.text = ""
+            await send(pilot, app, "plan it")
+            body = chat_bodies(fake_server)[-1]
+            system = "\n".join(m["content"] for m in body["messages"] if m["role"] == "system")
+            assert "Answer like a pirate." in system
+            names = {t["function"]["name"] for t in body["tools"]}
+            assert "bash" not in names and "read_file" in names  # plan mode: read tools only
+    finally:
+        await session.aclose()
+
+
+async def test_model_and_provider_switches_and_a_bad_provider_keeps_the_old_one(fake_server, model, workspace):
+    model.say("from the other model")
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "/model gpt-4o-mini")
+            assert "gpt-4o-mini" in str(app.query_one("#header").render())
+            await send(pilot, app, "/provider no-such-provider")
+            error = [n for n in entries(app, Notice) if n.kind == "error"][-1]
+            assert "no-such-provider" in error.text
+            assert "gpt-4o-mini" in str(app.query_one("#header").render())
+            app.prompt.text = ""
+            await send(pilot, app, "hi")
+            assert chat_bodies(fake_server)[-1]["model"] == "gpt-4o-mini"
+    finally:
+        await session.aclose()
+
+
+async def test_compact_clear_new_export_and_exit(fake_server, model, workspace):
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "/compact")
+            assert "nothing to compact" in entries(app, Notice)[-1].text
+            for i in range(4):
+                model.say(f"answer {i}")
+                await send(pilot, app, f"question {i}")
+            await send(pilot, app, "/compact")
+            dividers = entries(app, Divider)
+            assert dividers and "compacted 4 messages" in dividers[-1].text
+            assert [e.text for e in entries(app, UserEntry)][:1] == ["question 0"]  # still on screen
+
+            await send(pilot, app, "/clear")
+            assert "context cleared" in entries(app, Divider)[-1].text
+            model.say("fresh")
+            await send(pilot, app, "after clear")
+            sent = [m.get("content") for m in chat_bodies(fake_server)[-1]["messages"] if m["role"] != "system"]
+            assert sent == ["after clear"]
+
+            await send(pilot, app, "/export")
+            exported = workspace / f"zeph-session-{session.conversation.id}.md"
+            assert exported.is_file() and "question 0" in exported.read_text()
+
+            await send(pilot, app, "/new")
+            assert not entries(app, UserEntry)
+            assert "new session" in str(app.query_one("#header").render())
+            await send(pilot, app, "/exit", wait=False)
+            await pilot.pause()
+        assert app.return_value == 0
+    finally:
+        await session.aclose()
+
+
+async def test_context_screen_shows_blocks_and_changes_since_the_last_turn(fake_server, model, workspace):
+    model.say("one")
+    model.say("two")
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "first")
+            await send(pilot, app, "second")
+            await send(pilot, app, "/context")
+            await pilot.pause()
+            assert isinstance(app.screen, ContextScreen)
+            from textual.widgets import DataTable
+
+            table = app.screen.query_one(DataTable)
+            rows = [table.get_row_at(i) for i in range(table.row_count)]
+            names = [r[0] for r in rows]
+            assert names[:3] == ["base prompt", "environment", "mode prompt"] and "history" in names
+            history = rows[names.index("history")]
+            assert history[4].startswith("+")  # history grew since the previous turn
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, ContextScreen)
+    finally:
+        await session.aclose()
+
+
+async def test_sessions_picker_switches_and_resume_shows_the_transcript(fake_server, model, workspace):
+    model.say("about rivers")
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "tell me about rivers")
+            first_id = session.conversation.id
+            await send(pilot, app, "/new")
+            model.say("about mountains")
+            await send(pilot, app, "tell me about mountains")
+            await send(pilot, app, "/sessions rivers", wait=False)
+            for _ in range(50):
+                await pilot.pause(0.02)
+                if isinstance(app.screen, SessionsScreen):
+                    break
+            assert isinstance(app.screen, SessionsScreen)
+            await pilot.press("enter")
+            await pilot.pause(0.1)
+            assert session.conversation.id == first_id
+            assert [e.text for e in entries(app, UserEntry)] == ["tell me about rivers"]
+    finally:
+        await session.aclose()
+
+    resumed, session2 = await open_app(fake_server, workspace, session_id=first_id)
+    try:
+        async with resumed.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            assert [e.text for e in entries(resumed, UserEntry)] == ["tell me about rivers"]
+            assert [e.text for e in entries(resumed, AssistantEntry)] == ["about rivers"]
+    finally:
+        await session2.aclose()
+
+
+async def test_the_gauge_follows_the_context_and_the_compaction_badge_clears(fake_server, model, workspace):
+    app, session = await open_app(fake_server, workspace, env={"ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": "4000"})
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            before = app.query_one(StatusBar).report.context_tokens
+            model.say("x " * 300)
+            await send(pilot, app, "grow the context please")
+            status = app.query_one(StatusBar)
+            assert status.report.context_tokens > before + 250
+            assert "/ 3.2k" in status.line()  # 4000 minus the 20% reply reserve
+            assert status.badge == ""
+    finally:
+        await session.aclose()
+
+
+async def test_unknown_prompt_input_keys_do_not_lose_text(fake_server, model, workspace):
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            app.prompt.focus()
+            await pilot.press("/", "c", "o", "m")
+            assert "/compact" in str(app.query_one("#completions").render())
+            await pilot.press("tab")
+            assert app.query_one(PromptInput).text == "/compact"
+    finally:
+        await session.aclose()

@@ -1,0 +1,84 @@
+"""Snapshots of the chat app: the main screen after an exchange with a tool call, and /context.
+
+The SVG screenshots in tests/snapshots/ are compared byte for byte; on a
+difference the new picture is written next to it as `*.received.svg` to look
+at. `UPDATE_SNAPSHOTS=1` rewrites them after an intended change.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.scripted_model import ScriptedModel
+from tests.fakes import openai_wire
+from tests.test_tui_app import open_app, send
+from zeph_cli.tui.screens import ContextScreen
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+# A fixed working directory: the <environment> block (and so every token figure) names it.
+FIXED_WORKSPACE = Path("/tmp/zeph-snapshot-workspace")
+
+
+@pytest.fixture
+def workspace():
+    shutil.rmtree(FIXED_WORKSPACE, ignore_errors=True)
+    FIXED_WORKSPACE.mkdir()
+    (FIXED_WORKSPACE / "notes.txt").write_text("the answer is 42\n", encoding="utf-8")
+    yield FIXED_WORKSPACE
+    shutil.rmtree(FIXED_WORKSPACE, ignore_errors=True)
+
+
+def check(name: str, svg: str) -> None:
+    expected = SNAPSHOTS / f"{name}.svg"
+    received = SNAPSHOTS / f"{name}.received.svg"
+    if os.environ.get("UPDATE_SNAPSHOTS") or not expected.exists():
+        SNAPSHOTS.mkdir(exist_ok=True)
+        expected.write_text(svg, encoding="utf-8")
+        received.unlink(missing_ok=True)
+        if not os.environ.get("UPDATE_SNAPSHOTS"):
+            pytest.fail(f"no snapshot {expected.name} yet: written now, look at it and commit it")
+        return
+    if svg != expected.read_text(encoding="utf-8"):
+        received.write_text(svg, encoding="utf-8")
+        pytest.fail(f"{name} changed: compare {received} with {expected}")
+    received.unlink(missing_ok=True)
+
+
+async def scripted_exchange(fake_server, workspace):
+    model = ScriptedModel()
+    fake_server.respond_with(model)
+    model.chat.append(openai_wire.stream_response(
+        openai_wire.tool_call_chunks([("call_read", "read_file", ['{"path": "notes.txt"}'])], usage=(1500, 20, 0))))
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(
+        ["The file says **42**.\n\n```python\nprint(42)\n```\n"], usage=(1600, 30, 0))))
+    return await open_app(fake_server, workspace)
+
+
+async def test_main_screen_snapshot(fake_server, workspace):
+    app, session = await scripted_exchange(fake_server, workspace)
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            app.prompt.cursor_blink = False
+            await send(pilot, app, "What does notes.txt say?")
+            await pilot.pause()
+            check("main_screen", app.export_screenshot(title="zeph"))
+    finally:
+        await session.aclose()
+
+
+async def test_context_screen_snapshot(fake_server, workspace):
+    app, session = await scripted_exchange(fake_server, workspace)
+    try:
+        async with app.run_test(size=(110, 34)) as pilot:
+            app.prompt.cursor_blink = False
+            await send(pilot, app, "What does notes.txt say?")
+            await send(pilot, app, "/context")
+            await pilot.pause()
+            assert isinstance(app.screen, ContextScreen)
+            check("context_screen", app.export_screenshot(title="zeph /context"))
+    finally:
+        await session.aclose()

@@ -1,0 +1,512 @@
+"""The interactive session behind the TUI: one agent, one store, the conversation on screen.
+
+Invariant: everything the TUI does that is not rendering goes through here, as
+plain values and agent events (no widget sees SQL or a provider); a failed
+switch of model or provider leaves the working one in place, and the user's
+scroll-back is only ever read, never rewritten.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Union
+
+from .agent import Agent
+from .compactor import Compactor
+from .config import LoadedConfig
+from .context.report import ContextReport
+from .errors import NotFound, UsageError, ZephError
+from .events import AgentEvent, TurnStarted
+from .messages import Message, ToolResultPart
+from .paths import database_path
+from .providers import Provider, ProviderSettings, create_provider, resolve_settings
+from .providers.summary import side_job_settings
+from .render import conversation_markdown
+from .store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
+from .tokens import count_message
+from .tools.permissions import Approver
+
+CLEAR_MARKER = "clear"
+SEARCH_HITS_PER_SESSION = 5  # message hits fetched per session asked for, before de-duplicating
+TITLE_SCAN_LIMIT = 1000  # most recent sessions whose titles a search looks through
+
+
+# ---- what the TUI renders -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Header:
+    provider: str
+    model: str
+    mode: str
+    title: str  # "" until the first prompt creates the session
+
+
+@dataclass(frozen=True)
+class UserItem:
+    message_id: int
+    text: str
+    created_at: str
+    kind: Literal["user"] = "user"
+
+
+@dataclass(frozen=True)
+class AssistantItem:
+    message_id: int
+    text: str
+    created_at: str
+    partial: bool = False  # cut short; `error` says why ("interrupted", the provider's error)
+    error: str | None = None
+    model: str = ""
+    kind: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True)
+class ToolItem:
+    """One tool call with its result (`result` None: no result was stored)."""
+
+    message_id: int  # the assistant message that made the call
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    result: str | None = None
+    is_error: bool = False
+    decision: str = ""  # auto | allowed | approved | denied | blocked | invalid | interrupted | limit
+    summary: str = ""
+    exit_code: int | None = None
+    duration_ms: int | None = None
+    result_message_id: int | None = None
+    kind: Literal["tool"] = "tool"
+
+
+@dataclass(frozen=True)
+class DividerItem:
+    """A line across the transcript: where a compaction summary took over, or the context was cleared."""
+
+    text: str
+    reason: Literal["compaction", "clear"]
+    message_id: int  # the summary row or the marker row
+    messages: int = 0  # compacted messages (compaction only)
+    tokens_saved: int = 0
+    kind: Literal["divider"] = "divider"
+
+
+TranscriptItem = Union[UserItem, AssistantItem, ToolItem, DividerItem]
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    id: int
+    title: str
+    created_at: str
+    updated_at: str
+    message_count: int
+    provider: str
+    model: str
+    snippet: str = ""  # the best matching message of a search, matches in [brackets]
+
+
+def _summary(conversation: Conversation, snippet: str = "") -> SessionSummary:
+    c = conversation
+    return SessionSummary(c.id, c.title, c.created_at, c.updated_at, c.message_count, c.provider, c.model, snippet)
+
+
+# ---- the transcript, from stored rows (pure) ------------------------------------------
+
+
+def _is_compaction_summary(row: StoredMessage) -> bool:
+    return not row.user_visible and row.metadata.get("summary_kind") == "compaction" and bool(row.metadata.get("summary_of"))
+
+
+def _shown_ids(message_id: int, rows: Mapping[int, StoredMessage], seen: set[int] | None = None) -> list[int]:
+    """The user-visible messages a row stands for: itself, a pruned copy's original, a summary's range."""
+    seen = set() if seen is None else seen
+    row = rows.get(message_id)
+    if row is None or message_id in seen:
+        return []
+    seen.add(message_id)
+    if row.user_visible:
+        return [message_id]
+    if "pruned_from" in row.metadata:
+        return _shown_ids(int(row.metadata["pruned_from"]), rows, seen)
+    return [i for covered in row.metadata.get("summary_of") or [] for i in _shown_ids(int(covered), rows, seen)]
+
+
+def _compaction_divider(summary: StoredMessage, rows: Mapping[int, StoredMessage], count: Callable[[Message], int]) -> DividerItem:
+    def tokens(row: StoredMessage) -> int:
+        return row.token_count if row.token_count is not None else count(row.message)
+
+    originals = [rows[int(i)] for i in summary.metadata["summary_of"] if int(i) in rows]
+    saved = max(sum(tokens(r) for r in originals) - tokens(summary), 0)
+    n = len(summary.metadata["summary_of"])
+    text = f"{n} message{'s' * (n != 1)} compacted · ~{saved:,} tokens saved"
+    return DividerItem(text, "compaction", summary.id, n, saved)
+
+
+def _pending_results(shown: list[StoredMessage]) -> dict[str, deque[tuple[int, ToolResultPart, StoredMessage]]]:
+    """Tool results by call id, in order, with the index of the row that holds them."""
+    results: dict[str, deque[tuple[int, ToolResultPart, StoredMessage]]] = {}
+    for index, row in enumerate(shown):
+        for part in row.message.tool_results:
+            results.setdefault(part.tool_call_id, deque()).append((index, part, row))
+    return results
+
+
+def _tool_item(message_id: int, call_id: str, name: str, arguments: dict[str, Any],
+               found: tuple[ToolResultPart, StoredMessage] | None) -> ToolItem:
+    if found is None:
+        return ToolItem(message_id, call_id, name, arguments)
+    part, row = found
+    meta = row.metadata
+    return ToolItem(
+        message_id, call_id, name or part.name, arguments, part.content, part.is_error,
+        str(meta.get("decision", "")), str(meta.get("summary", "")), meta.get("exit_code"), meta.get("duration_ms"), row.id,
+    )
+
+
+def build_transcript(history: list[StoredMessage], count: Callable[[Message], int]) -> list[TranscriptItem]:
+    """What the user scrolls back through, from a conversation's rows of either visibility (in history order).
+
+    Each tool call is paired with the first result for it stored after it; a
+    compaction divider follows the last message its summary covered; `count`
+    gives the tokens of a row that has no cached count.
+    """
+    rows = {row.id: row for row in history}
+    shown = [row for row in history if row.user_visible]
+    position = {row.id: index for index, row in enumerate(shown)}
+    dividers: dict[int, list[DividerItem]] = {}
+    for summary in filter(_is_compaction_summary, history):
+        covered = [position[i] for i in _shown_ids(summary.id, rows) if i in position]
+        if covered:
+            dividers.setdefault(max(covered), []).append(_compaction_divider(summary, rows, count))
+
+    results = _pending_results(shown)
+    claimed: set[tuple[int, str]] = set()
+    items: list[TranscriptItem] = []
+    for index, row in enumerate(shown):
+        items.extend(_row_items(index, row, results, claimed))
+        items.extend(dividers.get(index, []))
+    return items
+
+
+def _row_items(index: int, row: StoredMessage, results: dict[str, deque], claimed: set[tuple[int, str]]) -> list[TranscriptItem]:
+    message = row.message
+    if row.role == "user":
+        return [UserItem(row.id, message.content, row.created_at)]
+    if row.role == "assistant":
+        items: list[TranscriptItem] = []
+        if message.content or not message.tool_calls:
+            error = row.metadata.get("error")
+            items.append(AssistantItem(row.id, message.content, row.created_at, row.partial,
+                                       str(error) if error else None, str(row.metadata.get("model", ""))))
+        for call in message.tool_calls:
+            waiting = results.get(call.id, deque())
+            while waiting and waiting[0][0] < index:
+                waiting.popleft()  # a result stored before this call answers an earlier call with the same id
+            found = waiting.popleft() if waiting else None
+            if found is not None:
+                claimed.add((found[0], call.id))
+            items.append(_tool_item(row.id, call.id, call.name, call.arguments, found[1:] if found else None))
+        return items
+    if row.role == "tool":
+        return [  # a result whose call is not in the transcript still shows
+            _tool_item(row.id, part.tool_call_id, part.name, {}, (part, row))
+            for part in message.tool_results
+            if (index, part.tool_call_id) not in claimed
+        ]
+    if row.role == "context" and row.metadata.get("marker") == CLEAR_MARKER:
+        return [DividerItem("context cleared", "clear", row.id)]
+    return []
+
+
+# ---- the session ------------------------------------------------------------------------
+
+
+def _with_overrides(loaded: LoadedConfig, overrides: Mapping[str, tuple[str, str]]) -> LoadedConfig:
+    """`loaded` with `llm.*` string settings set as if given on the command line (`(value, command)`)."""
+    config = copy.deepcopy(loaded.config)
+    sources = dict(loaded.sources)
+    for path, (value, command) in overrides.items():
+        section, key = path.split(".")
+        setattr(getattr(config, section), key, value)
+        sources[path] = f"flag {command}"
+    return LoadedConfig(config, sources, loaded.path, list(loaded.warnings))
+
+
+class ChatSession:
+    """Use `await ChatSession.open(...)`; close with `await session.aclose()`."""
+
+    def __init__(self, loaded: LoadedConfig, env: Mapping[str, str], cwd: Path, approver: Approver,
+                 store: ConversationStore, agent: Agent, conversation: Conversation | None) -> None:
+        self.loaded = loaded
+        self.env = env
+        self.cwd = cwd
+        self.approver = approver
+        self.store = store
+        self.agent = agent
+        self.conversation = conversation
+        self.warnings: list[str] = []
+        self._overrides: dict[str, tuple[str, str]] = {}
+        self._pending_system: str | None = None  # a /system given before the first prompt
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        loaded: LoadedConfig,
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        approver: Approver,
+        session_id: int | None = None,
+        continue_last: bool = False,
+        mode: str | None = None,
+    ) -> "ChatSession":
+        """Resolve the provider, open the conversation to resume (if any) and start the agent."""
+        if continue_last and session_id is not None:
+            raise UsageError("continue either the last session or session ID, not both")
+        settings = resolve_settings(loaded.config, env, loaded.sources)
+        helpers = side_job_settings(loaded.config, env, settings)
+        store = ConversationStore(open_database(database_path(env)))
+        try:
+            conversation = _conversation_to_resume(store, session_id, continue_last)
+            agent, warnings = await _start_agent(loaded, settings, helpers, store, cwd, approver, mode)
+        except BaseException:
+            store.close()
+            raise
+        session = cls(loaded, env, cwd, approver, store, agent, conversation)
+        session.warnings = warnings
+        return session
+
+    # ---- what is on screen --------------------------------------------------------------
+
+    @property
+    def provider(self) -> Provider:
+        return self.agent.provider
+
+    def header(self) -> Header:
+        title = self.conversation.title if self.conversation else ""
+        return Header(self.provider.name, self.agent.model_label, self.agent.mode, title)
+
+    def transcript(self) -> list[TranscriptItem]:
+        if self.conversation is None:
+            return []
+        history = self.store.history(self.conversation.id)
+        return build_transcript(history, lambda message: count_message(self.agent.counter, message))
+
+    def context_report(self) -> ContextReport:
+        """What the next request would carry (before the first prompt: the prompt layers and tools alone)."""
+        return self.agent.context_for(self.conversation or self._unsaved_conversation())[1]
+
+    def _unsaved_conversation(self) -> Conversation:
+        """A stand-in for the session the first prompt will create (id 0 holds no messages)."""
+        metadata = {"system": self._pending_system} if self._pending_system else {}
+        return Conversation(0, "", "", "", self.provider.name, self.agent.model_label, str(self.cwd), metadata)
+
+    # ---- turns ----------------------------------------------------------------------------
+
+    async def run(self, prompt: str, *, system: str | None = None) -> AsyncIterator[AgentEvent]:
+        """One turn; the first prompt creates the session, titled from it."""
+        if self.conversation is None:
+            self.conversation = self.agent.new_conversation(prompt, system if system is not None else self._pending_system)
+            self._pending_system = None
+        async for event in self.agent.run_turn(self.conversation, prompt, system=system):
+            if isinstance(event, TurnStarted):
+                self.conversation = event.conversation
+            yield event
+
+    async def compact(self) -> AsyncIterator[AgentEvent]:
+        """Compact now (manual); nothing at all before the first prompt."""
+        if self.conversation is None:
+            return
+        async for event in self.agent.compactor.compact(self.conversation, "manual"):
+            yield event
+
+    # ---- sessions ---------------------------------------------------------------------------
+
+    def sessions(self, query: str = "", limit: int = 50) -> list[SessionSummary]:
+        """Recent sessions, newest first; with a query, those whose title contains it (newest first),
+        then those with a matching message (best match first)."""
+        limit = max(limit, 1)
+        query = query.strip()
+        if not query:
+            return [_summary(c) for c in self.store.list_conversations(limit)]
+        needle = query.casefold()
+        found = {c.id: _summary(c) for c in self.store.list_conversations(TITLE_SCAN_LIMIT) if needle in c.title.casefold()}
+        for hit in self.store.search(query, limit * SEARCH_HITS_PER_SESSION):
+            if len(found) >= limit:
+                break
+            if hit.conversation_id in found or hit.role == "context":
+                continue
+            try:
+                conversation = self.store.get_conversation(hit.conversation_id)
+            except NotFound:  # deleted since
+                continue
+            found[hit.conversation_id] = _summary(conversation, " ".join(hit.snippet.split()))
+        return list(found.values())[:limit]
+
+    def switch(self, session_id: int) -> Conversation:
+        """Make session `session_id` the current one (NotFound when there is none)."""
+        conversation = self.store.get_conversation(session_id)
+        self._forget()
+        self.conversation = conversation
+        return conversation
+
+    def new(self) -> None:
+        """Leave the current session; the next prompt starts a new one."""
+        self._forget()
+
+    def clear(self) -> int:
+        """A fresh context in the same session: hide every message from the agent (the user keeps
+        them, with a "context cleared" divider); return how many were hidden."""
+        if self.conversation is None:
+            return 0
+        hidden = CompactionStore(self.store.db).clear_agent_context(self.conversation.id)
+        self.agent.compactor = Compactor(self.agent)
+        self.conversation = self.store.get_conversation(self.conversation.id)
+        return hidden
+
+    def _forget(self) -> None:
+        self.conversation = None
+        self._pending_system = None
+        self.agent.compactor = Compactor(self.agent)  # compaction state is per session
+
+    # ---- settings ----------------------------------------------------------------------------
+
+    def set_mode(self, mode: str) -> None:
+        _set_mode(self.agent, mode)
+
+    def set_system(self, text: str) -> None:
+        """The session prompt for this and later turns; empty text removes it."""
+        text = text.strip()
+        if self.conversation is None:
+            self._pending_system = text or None
+            return
+        metadata = {k: v for k, v in self.conversation.metadata.items() if k != "system"}
+        if text:
+            metadata["system"] = text
+        self.store.update_conversation(self.conversation.id, metadata=metadata)
+        self.conversation = self.store.get_conversation(self.conversation.id)
+
+    async def set_model(self, name: str) -> list[str]:
+        """Use model `name` from the next request on; return start-up warnings not shown before."""
+        name = name.strip()
+        if not name:
+            raise UsageError("which model? give its name, e.g. /model gpt-4o")
+        return await self._rebuild({**self._overrides, "llm.model": (name, "/model")})
+
+    async def set_provider(self, name: str) -> list[str]:
+        """Use provider `name` (a backend or a [[llm.providers]] entry) with its own model."""
+        name = name.strip()
+        if not name:
+            raise UsageError("which provider? e.g. /provider anthropic, or the name of a [[llm.providers]] entry")
+        return await self._rebuild({"llm.provider": (name, "/provider"), "llm.model": ("", "/provider")})
+
+    async def _rebuild(self, overrides: dict[str, tuple[str, str]]) -> list[str]:
+        """A new provider and agent with these overrides; on any failure the current ones stay."""
+        loaded = _with_overrides(self.loaded, overrides)
+        settings = resolve_settings(loaded.config, self.env, loaded.sources)
+        helpers = side_job_settings(loaded.config, self.env, settings)
+        agent, warnings = await _start_agent(loaded, settings, helpers, self.store, self.cwd, self.approver, self.agent.mode)
+        old = self.agent
+        self.agent, self._overrides = agent, overrides
+        await old.aclose()
+        await old.provider.aclose()
+        new = [w for w in warnings if w not in self.warnings]
+        self.warnings.extend(new)
+        return new
+
+    # ---- export and close ---------------------------------------------------------------------
+
+    def export(self, path: Path | None = None, *, overwrite: bool = False) -> Path:
+        """Write the transcript as Markdown to `path` (relative to the session's directory) or
+        ./zeph-session-ID.md; an existing file is only replaced with `overwrite`."""
+        if self.conversation is None:
+            raise ZephError("nothing to export yet: the session starts with the first prompt")
+        conversation = self.store.get_conversation(self.conversation.id)
+        target = self.cwd / (path.expanduser() if path is not None else Path(f"zeph-session-{conversation.id}.md"))
+        text = conversation_markdown(conversation, self.store.history(conversation.id, user_visible=True))
+        try:
+            with open(target, "w" if overwrite else "x", encoding="utf-8") as file:
+                file.write(text)
+        except FileExistsError:
+            raise ZephError(f"{target} already exists: export to another file, or overwrite it") from None
+        except OSError as exc:
+            raise ZephError(f"cannot write {target}: {exc.strerror or exc}") from None
+        return target
+
+    def metrics_lines(self) -> list[str]:
+        """The session's compaction metrics, one line each (empty before the first prompt)."""
+        if self.conversation is None:
+            return []
+        m = CompactionStore(self.agent.store.db).metrics(self.conversation.id)
+        lines = [
+            f"compaction: {m.compaction_events} event{'s' * (m.compaction_events != 1)}, "
+            f"{m.compaction_tokens_saved:,} tokens saved, {m.tool_output_prunes} tool outputs pruned"
+        ]
+        if m.compression_events:
+            lines.append(f"proactive: {m.compression_events} ({m.compression_tokens_saved:,} tokens saved)")
+        probes = (m.compaction_probe_passes, m.compaction_probe_soft_failures, m.compaction_probe_failures,
+                  m.compaction_probe_errors)
+        if any(probes):
+            lines.append("probe: {} pass · {} soft fail · {} hard fail · {} error".format(*probes))
+        return lines
+
+    async def aclose(self) -> None:
+        """Close the side-job providers, the main provider and the store (once)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self.agent.aclose()
+            await self.agent.provider.aclose()
+        finally:
+            self.store.close()
+
+
+def _set_mode(agent: Agent, mode: str) -> None:
+    try:
+        agent.set_mode(mode.strip())
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+async def _start_agent(
+    loaded: LoadedConfig,
+    settings: ProviderSettings,
+    helpers: Mapping[str, ProviderSettings | None],
+    store: ConversationStore,
+    cwd: Path,
+    approver: Approver,
+    mode: str | None,
+) -> tuple[Agent, list[str]]:
+    """A started agent on a provider built from `settings`, and its start-up warnings;
+    whatever was built is closed again when anything fails."""
+    provider = create_provider(settings)
+    agent: Agent | None = None
+    try:
+        agent = Agent(config=loaded.config, store=store, provider=provider, cwd=cwd, approver=approver,
+                      helper_settings=helpers)
+        if mode is not None:
+            _set_mode(agent, mode)
+        return agent, await agent.start()
+    except BaseException:
+        if agent is not None:
+            await agent.aclose()
+        await provider.aclose()
+        raise
+
+
+def _conversation_to_resume(store: ConversationStore, session_id: int | None, continue_last: bool) -> Conversation | None:
+    if session_id is not None:
+        return store.get_conversation(session_id)
+    if not continue_last:
+        return None
+    conversation = store.latest_conversation()
+    if conversation is None:
+        raise NotFound("no previous session to continue: there are no sessions yet")
+    return conversation

@@ -1,0 +1,432 @@
+"""The Textual app: a chat transcript, a prompt box, a live status line and slash commands.
+
+Invariant: the app renders agent events and calls the `ChatSession`; it never
+talks to a provider or to SQLite itself. One turn (or compaction) runs at a
+time, in a worker that Esc or Ctrl+C cancels; the partial reply stays, and a
+provider error is shown inline — the app does not crash on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from rich.markup import escape
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import Markdown, Static
+from textual.worker import Worker
+
+from ..errors import ZephError
+from ..events import (
+    AgentWarning,
+    CompactionFinished,
+    CompactionStarted,
+    CompactionStatus,
+    ContextPrepared,
+    ReplyDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFailed,
+    TurnFinished,
+    TurnStarted,
+    UsageReported,
+)
+from ..tools.permissions import ApprovalDecision, ApprovalRequest
+from .prompt_input import PromptInput
+from .screens import ConfirmScreen, ContextScreen, SessionsScreen
+from .slash import SlashCommand, SlashError, complete, help_text, parse, unescape
+from .status_bar import StatusBar
+from .transcript import AssistantEntry, Divider, Notice, ToolEntry, Transcript, UserEntry
+
+if TYPE_CHECKING:
+    from ..chat_session import ChatSession
+    from ..context.report import ContextReport
+
+QUIT_WINDOW_SECS = 2.0  # a second Ctrl+C within this many seconds quits
+
+COMPACTION_BADGES = {
+    "soft": "pruning tool outputs…",
+    "reactive_retry": "compacting (the request did not fit)…",
+}
+
+
+class TuiApprover:
+    """Asks for write and exec tools in a dialog: yes, no, or always (this tool, this session)."""
+
+    def __init__(self) -> None:
+        self.app: "ZephApp | None" = None
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        if self.app is None:
+            return ApprovalDecision("no", "no one is present to approve it")
+        answer = await self.app.push_screen_wait(ConfirmScreen(request))
+        if answer in ("yes", "always"):
+            return ApprovalDecision(answer)
+        return ApprovalDecision("no", "the user answered no")
+
+
+class HelpEntry(Markdown):
+    DEFAULT_CSS = "HelpEntry { margin: 1 0 0 0; padding: 0 1; background: $boost; }"
+
+
+class ZephApp(App[int]):
+    TITLE = "zeph"
+    CSS = """
+    Screen { layout: vertical; }
+    #header { height: 1; padding: 0 1; background: $primary-background; color: $text; }
+    #completions { height: auto; max-height: 8; padding: 0 2; color: $text-muted; display: none; }
+    #completions.shown { display: block; }
+    """
+    BINDINGS = [
+        Binding("escape", "cancel_turn", "cancel", show=False),
+        Binding("ctrl+c", "interrupt", "cancel / quit", show=False, priority=True),
+        Binding("ctrl+q", "quit", "quit", show=False, priority=True),
+    ]
+
+    def __init__(self, session: "ChatSession") -> None:
+        super().__init__()
+        self.session = session
+        self.worker: Worker | None = None
+        self.turn_reports: list["ContextReport"] = []  # the context after each of the last two turns
+        self._last_interrupt = 0.0
+
+    # ---- layout -----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="header")
+        yield Transcript(id="transcript")
+        yield Static(id="completions")
+        yield PromptInput(id="prompt")
+        yield StatusBar(id="status")
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
+
+    @property
+    def status(self) -> StatusBar:
+        return self.query_one(StatusBar)
+
+    @property
+    def prompt(self) -> PromptInput:
+        return self.query_one(PromptInput)
+
+    async def on_mount(self) -> None:
+        self.update_header()
+        await self.load_transcript()
+        for warning in self.session.warnings:
+            await self.notice(warning, "warning")
+        self.refresh_gauge()
+        self.prompt.focus()
+
+    def update_header(self) -> None:
+        h = self.session.header()
+        title = f" · {h.title}" if h.title else " · new session"
+        self.query_one("#header", Static).update(
+            f"[b]zeph[/b] · {escape(h.provider)} · {escape(h.model)} · mode {escape(h.mode)}{escape(title)}"
+        )
+
+    async def load_transcript(self) -> None:
+        transcript = self.transcript
+        await transcript.remove_children()
+        transcript.unmounted.clear()
+        entries = [entry_for(item) for item in self.session.transcript()]
+        await transcript.add(*[e for e in entries if e is not None])
+        transcript.scroll_end(animate=False)
+
+    def refresh_gauge(self) -> "ContextReport":
+        """The context as the next turn would send it, shown in the gauge."""
+        report = self.session.context_report()
+        self.status.show_report(report)
+        return report
+
+    async def notice(self, text: str, kind: str = "info") -> None:
+        await self.transcript.add(Notice(text, kind))
+
+    # ---- input ------------------------------------------------------------------------------
+
+    def on_prompt_input_edited(self, event: PromptInput.Edited) -> None:
+        hints = complete(event.text)
+        box = self.query_one("#completions", Static)
+        if hints:
+            box.update("\n".join(f"{escape(h.label)} {escape(h.hint)}  [dim]{escape(h.help)}[/dim]" for h in hints[:8]))
+        box.set_class(bool(hints), "shown")
+
+    def on_prompt_input_complete(self, event: PromptInput.Complete) -> None:
+        hints = complete(self.prompt.text)
+        if hints:
+            self.prompt.text = hints[0].value
+            self.prompt.move_cursor(self.prompt.document.end)
+
+    async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
+        self.query_one("#completions", Static).set_class(False, "shown")
+        command = parse(event.text)
+        if command is None:
+            await self.start_turn(unescape(event.text))
+        elif isinstance(command, SlashError):
+            await self.notice(command.message, "error")
+            self.restore_input(event.text)
+        else:
+            await self.run_command(command, event.text)
+
+    def restore_input(self, text: str) -> None:
+        """Give the text back to the prompt box, so nothing typed is lost."""
+        self.prompt.text = text
+        self.prompt.move_cursor(self.prompt.document.end)
+
+    @property
+    def busy(self) -> bool:
+        return self.worker is not None and self.worker.is_running
+
+    async def start_turn(self, text: str) -> None:
+        if self.busy:
+            await self.notice("a turn is still running: esc cancels it", "warning")
+            self.restore_input(text)
+            return
+        await self.transcript.add(UserEntry(text))
+        self.transcript.scroll_end(animate=False)
+        self.worker = self.run_worker(self.run_turn(text), group="turn", exclusive=True, exit_on_error=False)
+
+    # ---- one turn ---------------------------------------------------------------------------
+
+    async def run_turn(self, text: str) -> None:
+        status = self.status
+        reply: AssistantEntry | None = None
+        tools: dict[str, ToolEntry] = {}
+        status.set_streaming(True)
+        try:
+            async for event in self.session.run(text):
+                if isinstance(event, TurnStarted):
+                    self.update_header()
+                elif isinstance(event, ContextPrepared):
+                    status.show_report(event.report)
+                elif isinstance(event, ReplyDelta):
+                    if reply is None:
+                        reply = AssistantEntry()
+                        await self.transcript.add(reply)
+                    await reply.append(event.text)
+                elif isinstance(event, ToolCallStarted):
+                    if reply is not None:
+                        await reply.finish()
+                        reply = None
+                    entry = ToolEntry(event.call.name, event.subject, event.call.arguments)
+                    tools[event.call.id] = entry
+                    await self.transcript.add(entry)
+                elif isinstance(event, ToolCallFinished):
+                    entry = tools.get(event.call.id)
+                    if entry is not None:
+                        label = event.summary or event.decision
+                        if event.decision in ("denied", "blocked", "invalid"):
+                            label = f"{event.decision}: {event.summary}"
+                        entry.finish(label, event.result.content, failed=event.result.is_error)
+                elif isinstance(event, UsageReported):
+                    status.show_usage(event.usage)
+                elif isinstance(event, AgentWarning):
+                    await self.notice(event.text, "warning")
+                elif isinstance(event, TurnFailed):
+                    if reply is not None:
+                        await reply.finish(partial=str(event.error))
+                        reply = None
+                    await self.notice(failure_text(event.error), "error")
+                elif isinstance(event, TurnFinished):
+                    if reply is not None:
+                        await reply.finish(event.text)
+                        reply = None
+                    elif event.text:
+                        await self.transcript.add(AssistantEntry(event.text))
+                else:
+                    await self.show_compaction(event)
+        except asyncio.CancelledError:
+            if reply is not None:
+                await reply.finish(partial="cancelled")
+            await self.notice("cancelled: what was received is kept", "warning")
+            raise
+        except ZephError as exc:
+            await self.notice(failure_text(exc), "error")
+        except Exception as exc:  # a bug: shown inline, the app stays up
+            await self.notice(f"internal error: {type(exc).__name__}: {exc}", "error")
+        finally:
+            status.set_streaming(False)
+            status.show_badge("")
+        self.turn_reports = [*self.turn_reports[-1:], self.refresh_gauge()]
+
+    async def show_compaction(self, event: object) -> None:
+        if isinstance(event, CompactionStarted):
+            self.status.show_badge(COMPACTION_BADGES.get(event.kind, "compacting…"))
+        elif isinstance(event, CompactionStatus):
+            self.status.show_badge(event.text)
+        elif isinstance(event, CompactionFinished):
+            self.status.show_badge("")
+            result = event.result
+            if result.skipped or result.rejected:
+                await self.notice(result.describe(), "warning" if result.rejected else "info")
+            else:
+                await self.transcript.add(Divider(result.describe()))
+
+    # ---- cancel and quit --------------------------------------------------------------------
+
+    def action_cancel_turn(self) -> None:
+        if self.busy and self.worker is not None:
+            self.worker.cancel()
+
+    def action_interrupt(self) -> None:
+        if self.busy:
+            self.action_cancel_turn()
+            self._last_interrupt = time.monotonic()
+            return
+        if time.monotonic() - self._last_interrupt < QUIT_WINDOW_SECS:
+            self.exit(0)
+            return
+        self._last_interrupt = time.monotonic()
+        self.notify("press ctrl+c again to quit (or ctrl+q)", timeout=QUIT_WINDOW_SECS)
+
+    # ---- slash commands ---------------------------------------------------------------------
+
+    async def run_command(self, command: SlashCommand, typed: str) -> None:
+        name, argument = command.name, command.argument
+        if name in ("exit", "quit"):
+            self.exit(0)
+            return
+        if name == "help":
+            await self.transcript.add(HelpEntry(help_text()))
+            return
+        if name == "context":
+            await self.show_context()
+            return
+        if name == "sessions":
+            self.run_worker(self.pick_session(argument), group="dialog")
+            return
+        if self.busy and name in ("compact", "clear", "new", "model", "provider"):
+            await self.notice(f"/{name} waits until the running turn ends (esc cancels it)", "warning")
+            self.restore_input(typed)
+            return
+        try:
+            await self.apply_command(name, argument)
+        except ZephError as exc:
+            await self.notice(str(exc), "error")
+            self.restore_input(typed)
+
+    async def apply_command(self, name: str, argument: str) -> None:
+        session = self.session
+        if name == "compact":
+            if session.conversation is None:
+                await self.notice("nothing to compact: the session has no messages yet")
+                return
+            self.worker = self.run_worker(self.compact(), group="turn", exclusive=True, exit_on_error=False)
+        elif name == "clear":
+            hidden = session.clear()
+            await self.transcript.add(Divider(f"context cleared: the model no longer sees the {hidden} messages above"))
+            self.refresh_gauge()
+        elif name == "new":
+            session.new()
+            self.turn_reports = []
+            await self.load_transcript()
+            self.update_header()
+            self.refresh_gauge()
+            await self.notice("new session: it starts with your next message")
+        elif name == "model":
+            for warning in await session.set_model(argument):
+                await self.notice(warning, "warning")
+            self.update_header()
+            self.refresh_gauge()
+            await self.notice(f"model: {session.header().model}")
+        elif name == "provider":
+            for warning in await session.set_provider(argument):
+                await self.notice(warning, "warning")
+            self.update_header()
+            self.refresh_gauge()
+            await self.notice(f"provider: {session.header().provider} · model {session.header().model}")
+        elif name == "mode":
+            session.set_mode(argument)
+            self.update_header()
+            self.refresh_gauge()
+            await self.notice(f"mode: {argument}")
+        elif name == "system":
+            session.set_system(argument)
+            await self.notice(f"session prompt: {argument}" if argument else "session prompt cleared")
+            self.refresh_gauge()
+        elif name == "export":
+            path = session.export(argument or None)
+            await self.notice(f"exported to {path}")
+
+    async def compact(self) -> None:
+        try:
+            async for event in self.session.compact():
+                if isinstance(event, AgentWarning):
+                    await self.notice(event.text, "warning")
+                else:
+                    await self.show_compaction(event)
+        except ZephError as exc:
+            await self.notice(failure_text(exc), "error")
+        finally:
+            self.status.show_badge("")
+        self.refresh_gauge()
+
+    async def show_context(self) -> None:
+        report = self.session.context_report()
+        # turn_reports[-1] is the context after the last turn (now, unless a command changed it);
+        # the one before is where the previous turn left it.
+        previous = self.turn_reports[-2] if len(self.turn_reports) > 1 else None
+        self.push_screen(ContextScreen(report, previous, self.session.metrics_lines()))
+
+    async def pick_session(self, query: str) -> None:
+        def rows(text: str) -> list[tuple[int, str, str, int]]:
+            return [
+                (s.id, s.title, s.updated_at.replace("T", " ")[:16], s.message_count) for s in self.session.sessions(text)
+            ]
+
+        chosen = await self.push_screen_wait(SessionsScreen(rows, query))
+        if chosen is None:
+            return
+        if self.busy:
+            await self.notice("a turn is running: switch sessions after it ends", "warning")
+            return
+        try:
+            self.session.switch(chosen)
+        except ZephError as exc:
+            await self.notice(str(exc), "error")
+            return
+        self.turn_reports = []
+        self.update_header()
+        await self.load_transcript()
+        self.refresh_gauge()
+
+
+def failure_text(error: Exception) -> str:
+    """A provider error inline, with what to do next."""
+    return f"{error}\nyour message is saved; press ↑ to edit it and send it again"
+
+
+def tool_subject(arguments: dict) -> str:
+    """The command or path a tool call is about, as the tool lines show it."""
+    for key in ("command", "path", "pattern", "id", "strategy"):
+        value = arguments.get(key)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def entry_for(item) -> object | None:
+    """The widget for one transcript item of the session."""
+    kind = item.kind
+    if kind == "user":
+        return UserEntry(item.text)
+    if kind == "assistant":
+        return AssistantEntry(item.text, partial=(item.error or "interrupted") if item.partial else "")
+    if kind == "tool":
+        failed = bool(item.is_error)
+        if item.result is None:
+            status = "no result"
+        elif item.decision in ("denied", "blocked", "invalid"):
+            status = f"{item.decision}: {item.summary}"
+        else:
+            status = item.summary or item.decision or ("error" if failed else "done")
+        return ToolEntry(
+            item.name, tool_subject(item.arguments), item.arguments,
+            status=status, output=item.result or "", failed=failed,
+        )
+    if kind == "divider":
+        return Divider(item.text)
+    return None

@@ -1,0 +1,62 @@
+"""The status line: the context gauge with its threshold marks, last turn's tokens, a compaction badge.
+
+Invariant: it renders only the last values it was given; updating it never
+waits for anything.
+"""
+
+from __future__ import annotations
+
+from rich.markup import escape
+from textual.widgets import Static
+
+from ..context.report import ContextReport
+from ..messages import Usage
+from .gauge import gauge_for, usage_text
+
+LEVEL_STYLES = {"ok": "green", "soft": "yellow", "hard": "red", "over": "bold red"}
+
+
+class StatusBar(Static):
+    DEFAULT_CSS = """
+    StatusBar { height: 1; padding: 0 1; background: $panel; color: $text; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("", **kwargs)
+        self.report: ContextReport | None = None
+        self.usage: Usage | None = None
+        self.badge = ""
+        self.streaming = False
+
+    def show_report(self, report: ContextReport) -> None:
+        self.report = report
+        self._render_line()
+
+    def show_usage(self, usage: Usage) -> None:
+        self.usage = usage
+        self._render_line()
+
+    def show_badge(self, text: str) -> None:
+        self.badge = text
+        self._render_line()
+
+    def set_streaming(self, streaming: bool) -> None:
+        self.streaming = streaming
+        self._render_line()
+
+    def line(self) -> str:
+        parts = []
+        if self.report is not None:
+            view = gauge_for(self.report)
+            style = LEVEL_STYLES.get(view.level, "")
+            parts.append(f"context [{style}]{escape(view.bar)}[/] {escape(view.label)}")
+        if self.usage is not None:
+            parts.append(escape(usage_text(self.usage, self.report.context_tokens if self.report else None)))
+        if self.badge:
+            parts.append(f"[reverse] {escape(self.badge)} [/reverse]")
+        elif self.streaming:
+            parts.append("[dim]streaming · esc cancels[/dim]")
+        return " · ".join(parts)
+
+    def _render_line(self) -> None:
+        self.update(self.line())
