@@ -378,3 +378,35 @@ async def test_unknown_prompt_input_keys_do_not_lose_text(fake_server, model, wo
             assert app.query_one(PromptInput).text == "/compact"
     finally:
         await session.aclose()
+
+
+# ---- long replies ------------------------------------------------------------------------
+
+
+def test_a_reply_is_sealed_only_at_a_blank_line_outside_code():
+    from zeph_cli.tui.transcript import seal_point
+
+    assert seal_point("one\n\ntwo") == len("one\n\n")
+    assert seal_point("a\n\n```\ncode\n\nmore\n```\nafter") == len("a\n\n")  # not inside the fence
+    assert seal_point("```\nopen fence\n\n") == 0
+    assert seal_point("no break at all") == 0
+
+
+async def test_a_long_streamed_reply_is_sealed_in_blocks_and_rendered_completely(fake_server, model, workspace):
+    from zeph_cli.tui.transcript import SEGMENT_CHARS
+
+    paragraphs = [f"Paragraph {i}: " + "words " * 60 + "\n\n" for i in range(40)]
+    paragraphs.insert(10, "```python\n" + "print('x')\n\n" * 30 + "```\n\n")
+    text = "".join(paragraphs)
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(paragraphs, usage=None), chunk_delay=0.01))
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "long please")
+            (reply,) = entries(app, AssistantEntry)
+            assert reply.text == text.rstrip() or reply.text == text
+            assert reply.sealed and len(reply.markdown.source) < len(text) - SEGMENT_CHARS  # most of it sealed
+            assert "".join(reply.sealed) + reply.markdown.source == reply.text
+            assert all(part.count("```") % 2 == 0 for part in reply.sealed)  # never cut inside code
+    finally:
+        await session.aclose()

@@ -4,20 +4,27 @@ Invariant: entries only render what they are given (events or transcript
 items) — no store or provider access; an assistant reply is streamed through
 Textual's MarkdownStream and updated once in full when it ends, so code blocks
 render right; at most `MAX_MOUNTED` entries stay mounted, older ones come back
-on demand.
+on demand. Long replies are sealed in Rich-rendered blocks as they stream, so
+their widget count stays small.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from typing import Any
 
+from rich.markdown import Markdown as RichMarkdown
 from rich.markup import escape
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Button, Collapsible, Markdown, Static
+from textual.timer import Timer
 from textual.widgets.markdown import MarkdownStream
 
+FLUSH_SECS = 0.2  # streamed text reaches the Markdown widget at most 5 times a second
+SEGMENT_CHARS = 1500  # a streaming reply is sealed into one Rich-rendered block about this often
 MAX_MOUNTED = 300  # entries kept mounted; older ones are unmounted and can be shown again
 SHOW_MORE = 100
 MAX_OUTPUT_CHARS = 4000  # of a tool output shown in its block (the model saw its own cut)
@@ -49,10 +56,30 @@ class UserEntry(Static):
         self.text = text
 
 
+def seal_point(text: str) -> int:
+    """Index just after the last blank line outside a code fence (0: no safe place to cut)."""
+    in_fence = False
+    last = 0
+    position = 0
+    for line in text.splitlines(keepends=True):
+        position += len(line)
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+        elif not in_fence and not stripped and line.endswith("\n"):
+            last = position
+    return last
+
+
 class AssistantEntry(Vertical):
+    """A reply. While it streams, the live tail is a Textual Markdown fed through MarkdownStream;
+    every ~`SEGMENT_CHARS` the tail is sealed, at a paragraph break outside code, into one
+    Rich-rendered block, so a very long reply stays a handful of widgets instead of hundreds."""
+
     DEFAULT_CSS = """
     AssistantEntry { height: auto; margin: 1 0 0 0; padding: 0 1; }
     AssistantEntry Markdown { margin: 0; padding: 0; }
+    AssistantEntry .sealed { margin: 0 0 1 0; }
     AssistantEntry .partial { color: $warning; }
     """
 
@@ -60,34 +87,106 @@ class AssistantEntry(Vertical):
         super().__init__()
         self.text = text
         self.partial = partial
+        self.sealed: list[str] = []  # text rendered in sealed blocks, in order
         self._stream: MarkdownStream | None = None
+        self._unrendered = ""  # streamed text not yet handed to the Markdown widget
+        self._live = ""  # text in the live Markdown widget
+        self._flushed_at = 0.0
+        self._flush_timer: Timer | None = None
+        self._rendering = asyncio.Lock()  # a timer's flush and finish() never interleave
 
     def compose(self) -> ComposeResult:
-        yield Markdown(self.text)
+        if len(self.text) > SEGMENT_CHARS:
+            self.sealed = [self.text]
+            yield Static(RichMarkdown(self.text), classes="sealed")
+            yield Markdown("")
+        else:
+            self._live = self.text
+            yield Markdown(self.text)
         if self.partial:
             yield Static(f"(reply cut short: {escape(self.partial)})", classes="partial")
 
     @property
     def markdown(self) -> Markdown:
+        """The live Markdown widget (the tail of the reply)."""
         return self.query_one(Markdown)
 
+    @property
+    def rendered_chars(self) -> int:
+        return sum(len(part) for part in self.sealed) + len(self.markdown.source)
+
     async def append(self, chunk: str) -> None:
+        """Add streamed text; it is rendered at most every `FLUSH_SECS`, in one piece."""
+        self.text += chunk
+        self._unrendered += chunk
+        now = time.monotonic()
+        if now - self._flushed_at >= FLUSH_SECS:
+            await self._flush()
+        elif self._flush_timer is None:
+            self._flush_timer = self.set_timer(FLUSH_SECS, self._flush)
+
+    async def _flush(self) -> None:
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        self._flushed_at = time.monotonic()
+        async with self._rendering:
+            await self._render_pending()
+
+    async def _render_pending(self) -> None:
+        if not self._unrendered:
+            return
+        text, self._unrendered = self._unrendered, ""
+        combined = self._live + text
+        cut = seal_point(combined) if len(combined) > SEGMENT_CHARS else 0
+        if cut > len(self._live):
+            await self._write(combined[len(self._live) : cut])
+            await self._seal()
+            text = combined[cut:]
+        await self._write(text)
+
+    async def _write(self, text: str) -> None:
+        if not text:
+            return
         if self._stream is None:
             self._stream = Markdown.get_stream(self.markdown)
-        self.text += chunk
-        await self._stream.write(chunk)
+        self._live += text
+        await self._stream.write(text)
 
-    async def finish(self, full_text: str | None = None, *, partial: str = "") -> None:
-        """Stop streaming and render the whole reply once (so fences and tables come out right)."""
+    async def _stop_stream(self) -> None:
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
-        if full_text is not None:
-            self.text = full_text
-        await self.markdown.update(self.text)
+
+    async def _seal(self) -> None:
+        """Turn the live tail into one Rich-rendered block and start an empty live tail."""
+        await self._stop_stream()
+        self.sealed.append(self._live)
+        await self.mount(Static(RichMarkdown(self._live), classes="sealed"), before=self.markdown)
+        self._live = ""
+        await self.markdown.update("")
+
+    async def finish(self, full_text: str | None = None, *, partial: str = "") -> None:
+        """Stop streaming and render the live tail once in full (so fences and tables come out right)."""
+        if self._flush_timer is not None:
+            self._flush_timer.stop()
+            self._flush_timer = None
+        async with self._rendering:
+            await self._finish(full_text)
         if partial and not self.partial:
             self.partial = partial
             await self.mount(Static(f"(reply cut short: {escape(partial)})", classes="partial"))
+
+    async def _finish(self, full_text: str | None) -> None:
+        await self._stop_stream()
+        if full_text is not None and full_text != self.text:
+            self.text = full_text
+            await self.query(".sealed").remove()
+            self.sealed = []
+        done = sum(len(part) for part in self.sealed)
+        self._unrendered = ""
+        self._live = self.text[done:]
+        await self.markdown.update(self._live)
 
 
 def _arguments_text(arguments: dict[str, Any]) -> str:
