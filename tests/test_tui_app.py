@@ -410,3 +410,49 @@ async def test_a_long_streamed_reply_is_sealed_in_blocks_and_rendered_completely
             assert all(part.count("```") % 2 == 0 for part in reply.sealed)  # never cut inside code
     finally:
         await session.aclose()
+
+
+async def test_long_transcripts_unmount_old_entries_and_bring_them_back(fake_server, model, workspace, monkeypatch):
+    from textual.widgets import Button
+
+    import zeph_cli.tui.transcript as transcript_module
+
+    monkeypatch.setattr(transcript_module, "MAX_MOUNTED", 6)
+    monkeypatch.setattr(transcript_module, "SHOW_MORE", 4)
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            for i in range(5):
+                model.say(f"answer {i}")
+                await send(pilot, app, f"question {i}")
+            mounted = [e.text for e in entries(app, (UserEntry, AssistantEntry))]
+            assert len(app.transcript.entries()) == 6 and mounted[-1] == "answer 4"
+            assert len(app.transcript.unmounted) == 4
+            button = app.transcript.query_one("#earlier", Button)
+            assert "4 hidden" in str(button.label)
+            button.press()
+            await pilot.pause()
+            shown = [e.text for e in app.transcript.entries()]
+            assert shown[:2] == ["question 0", "answer 0"] and not app.transcript.unmounted
+            assert not app.transcript.query("#earlier")
+    finally:
+        await session.aclose()
+
+
+async def test_the_probe_shows_its_badge_while_it_validates(fake_server, model, workspace):
+    app, session = await open_app(fake_server, workspace, env={"ZEPH_MEMORY_COMPRESSION_PROBE_ENABLED": "true"})
+    badges: list[str] = []
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            status = app.query_one(StatusBar)
+            original = status.show_badge
+            status.show_badge = lambda text: (badges.append(text), original(text))[1]
+            for i in range(4):
+                model.say(f"answer {i} with FACT-P{i}")
+                await send(pilot, app, f"question {i} FACT-P{i}")
+            await send(pilot, app, "/compact")
+            assert "Validating compaction quality…" in badges
+            assert badges[-1] == ""  # cleared when done
+            assert "probe Pass" in entries(app, Divider)[-1].text
+    finally:
+        await session.aclose()

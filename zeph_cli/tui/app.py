@@ -147,6 +147,13 @@ class ZephApp(App[int]):
 
     # ---- input ------------------------------------------------------------------------------
 
+    def on_key(self, event) -> None:
+        """Typing anywhere on the main screen goes to the prompt box."""
+        if self.screen is self.screen_stack[0] and self.focused is not self.prompt and event.is_printable:
+            self.prompt.focus()
+            self.prompt.insert(event.character or "")
+            event.stop()
+
     def on_prompt_input_edited(self, event: PromptInput.Edited) -> None:
         hints = complete(event.text)
         box = self.query_one("#completions", Static)

@@ -46,16 +46,21 @@ class PromptInput(TextArea):
         self._recall: int | None = None  # index into history while recalling
         self._draft = ""
 
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        """Tab stays in the prompt (it completes a /command) instead of moving the focus away."""
+        return key == "tab" or super().check_consume_key(key, character)
+
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
             event.prevent_default()
             event.stop()
             self._submit()
             return
-        if event.key == "tab" and self.text.startswith("/") and "\n" not in self.text:
+        if event.key == "tab":
             event.prevent_default()
             event.stop()
-            self.post_message(self.Complete())
+            if self.text.startswith("/") and "\n" not in self.text:
+                self.post_message(self.Complete())
             return
         if event.key in ("shift+enter", "ctrl+j"):
             event.prevent_default()
