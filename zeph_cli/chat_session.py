@@ -25,7 +25,7 @@ from .messages import Message, ToolResultPart
 from .paths import database_path
 from .providers import Provider, ProviderSettings, create_provider, resolve_settings
 from .providers.summary import side_job_settings
-from .render import conversation_markdown
+from .render import compaction_metrics_lines, conversation_markdown
 from .store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
 from .tokens import count_message
 from .tools.permissions import Approver
@@ -443,18 +443,7 @@ class ChatSession:
         """The session's compaction metrics, one line each (empty before the first prompt)."""
         if self.conversation is None:
             return []
-        m = CompactionStore(self.agent.store.db).metrics(self.conversation.id)
-        lines = [
-            f"compaction: {m.compaction_events} event{'s' * (m.compaction_events != 1)}, "
-            f"{m.compaction_tokens_saved:,} tokens saved, {m.tool_output_prunes} tool outputs pruned"
-        ]
-        if m.compression_events:
-            lines.append(f"proactive: {m.compression_events} ({m.compression_tokens_saved:,} tokens saved)")
-        probes = (m.compaction_probe_passes, m.compaction_probe_soft_failures, m.compaction_probe_failures,
-                  m.compaction_probe_errors)
-        if any(probes):
-            lines.append("probe: {} pass · {} soft fail · {} hard fail · {} error".format(*probes))
-        return lines
+        return compaction_metrics_lines(CompactionStore(self.agent.store.db).metrics(self.conversation.id))
 
     async def aclose(self) -> None:
         """Close the side-job providers, the main provider and the store (once)."""

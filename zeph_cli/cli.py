@@ -595,7 +595,7 @@ def context(
 
 
 async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_output: bool) -> None:
-    from .render import context_rows, human_tokens
+    from .render import compaction_metrics_lines, context_rows, human_tokens
     from .store import CompactionStore
 
     async with session_agent(loaded, session_id) as (agent, conversation):
@@ -623,17 +623,8 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     Console().print(table)
     for note in report.notes:
         print(f"note: {note}")
-    m = metrics
-    print(f"compaction: {m.compaction_events} event{'s' * (m.compaction_events != 1)}, "
-          f"{m.compaction_tokens_saved:,} tokens saved, "
-          f"{m.tool_output_prunes} tool output{'s' * (m.tool_output_prunes != 1)} pruned"
-          + (f"; proactive: {m.compression_events} ({m.compression_tokens_saved:,} tokens saved)"
-             if m.compression_events else ""))
-    probes = (m.compaction_probe_passes, m.compaction_probe_soft_failures, m.compaction_probe_failures,
-              m.compaction_probe_errors)
-    if any(probes):
-        print("probe: {} pass · {} soft fail · {} hard fail · {} error".format(*probes)
-              + (f" · last {m.last_probe_verdict} ({m.last_probe_score or 0:.2f})" if m.last_probe_verdict else ""))
+    for line in compaction_metrics_lines(metrics):
+        print(line)
 
 
 @app.command()

@@ -347,15 +347,6 @@ class Compactor:
         async for item in self._summarize(conversation, kind, purpose=purpose):
             yield CompactionFinished(item) if isinstance(item, CompactionResult) else item
 
-    async def compact_hard(self, conversation: Conversation, kind: str = "manual") -> CompactionResult:
-        """`compact` without the events: the LLM compaction's result."""
-        result: CompactionResult | None = None
-        async for event in self.compact(conversation, kind):
-            if isinstance(event, CompactionFinished) and event.result.kind == kind:
-                result = event.result
-        assert result is not None
-        return result
-
     async def on_request(self, conversation: Conversation, strategy: str) -> str:
         """compress_context: "Reactive" runs the soft tier, "Autonomous" LLM compaction (compress provider)."""
         if strategy == "Reactive":

@@ -162,5 +162,24 @@ def context_rows(report: ContextReport) -> list[tuple[str, int, str, str]]:
     return rows
 
 
+def compaction_metrics_lines(m: Any) -> list[str]:
+    """A session's `CompactionMetrics`, one line each: events and savings, proactive runs, probe verdicts."""
+    lines = [
+        f"compaction: {m.compaction_events} event{'s' * (m.compaction_events != 1)}, "
+        f"{m.compaction_tokens_saved:,} tokens saved, "
+        f"{m.tool_output_prunes} tool output{'s' * (m.tool_output_prunes != 1)} pruned"
+    ]
+    if m.compression_events:
+        lines.append(f"proactive: {m.compression_events} ({m.compression_tokens_saved:,} tokens saved)")
+    probes = (m.compaction_probe_passes, m.compaction_probe_soft_failures, m.compaction_probe_failures,
+              m.compaction_probe_errors)
+    if any(probes):
+        lines.append(
+            "probe: {} pass · {} soft fail · {} hard fail · {} error".format(*probes)
+            + (f" · last {m.last_probe_verdict} ({m.last_probe_score or 0:.2f})" if m.last_probe_verdict else "")
+        )
+    return lines
+
+
 def short_time(iso: str) -> str:
     return iso.replace("T", " ")[:16]

@@ -41,5 +41,11 @@ def tools_for_mode(mode: str, *, compression: bool = True) -> ToolSet:
     return ToolSet({t.name: t for t in tools})
 
 
+def tool_subject(name: str, arguments: dict) -> str:
+    """What a call of tool `name` is about (its command or path), as its tool reports it."""
+    tool = next((t for t in builtin_tools() if t.name == name), None)
+    return tool.subject(arguments) if tool else ""
+
+
 def builtin_tool_names() -> list[str]:
     return [t.name for t in builtin_tools()]

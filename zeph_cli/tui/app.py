@@ -34,6 +34,7 @@ from ..events import (
     UsageReported,
 )
 from ..tools.permissions import ApprovalDecision, ApprovalRequest
+from ..tools.registry import tool_subject
 from .prompt_input import PromptInput
 from .screens import ConfirmScreen, ContextScreen, SessionsScreen
 from .slash import SlashCommand, SlashError, complete, help_text, parse, unescape
@@ -406,15 +407,6 @@ def failure_text(error: Exception) -> str:
     return f"{error}\nyour message is saved; press ↑ to edit it and send it again"
 
 
-def tool_subject(arguments: dict) -> str:
-    """The command or path a tool call is about, as the tool lines show it."""
-    for key in ("command", "path", "pattern", "id", "strategy"):
-        value = arguments.get(key)
-        if isinstance(value, str):
-            return value
-    return ""
-
-
 def entry_for(item) -> object | None:
     """The widget for one transcript item of the session."""
     kind = item.kind
@@ -431,7 +423,7 @@ def entry_for(item) -> object | None:
         else:
             status = item.summary or item.decision or ("error" if failed else "done")
         return ToolEntry(
-            item.name, tool_subject(item.arguments), item.arguments,
+            item.name, tool_subject(item.name, item.arguments), item.arguments,
             status=status, output=item.result or "", failed=failed,
         )
     if kind == "divider":
