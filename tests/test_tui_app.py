@@ -439,6 +439,41 @@ async def test_long_transcripts_unmount_old_entries_and_bring_them_back(fake_ser
         await session.aclose()
 
 
+async def test_older_replies_are_frozen_into_one_block_and_the_newest_stay_markdown(
+    fake_server, model, workspace, monkeypatch
+):
+    from textual.widgets import Markdown, Static
+
+    import zeph_cli.tui.transcript as transcript_module
+
+    monkeypatch.setattr(transcript_module, "FRESH_ENTRIES", 3)
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            for i in range(4):
+                model.say(f"**answer {i}**\n\n- a\n- b")
+                await send(pilot, app, f"question {i}")
+            replies = entries(app, AssistantEntry)
+            assert [r.frozen for r in replies] == [True, True, False, False]
+            for old in replies[:2]:
+                assert not old.query(Markdown) and len(old.query(Static)) == 1
+                assert old.rendered_chars == len(old.text)
+            assert replies[-1].query(Markdown) and replies[-1].rendered_chars == len(replies[-1].text)
+            app.transcript.scroll_home(animate=False)
+            await pilot.pause()
+            assert "answer&#160;0" in app.export_screenshot()  # the frozen block draws the reply
+    finally:
+        await session.aclose()
+    resumed_app, resumed = await open_app(fake_server, workspace, continue_last=True)
+    try:
+        async with resumed_app.run_test(size=SIZE):
+            replies = entries(resumed_app, AssistantEntry)
+            assert [r.frozen for r in replies] == [True, True, False, False]  # composed frozen, never as Markdown
+            assert [r.text.split("\n")[0] for r in replies] == [f"**answer {i}**" for i in range(4)]
+    finally:
+        await resumed.aclose()
+
+
 async def test_the_probe_shows_its_badge_while_it_validates(fake_server, model, workspace):
     app, session = await open_app(fake_server, workspace, env={"ZEPH_MEMORY_COMPRESSION_PROBE_ENABLED": "true"})
     badges: list[str] = []

@@ -24,7 +24,7 @@ class FakeResponse:
     chunks: list[bytes] | None = None  # streamed one by one (connection closes at the end)
     headers: dict[str, str] = field(default_factory=dict)
     content_type: str = "application/json"
-    chunk_delay: float = 0.0
+    chunk_delay: float = 0.0  # chunk i leaves (i + 1) * chunk_delay after the first
     delay: float = 0.0  # before the status line is sent (timeouts)
     drop_after: int | None = None  # close the socket after this many chunks, mid-stream
 
@@ -96,6 +96,7 @@ class FakeServer:
                     self.send_header("Transfer-Encoding", "chunked")
                     self.send_header("Connection", "close")
                     self.end_headers()
+                    started = time.monotonic()
                     for i, chunk in enumerate(response.chunks):
                         if response.drop_after is not None and i >= response.drop_after:
                             self.wfile.flush()
@@ -104,8 +105,8 @@ class FakeServer:
                             return "dropped"
                         self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                         self.wfile.flush()
-                        if response.chunk_delay:
-                            time.sleep(response.chunk_delay)
+                        if response.chunk_delay:  # paced on a schedule: a late chunk does not delay the rest
+                            time.sleep(max(0.0, started + (i + 1) * response.chunk_delay - time.monotonic()))
                     self.wfile.write(b"0\r\n\r\n")
                     self.close_connection = True
                     return "complete"

@@ -4,8 +4,9 @@ Invariant: entries only render what they are given (events or transcript
 items) — no store or provider access; an assistant reply is streamed through
 Textual's MarkdownStream and updated once in full when it ends, so code blocks
 render right; at most `MAX_MOUNTED` entries stay mounted, older ones come back
-on demand. Long replies are sealed in Rich-rendered blocks as they stream, so
-their widget count stays small.
+on demand. Layout cost grows with the number of widgets, so long replies are
+sealed in Rich-rendered blocks as they stream, and replies older than the
+newest `FRESH_ENTRIES` are frozen into one Rich-rendered block each.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from textual.widgets.markdown import MarkdownStream
 
 FLUSH_SECS = 0.2  # streamed text reaches the Markdown widget at most 5 times a second
 SEGMENT_CHARS = 1500  # a streaming reply is sealed into one Rich-rendered block about this often
-MAX_MOUNTED = 300  # entries kept mounted; older ones are unmounted and can be shown again
-SHOW_MORE = 100
+MAX_MOUNTED = 150  # entries kept mounted; older ones are unmounted and can be shown again
+FRESH_ENTRIES = 20  # the newest entries keep Textual's Markdown widgets; older replies are frozen
+SHOW_MORE = 50
 MAX_OUTPUT_CHARS = 4000  # of a tool output shown in its block (the model saw its own cut)
 MAX_OUTPUT_LINES = 60
 
@@ -83,10 +85,12 @@ class AssistantEntry(Vertical):
     AssistantEntry .partial { color: $warning; }
     """
 
-    def __init__(self, text: str = "", *, partial: str = "") -> None:
+    def __init__(self, text: str = "", *, partial: str = "", frozen: bool = False) -> None:
         super().__init__()
         self.text = text
         self.partial = partial
+        self.finished = bool(text) or frozen  # False while it streams
+        self.frozen = frozen
         self.sealed: list[str] = []  # text rendered in sealed blocks, in order
         self._stream: MarkdownStream | None = None
         self._unrendered = ""  # streamed text not yet handed to the Markdown widget
@@ -96,7 +100,10 @@ class AssistantEntry(Vertical):
         self._rendering = asyncio.Lock()  # a timer's flush and finish() never interleave
 
     def compose(self) -> ComposeResult:
-        if len(self.text) > SEGMENT_CHARS:
+        if self.frozen:
+            self.sealed = [self.text]
+            yield Static(RichMarkdown(self.text), classes="sealed")
+        elif len(self.text) > SEGMENT_CHARS:
             self.sealed = [self.text]
             yield Static(RichMarkdown(self.text), classes="sealed")
             yield Markdown("")
@@ -113,7 +120,18 @@ class AssistantEntry(Vertical):
 
     @property
     def rendered_chars(self) -> int:
-        return sum(len(part) for part in self.sealed) + len(self.markdown.source)
+        live = self.query(Markdown)
+        return sum(len(part) for part in self.sealed) + (len(live.first().source) if live else 0)
+
+    async def freeze(self) -> None:
+        """Render the finished reply as one Rich block (a handful of widgets fewer to lay out)."""
+        if self.frozen or not self.finished:
+            return
+        self.frozen = True
+        await self.query(".sealed").remove()
+        await self.query(Markdown).remove()
+        self.sealed = [self.text]
+        await self.mount(Static(RichMarkdown(self.text), classes="sealed"), before=0)
 
     async def append(self, chunk: str) -> None:
         """Add streamed text; it is rendered at most every `FLUSH_SECS`, in one piece."""
@@ -173,6 +191,7 @@ class AssistantEntry(Vertical):
             self._flush_timer = None
         async with self._rendering:
             await self._finish(full_text)
+        self.finished = True
         if partial and not self.partial:
             self.partial = partial
             await self.mount(Static(f"(reply cut short: {escape(partial)})", classes="partial"))
@@ -279,8 +298,17 @@ class Transcript(VerticalScroll):
         self.anchor()
 
     async def add(self, *entries: Any) -> None:
+        for entry in entries[: max(0, len(entries) - FRESH_ENTRIES)]:
+            if isinstance(entry, AssistantEntry) and entry.finished:
+                entry.frozen = True  # composed frozen: never built as Markdown widgets
         await self.mount_all(entries)
+        await self._freeze_old()
         await self._prune()
+
+    async def _freeze_old(self) -> None:
+        for entry in self.entries()[:-FRESH_ENTRIES]:
+            if isinstance(entry, AssistantEntry) and not entry.frozen:
+                await entry.freeze()
 
     def entries(self) -> list[Any]:
         return [child for child in self.children if child.id != "earlier"]
@@ -318,7 +346,7 @@ def _replica(entry: Any) -> Any:
     if isinstance(entry, UserEntry):
         return UserEntry(entry.text)
     if isinstance(entry, AssistantEntry):
-        return AssistantEntry(entry.text, partial=entry.partial)
+        return AssistantEntry(entry.text, partial=entry.partial, frozen=True)
     if isinstance(entry, Divider):
         return Divider(entry.text)
     if isinstance(entry, Notice):
