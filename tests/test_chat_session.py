@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import os
 from pathlib import Path
 
@@ -400,6 +402,19 @@ async def test_export_writes_markdown_and_refuses_to_overwrite(model, env, works
     assert named == workspace / "notes" / "out.md" and named.is_file()
     with pytest.raises(ZephError, match="cannot write"):
         session.export(Path("missing-dir/out.md"))
+
+
+async def test_export_as_json_keeps_every_stored_message(model, env, workspace):
+    session = await open_session(env, workspace)
+    model.say("The answer is 42.")
+    await turn(session, "what is the answer?")
+    path = session.export(Path("json"))
+    assert path == workspace / f"zeph-session-{session.conversation.id}.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    contents = [m["content"] for m in document["messages"]]
+    assert "what is the answer?" in contents and "The answer is 42." in contents
+    named = session.export(Path("out.JSON"))
+    assert json.loads(named.read_text(encoding="utf-8")) == document
 
 
 async def test_aclose_closes_the_store_once(env, workspace):

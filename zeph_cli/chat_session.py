@@ -9,6 +9,7 @@ scroll-back is only ever read, never rewritten.
 from __future__ import annotations
 
 import copy
+import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from .messages import Message, ToolResultPart
 from .paths import database_path
 from .providers import Provider, ProviderSettings, create_provider, resolve_settings
 from .providers.summary import side_job_settings
-from .render import compaction_metrics_lines, conversation_markdown
+from .render import compaction_metrics_lines, conversation_json, conversation_markdown
 from .store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
 from .tokens import count_message
 from .tools.permissions import Approver
@@ -423,13 +424,21 @@ class ChatSession:
     # ---- export and close ---------------------------------------------------------------------
 
     def export(self, path: Path | None = None, *, overwrite: bool = False) -> Path:
-        """Write the transcript as Markdown to `path` (relative to the session's directory) or
-        ./zeph-session-ID.md; an existing file is only replaced with `overwrite`."""
+        """Write the session to `path` (relative to the session's directory) or ./zeph-session-ID.md:
+        JSON with every stored message when the name ends in .json, else the visible transcript as
+        Markdown; a bare "json" or "md" picks the default name with that format. An existing file
+        is only replaced with `overwrite`."""
         if self.conversation is None:
             raise ZephError("nothing to export yet: the session starts with the first prompt")
         conversation = self.store.get_conversation(self.conversation.id)
-        target = self.cwd / (path.expanduser() if path is not None else Path(f"zeph-session-{conversation.id}.md"))
-        text = conversation_markdown(conversation, self.store.history(conversation.id, user_visible=True))
+        if path is None or str(path) in ("md", "json"):
+            path = Path(f"zeph-session-{conversation.id}.{path or 'md'}")
+        target = self.cwd / path.expanduser()
+        if target.suffix.lower() == ".json":
+            document = conversation_json(conversation, self.store.history(conversation.id))
+            text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+        else:
+            text = conversation_markdown(conversation, self.store.history(conversation.id, user_visible=True))
         try:
             with open(target, "w" if overwrite else "x", encoding="utf-8") as file:
                 file.write(text)

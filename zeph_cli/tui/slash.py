@@ -34,7 +34,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("provider", "NAME", "Switch the provider (a type or a configured entry name).", True, "ollama"),
     CommandSpec("mode", "|".join(AGENT_MODES), "Switch the mode — agent: every tool; ask and plan: read-only tools.", True, "plan"),
     CommandSpec("system", "TEXT", "Set this session's topic prompt.", True, "Answer in French."),
-    CommandSpec("export", "[PATH]", "Export this session as Markdown (to PATH when given)."),
+    CommandSpec("export", "[PATH|json]", "Export this session: Markdown, or JSON with every stored message for a .json PATH."),
     CommandSpec("exit", "", "Leave zeph."),
 )
 ALIASES: dict[str, str] = {"quit": "exit"}
