@@ -127,6 +127,36 @@ async def test_enter_sends_while_shift_enter_and_ctrl_j_insert_newlines_and_up_r
         await session.aclose()
 
 
+async def test_page_up_scrolls_back_mid_stream_and_the_view_stays_until_back_at_the_bottom(
+    fake_server, model, workspace
+):
+    lines = [f"line {i}\n\n" for i in range(120)]
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(lines, usage=None), chunk_delay=0.03))
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "many lines", wait=False)
+            transcript = app.transcript
+            while transcript.max_scroll_y < 3 * transcript.size.height:
+                await pilot.pause(0.05)
+            await pilot.press("pageup")
+            await pilot.pause()
+            held = transcript.scroll_y
+            assert held < transcript.max_scroll_y
+            grown = transcript.max_scroll_y
+            while transcript.max_scroll_y < grown + 10 and app.busy:
+                await pilot.pause(0.05)
+            assert transcript.scroll_y == held  # the view stays where the reader put it
+            assert app.prompt.text == ""  # the keys went to the transcript, not into the prompt
+            while transcript.scroll_y < transcript.max_scroll_y:
+                await pilot.press("pagedown")
+                await pilot.pause()
+            await settle(pilot, app)
+            assert transcript.scroll_y == transcript.max_scroll_y  # following the end again
+    finally:
+        await session.aclose()
+
+
 # ---- errors and cancellation -------------------------------------------------------------
 
 

@@ -162,6 +162,12 @@ class ZephApp(App[int]):
             box.update("\n".join(f"{escape(h.label)} {escape(h.hint)}  [dim]{escape(h.help)}[/dim]" for h in hints[:8]))
         box.set_class(bool(hints), "shown")
 
+    def on_prompt_input_page_transcript(self, event: PromptInput.PageTranscript) -> None:
+        if event.pages < 0:
+            self.transcript.scroll_page_up(animate=False)
+        else:
+            self.transcript.scroll_page_down(animate=False)
+
     def on_prompt_input_complete(self, event: PromptInput.Complete) -> None:
         hints = complete(self.prompt.text)
         if hints:

@@ -2,7 +2,8 @@
 
 Invariant: the text is never lost by a key press — it leaves the box only in
 a `Submitted` message (and comes back with Up); Shift+Enter and Ctrl+J insert
-a newline, since Shift+Enter does not reach every terminal.
+a newline, since Shift+Enter does not reach every terminal. PageUp/PageDown
+page the transcript above.
 """
 
 from __future__ import annotations
@@ -33,6 +34,13 @@ class PromptInput(TextArea):
     class Complete(Message):
         """Tab on a slash command: complete it."""
 
+    class PageTranscript(Message):
+        """PageUp/PageDown in the prompt: page the transcript (the prompt is small and never needs it)."""
+
+        def __init__(self, pages: int) -> None:
+            super().__init__()
+            self.pages = pages
+
     class Edited(Message):
         """The text changed (for slash-command completion); TextArea.Changed is the base class's own."""
 
@@ -61,6 +69,11 @@ class PromptInput(TextArea):
             event.stop()
             if self.text.startswith("/") and "\n" not in self.text:
                 self.post_message(self.Complete())
+            return
+        if event.key in ("pageup", "pagedown"):
+            event.prevent_default()
+            event.stop()
+            self.post_message(self.PageTranscript(-1 if event.key == "pageup" else 1))
             return
         if event.key in ("shift+enter", "ctrl+j"):
             event.prevent_default()
