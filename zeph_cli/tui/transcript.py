@@ -82,6 +82,7 @@ class AssistantEntry(Vertical):
     AssistantEntry { height: auto; margin: 1 0 0 0; padding: 0 1; }
     AssistantEntry Markdown { margin: 0; padding: 0; }
     AssistantEntry .sealed { margin: 0 0 1 0; }
+    AssistantEntry .frozen { margin: 0; }
     AssistantEntry .partial { color: $warning; }
     """
 
@@ -102,7 +103,7 @@ class AssistantEntry(Vertical):
     def compose(self) -> ComposeResult:
         if self.frozen:
             self.sealed = [self.text]
-            yield Static(RichMarkdown(self.text), classes="sealed")
+            yield Static(RichMarkdown(self.text), classes="sealed frozen")
         elif len(self.text) > SEGMENT_CHARS:
             self.sealed = [self.text]
             yield Static(RichMarkdown(self.text), classes="sealed")
@@ -131,7 +132,7 @@ class AssistantEntry(Vertical):
         await self.query(".sealed").remove()
         await self.query(Markdown).remove()
         self.sealed = [self.text]
-        await self.mount(Static(RichMarkdown(self.text), classes="sealed"), before=0)
+        await self.mount(Static(RichMarkdown(self.text), classes="sealed frozen"), before=0)
 
     async def append(self, chunk: str) -> None:
         """Add streamed text; it is rendered at most every `FLUSH_SECS`, in one piece."""
