@@ -48,6 +48,8 @@ KEY_BINDINGS: tuple[tuple[str, str], ...] = (
     ("Enter", "send the message"),
     ("Shift+Enter or Ctrl+J", "new line"),
     ("Up / Down", "previous / next message in the input history"),
+    ("PageUp / PageDown", "scroll the transcript"),
+    ("Tab", "complete a /command"),
     ("Esc or Ctrl+C", "cancel the running turn"),
     ("Ctrl+C twice or Ctrl+Q", "quit"),
 )
