@@ -200,6 +200,44 @@ async def test_escape_cancels_a_streaming_reply_and_keeps_what_arrived(fake_serv
         await session.aclose()
 
 
+async def test_ctrl_c_copies_a_selection_then_cancels_a_turn_and_a_second_press_quits(
+    fake_server, model, workspace, monkeypatch
+):
+    from textual.selection import Selection
+
+    import zeph_cli.tui.app as app_module
+
+    monkeypatch.setattr(app_module, "QUIT_WINDOW_SECS", 1.0)
+    pieces = [f"word{i} " for i in range(200)]
+    model.say("the answer is 42")
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(pieces, usage=None), chunk_delay=0.02))
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "question")
+            (question,) = entries(app, UserEntry)
+            app.screen.selections = {question: Selection(None, None)}  # as a mouse drag over it would
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            assert app.clipboard == "question" and not app.screen.selections and app.is_running
+
+            await pilot.press("ctrl+c")  # idle, no selection: only says how to quit
+            await pilot.pause(1.2)  # past the quit window
+            assert app.is_running
+
+            await send(pilot, app, "tell me a long story", wait=False)
+            while not entries(app, AssistantEntry)[-1:] or "word3" not in entries(app, AssistantEntry)[-1].text:
+                await pilot.pause(0.05)
+            await pilot.press("ctrl+c")  # cancels the turn, does not quit
+            await settle(pilot, app)
+            assert entries(app, AssistantEntry)[-1].partial == "cancelled" and app.is_running
+            await pilot.press("ctrl+c")  # a second press quits
+            await pilot.pause()
+            assert not app.is_running and app.return_value == 0
+    finally:
+        await session.aclose()
+
+
 # ---- confirmation ------------------------------------------------------------------------
 
 

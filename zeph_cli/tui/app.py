@@ -286,6 +286,13 @@ class ZephApp(App[int]):
             self.worker.cancel()
 
     def action_interrupt(self) -> None:
+        """Ctrl+C: copy a selection if there is one, else cancel the turn, else (twice) quit."""
+        selected = self.screen.get_selected_text() or (self.prompt.selected_text if self.prompt.has_focus else "")
+        if selected:
+            self.copy_to_clipboard(selected)
+            self.screen.clear_selection()
+            self.notify(f"copied {len(selected):,} characters", timeout=2)
+            return
         if self.busy:
             self.action_cancel_turn()
             self._last_interrupt = time.monotonic()

@@ -52,6 +52,7 @@ KEY_BINDINGS: tuple[tuple[str, str], ...] = (
     ("Tab", "complete a /command"),
     ("Esc or Ctrl+C", "cancel the running turn"),
     ("Ctrl+C twice or Ctrl+Q", "quit"),
+    ("Ctrl+C on selected text", "copy it"),
 )
 
 
