@@ -110,6 +110,30 @@ async def test_a_message_is_sent_and_the_reply_streams_in_as_markdown(fake_serve
         await session.aclose()
 
 
+async def test_the_status_line_counts_streamed_tokens_live_and_estimates_unreported_output(
+    fake_server, model, workspace
+):
+    pieces = ["abcd " * 50 for _ in range(60)]  # 15,000 characters ≈ 3.8k tokens, no usage reported
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(pieces, usage=None), chunk_delay=0.02))
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "go", wait=False)
+            status = app.query_one(StatusBar)
+            seen: set[str] = set()
+            while app.busy or app.worker is None:
+                await pilot.pause(0.05)
+                line = status.line()
+                if "streaming ~" in line:
+                    seen.add(line.split("streaming ~")[1].split(" tokens")[0])
+            assert len(seen) >= 3  # the figure grew while the reply streamed
+            await settle(pilot, app)
+            line = status.line()
+            assert "out ~3.8k" in line and "streaming" not in line
+    finally:
+        await session.aclose()
+
+
 async def test_enter_sends_while_shift_enter_and_ctrl_j_insert_newlines_and_up_recalls(fake_server, model, workspace):
     model.say("ok")
     app, session = await open_app(fake_server, workspace)

@@ -167,5 +167,11 @@ def test_the_local_estimate_stands_in_when_the_provider_reported_no_prompt_token
     assert usage_text(Usage(output_tokens=80), context_tokens=None) == "in ? · out 80"
 
 
+def test_the_streamed_estimate_stands_in_only_when_no_output_tokens_were_reported():
+    assert usage_text(Usage(), context_tokens=2_345, output_estimate=1_260) == "in ~2.3k · out ~1.3k"
+    assert usage_text(Usage(output_tokens=80), context_tokens=None, output_estimate=1_260) == "in ? · out 80"
+    assert usage_text(Usage(), None, output_estimate=40) == "in ? · out ~40"
+
+
 def test_nothing_reported_and_nothing_estimated_is_empty():
     assert usage_text(Usage(), None) == ""

@@ -221,6 +221,7 @@ class ZephApp(App[int]):
                         reply = AssistantEntry()
                         await self.transcript.add(reply)
                     await reply.append(event.text)
+                    status.add_streamed(event.text)
                 elif isinstance(event, ToolCallStarted):
                     if reply is not None:
                         await reply.finish()

@@ -11,6 +11,8 @@ from textual.widgets import Static
 
 from ..context.report import ContextReport
 from ..messages import Usage
+from ..render import human_tokens
+from ..tokens import ApproximateCounter
 from .gauge import gauge_for, usage_text
 
 LEVEL_STYLES = {"ok": "green", "soft": "yellow", "hard": "red", "over": "bold red"}
@@ -27,6 +29,14 @@ class StatusBar(Static):
         self.usage: Usage | None = None
         self.badge = ""
         self.streaming = False
+        self.streamed_tokens = 0  # estimated from the reply text streamed this turn
+
+    def add_streamed(self, text: str) -> None:
+        """Count streamed reply text; the line is redrawn only when its rounded figure changes."""
+        before = human_tokens(self.streamed_tokens)
+        self.streamed_tokens += ApproximateCounter().count(text)
+        if human_tokens(self.streamed_tokens) != before:
+            self._render_line()
 
     def show_report(self, report: ContextReport) -> None:
         self.report = report
@@ -42,6 +52,9 @@ class StatusBar(Static):
 
     def set_streaming(self, streaming: bool) -> None:
         self.streaming = streaming
+        if streaming:
+            self.streamed_tokens = 0
+            self.usage = None
         self._render_line()
 
     def line(self) -> str:
@@ -50,12 +63,16 @@ class StatusBar(Static):
             view = gauge_for(self.report)
             style = LEVEL_STYLES.get(view.level, "")
             parts.append(f"context [{style}]{escape(view.bar)}[/] {escape(view.label)}")
-        if self.usage is not None:
-            parts.append(escape(usage_text(self.usage, self.report.context_tokens if self.report else None)))
+        if self.usage is not None or (self.streamed_tokens and not self.streaming):
+            context_tokens = self.report.context_tokens if self.report else None
+            text = usage_text(self.usage or Usage(), context_tokens, self.streamed_tokens)
+            if text:
+                parts.append(escape(text))
         if self.badge:
             parts.append(f"[reverse] {escape(self.badge)} [/reverse]")
         elif self.streaming:
-            parts.append("[dim]streaming · esc cancels[/dim]")
+            received = f" ~{human_tokens(self.streamed_tokens)} tokens" if self.streamed_tokens else ""
+            parts.append(f"[dim]streaming{received} · esc cancels[/dim]")
         return " · ".join(parts)
 
     def _render_line(self) -> None:
