@@ -7,6 +7,8 @@ SQLite store; they type, press keys and read the widgets.
 
 from __future__ import annotations
 
+import asyncio
+
 from pathlib import Path
 
 import pytest
@@ -118,15 +120,20 @@ async def test_the_status_line_counts_streamed_tokens_live_and_estimates_unrepor
     app, session = await open_app(fake_server, workspace)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await send(pilot, app, "go", wait=False)
             status = app.query_one(StatusBar)
             seen: set[str] = set()
-            while app.busy or app.worker is None:
-                await pilot.pause(0.05)
-                line = status.line()
-                if "streaming ~" in line:
-                    seen.add(line.split("streaming ~")[1].split(" tokens")[0])
-            assert len(seen) >= 3  # the figure grew while the reply streamed
+
+            async def watch() -> None:  # started before Enter: pilot.press waits for a quiet app
+                while app.worker is None or app.busy:
+                    await asyncio.sleep(0.05)
+                    line = str(status.render())
+                    if "streaming ~" in line:
+                        seen.add(line.split("streaming ~")[1].split(" tokens")[0])
+
+            watcher = asyncio.create_task(watch())
+            await send(pilot, app, "go", wait=False)
+            await asyncio.wait_for(watcher, timeout=30)
+            assert len(seen) >= 3  # the drawn figure grew while the reply streamed
             await settle(pilot, app)
             line = status.line()
             assert "out ~3.8k" in line and "streaming" not in line

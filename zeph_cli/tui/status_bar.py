@@ -6,6 +6,8 @@ waits for anything.
 
 from __future__ import annotations
 
+import time
+
 from rich.markup import escape
 from textual.widgets import Static
 
@@ -15,6 +17,7 @@ from ..render import human_tokens
 from ..tokens import ApproximateCounter
 from .gauge import gauge_for, usage_text
 
+REDRAW_SECS = 0.25  # the live streamed-token figure is redrawn at most this often
 LEVEL_STYLES = {"ok": "green", "soft": "yellow", "hard": "red", "over": "bold red"}
 
 
@@ -30,12 +33,13 @@ class StatusBar(Static):
         self.badge = ""
         self.streaming = False
         self.streamed_tokens = 0  # estimated from the reply text streamed this turn
+        self._drawn_at = 0.0
 
     def add_streamed(self, text: str) -> None:
-        """Count streamed reply text; the line is redrawn only when its rounded figure changes."""
-        before = human_tokens(self.streamed_tokens)
+        """Count streamed reply text; the line is redrawn at most every `REDRAW_SECS` for it."""
         self.streamed_tokens += ApproximateCounter().count(text)
-        if human_tokens(self.streamed_tokens) != before:
+        now = time.monotonic()
+        if now - self._drawn_at >= REDRAW_SECS:
             self._render_line()
 
     def show_report(self, report: ContextReport) -> None:
@@ -76,4 +80,5 @@ class StatusBar(Static):
         return " · ".join(parts)
 
     def _render_line(self) -> None:
+        self._drawn_at = time.monotonic()
         self.update(self.line())
