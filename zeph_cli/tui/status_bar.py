@@ -81,4 +81,4 @@ class StatusBar(Static):
 
     def _render_line(self) -> None:
         self._drawn_at = time.monotonic()
-        self.update(self.line())
+        self.update(self.line(), layout=False)  # one row, always: a repaint, never a layout pass

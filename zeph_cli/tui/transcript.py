@@ -81,9 +81,7 @@ class AssistantEntry(Vertical):
     DEFAULT_CSS = """
     AssistantEntry { height: auto; margin: 1 0 0 0; padding: 0 1; }
     AssistantEntry Markdown { margin: 0; padding: 0; }
-    AssistantEntry Markdown > *:last-child { margin-bottom: 0; }
     AssistantEntry .sealed { margin: 0 0 1 0; }
-    AssistantEntry .frozen { margin: 0; }
     AssistantEntry .partial { color: $warning; }
     """
 
