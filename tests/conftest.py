@@ -32,7 +32,18 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("ZEPH_HOME", str(tmp_path / "zeph-home"))
-    return tmp_path
+    yield tmp_path
+    _close_the_log()
+
+
+def _close_the_log() -> None:
+    """No test's log destination outlives it (the log handler is process-wide)."""
+    import logging
+
+    root = logging.getLogger("zeph")
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+        handler.close()
 
 
 @pytest.fixture

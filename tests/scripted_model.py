@@ -49,6 +49,7 @@ class ScriptedModel:
     chat: deque[FakeResponse] = field(default_factory=deque)
     kinds: list[str] = field(default_factory=list)  # per request: chat | pair | compaction | probe_q | probe_a
     summary_failures: int = 0  # answer this many compaction summaries with a server error
+    pair_failures: int = 0  # answer this many tool-pair summaries with a server error
     probe_answers: str | None = None  # JSON array for probe answers; None = answer from the summary
 
     def say(self, text: str) -> None:
@@ -74,6 +75,9 @@ class ScriptedModel:
         prompt = prompt_of(body)
         if prompt.startswith("Summarize the tool call below"):
             self.kinds.append("pair")
+            if self.pair_failures > 0:
+                self.pair_failures -= 1
+                return openai_wire.server_error()
             tool = re.search(r"tool: (\S+)", prompt)
             return completion(f"Called {tool.group(1) if tool else 'a tool'}; it succeeded.")
         if "factual questions" in prompt:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from zeph_cli.log import log_to
 from zeph_cli.agent import (
     Agent,
     AgentWarning,
@@ -618,9 +619,12 @@ async def test_a_passing_probe_commits_the_summary_and_is_dumped(fake_server, mo
     assert probe_id not in requests  # one counter for every kind: nothing overwritten
 
 
-async def test_a_hard_failing_probe_keeps_the_originals_and_allows_a_later_compaction(fake_server, model, workspace):
+async def test_a_hard_failing_probe_keeps_the_originals_and_allows_a_later_compaction(
+    fake_server, model, workspace, tmp_path
+):
     # Spec: HardFail (< 0.35) → "Block compaction, preserve original messages"; "This sets an internal
     # cooldown but does NOT trigger the Exhausted state — the compactor can retry on a later turn".
+    log_file = log_to(tmp_path / "logs")
     agent = make_agent(fake_server, workspace, **PROBE)
     conversation = agent.new_conversation("probe hard fail")
     model.probe_answers = '["UNKNOWN", "UNKNOWN", "UNKNOWN"]'
@@ -644,6 +648,8 @@ async def test_a_hard_failing_probe_keeps_the_originals_and_allows_a_later_compa
     )
     assert not agent.compactor.guard.exhausted
     assert EXHAUSTED_WARNING not in [e.text for e in of(events, AgentWarning)]
+    (line,) = log_file.read_text(encoding="utf-8").splitlines()
+    assert line.endswith("WARNING zeph.compaction: compaction probe HardFail (score 0.00, threshold 0.60)")
 
     # The next turn compacts again, and this time the summary passes.
     model.probe_answers = None
@@ -655,6 +661,28 @@ async def test_a_hard_failing_probe_keeps_the_originals_and_allows_a_later_compa
     assert summary.id == finished.result.summary_id
     m = metrics(agent, conversation)
     assert (m.compaction_probe_failures, m.compaction_probe_passes, m.compaction_events) == (1, 1, 1)
+
+
+async def test_a_failed_tool_pair_summary_leaves_the_pair_and_says_why_in_the_log(
+    fake_server, model, workspace, tmp_path
+):
+    # Spec "Tool-Pair Summarization": "If the LLM call fails, the error is logged and the pair is left unsummarized."
+    log_file = log_to(tmp_path / "logs")
+    agent = make_agent(fake_server, workspace)
+    conversation = agent.new_conversation("tool pairs")
+    model.pair_failures = 1
+    for n in range(1, 8):
+        model.call((f"call_read{n}", "read_file", {"path": "notes.txt"}))
+    model.say("Read it seven times.")
+    events = await run(agent, conversation, "read notes.txt seven times")
+
+    assert of(events, TurnFinished) and not of(events, AgentWarning)  # nothing on the user channel
+    assert model.count("pair") == 1
+    tool_rows = [r for r in agent.store.history(conversation.id) if r.role == "tool"]
+    assert all("deferred_summary" not in r.metadata for r in tool_rows)
+    (line,) = log_file.read_text(encoding="utf-8").splitlines()
+    assert "WARNING zeph.compaction: tool-pair summary failed, the pair stays as it is: " in line
+    assert "500" in line, line  # the provider's own error, named
 
 
 # ---- compress_context ------------------------------------------------------------------------

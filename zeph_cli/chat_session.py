@@ -22,6 +22,7 @@ from .config import LoadedConfig
 from .context.report import ContextReport
 from .errors import NotFound, UsageError, ZephError
 from .events import AgentEvent, TurnStarted
+from .log import log_to
 from .messages import Message, ToolResultPart
 from .paths import database_path
 from .providers import Provider, ProviderSettings, create_provider, resolve_settings
@@ -272,6 +273,7 @@ class ChatSession:
             raise UsageError("continue either the last session or session ID, not both")
         settings = resolve_settings(loaded.config, env, loaded.sources)
         helpers = side_job_settings(loaded.config, env, settings)
+        log_to(database_path(env).parent)
         store = ConversationStore(open_database(database_path(env)))
         try:
             conversation = _conversation_to_resume(store, session_id, continue_last)

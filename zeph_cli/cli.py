@@ -103,10 +103,13 @@ def load(overrides: dict[str, tuple[Any, str]] | None = None) -> "LoadedConfig":
 
 
 def open_store() -> "ConversationStore":
+    from .log import log_to
     from .paths import database_path
     from .store import ConversationStore, open_database
 
-    return ConversationStore(open_database(database_path()))
+    path = database_path()
+    log_to(path.parent)
+    return ConversationStore(open_database(path))
 
 
 def read_stdin() -> str:
@@ -730,6 +733,19 @@ def _click_exceptions():
     return exceptions
 
 
+def _log_internal_error(exc: Exception) -> str:
+    """Write the traceback to the log file; say where it is (or how to see it otherwise)."""
+    try:
+        from .log import get_logger, log_to
+        from .paths import data_dir
+
+        path = log_to(data_dir())
+        get_logger("cli").error("internal error", exc_info=exc)
+    except Exception:  # the log is a courtesy: never a second error
+        return "set ZEPH_DEBUG=1 for the traceback"
+    return f"traceback in {path}" if path.exists() else "set ZEPH_DEBUG=1 for the traceback"
+
+
 def main(argv: list[str] | None = None) -> int:
     click_exceptions = _click_exceptions()
     command = typer.main.get_command(app)
@@ -754,7 +770,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug: still one line, with a way to see more
         if os.environ.get("ZEPH_DEBUG"):
             raise
-        eprint(f"zeph: internal error: {type(exc).__name__}: {exc} (set ZEPH_DEBUG=1 for the traceback)")
+        eprint(f"zeph: internal error: {type(exc).__name__}: {exc} ({_log_internal_error(exc)})")
         code = 1
     code = code if isinstance(code, int) else 0
     if argv is None:

@@ -36,10 +36,13 @@ from .context.assembler import HistoryItem
 from .context.report import ContextReport
 from .errors import ZephError
 from .events import AgentEvent, AgentWarning, CompactionFinished, CompactionStarted, CompactionStatus
+from .log import get_logger
 from .messages import Message
 from .store import CompactionStore, Conversation
 from .store.transactions import write_transaction
 from .tokens import count_message
+
+log = get_logger("compaction")
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -200,6 +203,7 @@ class Compactor:
             self._check_progress(conversation, kind, result)
         warning = self.guard.warning_once()
         if warning:
+            log.warning("%s", " ".join(warning.split()))
             yield AgentWarning(warning)
 
     def _check_progress(self, conversation: Conversation, kind: str, result: CompactionResult) -> None:
@@ -278,6 +282,10 @@ class Compactor:
             return await agent.summarize_text(prompt, max_tokens=cap, purpose=purpose)
 
         outcome = await summarize_range(middle, summarize, counter=agent.counter, limit_tokens=limit_tokens)
+        for error in outcome.errors:
+            log.warning("%s summary call: %s", kind, error)
+        if outcome.method == "metadata":
+            log.warning("%s: every summary call failed, so the summary lists the compacted messages only", kind)
         probe_config = agent.config.memory.compression.probe
         verdict, score = None, None
         if probe_config.enabled and outcome.method != "metadata":
@@ -291,6 +299,9 @@ class Compactor:
             )
             agent.dump_probe(probe)
             verdict, score = probe.verdict, probe.score
+            if verdict in ("SoftFail", "HardFail", "Error"):
+                log.warning("compaction probe %s (score %.2f, threshold %.2f)%s", verdict, score, probe.threshold,
+                            f": {probe.detail}" if probe.detail else "")
             if blocks_compaction(probe):
                 self.store.record_event(
                     conversation.id,
@@ -377,7 +388,8 @@ class Compactor:
             return False
         try:
             reply = await agent.summarize_text(tool_pair_prompt(pair), max_tokens=256, purpose="summary")
-        except ZephError:  # the pair stays unsummarized; the next round tries again
+        except ZephError as exc:  # the pair stays unsummarized; the next round tries again
+            log.warning("tool-pair summary failed, the pair stays as it is: %s", exc)
             return False
         text = clean_pair_summary(reply)
         if not text:

@@ -19,6 +19,7 @@ from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
 from ..errors import ZephError
+from ..log import current_log_path, get_logger
 from ..events import (
     AgentWarning,
     CompactionFinished,
@@ -40,6 +41,8 @@ from .screens import ConfirmScreen, ContextScreen, SessionsScreen
 from .slash import SlashCommand, SlashError, complete, help_text, parse, unescape
 from .status_bar import StatusBar
 from .transcript import AssistantEntry, Divider, Notice, ToolEntry, Transcript, UserEntry
+
+log = get_logger("chat")
 
 if TYPE_CHECKING:
     from ..chat_session import ChatSession
@@ -260,8 +263,11 @@ class ZephApp(App[int]):
             raise
         except ZephError as exc:
             await self.notice(failure_text(exc), "error")
-        except Exception as exc:  # a bug: shown inline, the app stays up
-            await self.notice(f"internal error: {type(exc).__name__}: {exc}", "error")
+        except Exception as exc:  # a bug: shown inline with its traceback in the log, the app stays up
+            log.error("internal error during a turn", exc_info=exc)
+            where = current_log_path()
+            await self.notice(f"internal error: {type(exc).__name__}: {exc}"
+                              + (f" (traceback in {where})" if where else ""), "error")
         finally:
             status.set_streaming(False)
             status.show_badge("")

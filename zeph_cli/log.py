@@ -1,0 +1,65 @@
+"""The log file: what the user channel does not carry — warnings from background work
+(tool-pair summaries, probe verdicts, summary fallbacks) and internal errors with their
+tracebacks.
+
+Invariant: records of the `zeph.*` loggers at WARNING and above go to one file,
+`<data dir>/zeph.log` (rotated at 1 MB, 3 old files kept), never to the terminal, which
+the chat app owns; nothing is created before the first record; a log that cannot be
+written is skipped silently, so logging never fails a command. Import this module only
+where work is done: `zeph --help` does not load `logging`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+
+LOG_NAME = "zeph.log"
+MAX_BYTES = 1_000_000
+BACKUP_COUNT = 3
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+_root = logging.getLogger("zeph")
+
+
+class _LogFile(RotatingFileHandler):
+    """Creates its directory on first use; a failed write is dropped, not printed."""
+
+    def _open(self):
+        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+        return super()._open()
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        pass
+
+
+def log_to(directory: Path) -> Path:
+    """Send zeph's warnings to `directory/zeph.log`, replacing an earlier destination."""
+    path = Path(os.path.abspath(directory / LOG_NAME))
+    for handler in list(_root.handlers):
+        if isinstance(handler, _LogFile):
+            if Path(handler.baseFilename) == path:
+                return path
+            _root.removeHandler(handler)
+            handler.close()
+    handler = _LogFile(path, maxBytes=MAX_BYTES, backupCount=BACKUP_COUNT, encoding="utf-8", delay=True)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    _root.addHandler(handler)
+    _root.setLevel(logging.WARNING)
+    _root.propagate = False
+    return path
+
+
+def current_log_path() -> Path | None:
+    """Where warnings go now (None before `log_to`)."""
+    for handler in _root.handlers:
+        if isinstance(handler, _LogFile):
+            return Path(handler.baseFilename)
+    return None
+
+
+def get_logger(name: str) -> logging.Logger:
+    """The logger of one part of zeph ("compaction", "chat", …)."""
+    return logging.getLogger(f"zeph.{name}")
