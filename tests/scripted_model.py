@@ -47,9 +47,10 @@ class ScriptedModel:
     """Install with `fake_server.respond_with(model)`; queue chat replies with `say` / `call`."""
 
     chat: deque[FakeResponse] = field(default_factory=deque)
-    kinds: list[str] = field(default_factory=list)  # per request: chat | pair | compaction | probe_q | probe_a
+    kinds: list[str] = field(default_factory=list)  # per request: chat | pair | compaction | probe_q | probe_a | guidelines
     summary_failures: int = 0  # answer this many compaction summaries with a server error
     pair_failures: int = 0  # answer this many tool-pair summaries with a server error
+    guidelines_reply: str = "1. Keep every FACT- code verbatim.\n2. Keep file paths and the reasons for decisions."
     probe_answers: str | None = None  # JSON array for probe answers; None = answer from the summary
 
     def say(self, text: str) -> None:
@@ -80,6 +81,9 @@ class ScriptedModel:
                 return openai_wire.server_error()
             tool = re.search(r"tool: (\S+)", prompt)
             return completion(f"Called {tool.group(1) if tool else 'a tool'}; it succeeded.")
+        if prompt.startswith("You maintain the guidelines"):
+            self.kinds.append("guidelines")
+            return completion(self.guidelines_reply)
         if "factual questions" in prompt:
             self.kinds.append("probe_q")
             facts = sorted(set(FACT.findall(prompt)))[:3]

@@ -417,6 +417,34 @@ async def test_export_as_json_keeps_every_stored_message(model, env, workspace):
     assert json.loads(named.read_text(encoding="utf-8")) == document
 
 
+async def test_the_guidelines_updater_wakes_in_the_background_and_stops_with_the_session(model, env, workspace):
+    import asyncio
+
+    from zeph_cli.context.compaction.guidelines import FailurePair
+    from zeph_cli.store.guidelines import GuidelinesStore
+
+    learning = {
+        **env,
+        "ZEPH_MEMORY_COMPRESSION_GUIDELINES_ENABLED": "true",
+        "ZEPH_MEMORY_COMPRESSION_GUIDELINES_UPDATE_THRESHOLD": "2",
+        "ZEPH_MEMORY_COMPRESSION_GUIDELINES_UPDATE_INTERVAL_SECS": "1",
+    }
+    session = await open_session(learning, workspace)
+    store = GuidelinesStore(session.store.db)
+    store.add_failure(None, FailurePair("[compaction summary]\nthe gist", 'uncertainty "I don\'t recall"'))
+    await asyncio.sleep(1.3)
+    assert model.count("guidelines") == 0 and store.active() is None  # one loss waits: below the threshold
+    store.add_failure(None, FailurePair("[compaction summary]\nthe gist", 'uncertainty "I\'m not sure"'))
+    for _ in range(40):
+        if store.active() is not None:
+            break
+        await asyncio.sleep(0.1)
+    assert store.active().text.startswith("1. Keep every FACT- code verbatim.")
+    assert model.count("guidelines") == 1 and store.unprocessed_count() == 0
+    await session.aclose()
+    assert session._learning is not None and session._learning.done()
+
+
 async def test_aclose_closes_the_store_once(env, workspace):
     session = await open_session(env, workspace)
     await session.aclose()

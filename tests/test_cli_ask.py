@@ -201,3 +201,26 @@ def test_ctrl_c_during_embedded_generation_exits_cleanly():
     assert b"Traceback" not in stderr and b"Segmentation" not in stderr
     rows = db_rows("select role, metadata from messages order by id")
     assert rows[-1]["role"] == "assistant" and json.loads(rows[-1]["metadata"])["partial"] is True
+
+
+def test_ask_updates_compression_guidelines_after_the_reply_when_enough_losses_wait(fake_server, compatible):
+    from tests.scripted_model import ScriptedModel
+    from zeph_cli.context.compaction.guidelines import FailurePair
+    from zeph_cli.paths import database_path
+    from zeph_cli.store import open_database
+    from zeph_cli.store.guidelines import GuidelinesStore
+
+    model = ScriptedModel()
+    fake_server.respond_with(model)
+    model.say("pong")
+    db = open_database(database_path())
+    GuidelinesStore(db).add_failure(None, FailurePair("[compaction summary]\nthe gist", 'uncertainty "I don\'t recall"'))
+    db.close()
+    env = {**compatible, "ZEPH_MEMORY_COMPRESSION_GUIDELINES_ENABLED": "true",
+           "ZEPH_MEMORY_COMPRESSION_GUIDELINES_UPDATE_THRESHOLD": "1"}
+    result = run_zeph("ask", "ping", env=env)
+    assert result.returncode == 0 and out(result) == "pong\n" and err(result) == ""
+    assert model.kinds == ["chat", "guidelines"]  # the reply first, then the update
+    (row,) = db_rows("select version, text from compression_guidelines")
+    assert row["version"] == 1 and row["text"].startswith("1. Keep every FACT- code verbatim.")
+    assert db_rows("select processed from compression_failure_pairs") == [{"processed": 1}]

@@ -14,7 +14,7 @@ def test_nothing_is_created_before_the_first_warning(tmp_path: Path):
     directory = tmp_path / "data"
     path = log_to(directory)
     assert path == directory / LOG_NAME and current_log_path() == path
-    get_logger("test").info("not at WARNING: dropped")
+    get_logger("test").debug("below INFO: dropped")
     assert not directory.exists()
     get_logger("test").warning("the pair stays as it is: %s", "HTTP 500")
     (line,) = path.read_text(encoding="utf-8").splitlines()

@@ -44,6 +44,7 @@ from .events import (
     TurnStarted,
     UsageReported,
 )
+from .guidelines_learner import GuidelinesLearner
 from .messages import (
     Message,
     ReplyBuilder,
@@ -125,6 +126,7 @@ class Agent:
         # Summaries, probes and compress_context may use providers of their own.
         self.providers = ProviderPool(provider, helper_settings)
         self.compactor = Compactor(self)
+        self.guidelines = GuidelinesLearner(self)
         dump_dir = config.debug.dump_dir
         self.dump = DebugDump(Path(dump_dir).expanduser()) if dump_dir else None
         self._said_dump_problem = False
@@ -416,6 +418,7 @@ class Agent:
                     token_counter=self.counter.name,
                     metadata={"usage": usage.to_dict(), "stop_reason": stop_reason, "model": self.model_label},
                 ).id
+                self.guidelines.after_reply(conversation, builder.content)
             elif not calls:
                 yield AgentWarning("the model returned an empty reply")
             self._calibrate(raw_estimate, usage)

@@ -8,6 +8,7 @@ scroll-back is only ever read, never rewritten.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 from collections import deque
@@ -22,7 +23,7 @@ from .config import LoadedConfig
 from .context.report import ContextReport
 from .errors import NotFound, UsageError, ZephError
 from .events import AgentEvent, TurnStarted
-from .log import log_to
+from .log import get_logger, log_to
 from .messages import Message, ToolResultPart
 from .paths import database_path
 from .providers import Provider, ProviderSettings, create_provider, resolve_settings
@@ -31,6 +32,8 @@ from .render import compaction_metrics_lines, conversation_json, conversation_ma
 from .store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
 from .tokens import count_message
 from .tools.permissions import Approver
+
+log = get_logger("chat")
 
 CLEAR_MARKER = "clear"
 SEARCH_HITS_PER_SESSION = 5  # message hits fetched per session asked for, before de-duplicating
@@ -255,6 +258,7 @@ class ChatSession:
         self._overrides: dict[str, tuple[str, str]] = {}
         self._pending_system: str | None = None  # a /system given before the first prompt
         self._closed = False
+        self._learning: asyncio.Task | None = None  # the compression-guidelines updater, when enabled
 
     @classmethod
     async def open(
@@ -283,7 +287,18 @@ class ChatSession:
             raise
         session = cls(loaded, env, cwd, approver, store, agent, conversation)
         session.warnings = warnings
+        if loaded.config.memory.compression_guidelines.enabled:
+            session._learning = asyncio.create_task(session._learn_guidelines())
         return session
+
+    async def _learn_guidelines(self) -> None:
+        """Wake every `update_interval_secs`; update the guidelines when enough losses wait."""
+        while True:
+            await asyncio.sleep(self.loaded.config.memory.compression_guidelines.update_interval_secs)
+            try:
+                await self.agent.guidelines.maybe_update()
+            except Exception as exc:  # a background job: logged, never in the user's way
+                log.error("compression guidelines updater failed", exc_info=exc)
 
     # ---- what is on screen --------------------------------------------------------------
 
@@ -461,6 +476,9 @@ class ChatSession:
         if self._closed:
             return
         self._closed = True
+        if self._learning is not None:
+            self._learning.cancel()
+            await asyncio.gather(self._learning, return_exceptions=True)
         try:
             await self.agent.aclose()
             await self.agent.provider.aclose()

@@ -332,6 +332,8 @@ async def _ask(loaded: "LoadedConfig", text: str, options: AskOptions) -> int:
             eprint("")  # off the line of a pending question or a partial reply
         eprint(f"zeph: interrupted; what was received is saved in session {conversation.id}")
         return 130
+    else:
+        await agent.guidelines.maybe_update()  # after the reply: learning never delays it
     finally:
         printer.finish()
         if terminal is not None:

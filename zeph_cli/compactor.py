@@ -31,6 +31,7 @@ from .context.compaction import (
     summarize_range,
     tool_pair_prompt,
 )
+from .context.compaction.guidelines import with_guidelines
 from .context.probe import REJECTED_MESSAGE, VALIDATING_MESSAGE, blocks_compaction, run_probe
 from .context.assembler import HistoryItem
 from .context.report import ContextReport
@@ -278,8 +279,10 @@ class Compactor:
             return
         cap = limit_tokens or HARD_SUMMARY_TOKENS
 
+        guidelines = agent.guidelines.active_text()  # learned from earlier losses ([memory.compression_guidelines])
+
         async def summarize(prompt: str) -> str:
-            return await agent.summarize_text(prompt, max_tokens=cap, purpose=purpose)
+            return await agent.summarize_text(with_guidelines(prompt, guidelines), max_tokens=cap, purpose=purpose)
 
         outcome = await summarize_range(middle, summarize, counter=agent.counter, limit_tokens=limit_tokens)
         for error in outcome.errors:

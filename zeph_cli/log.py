@@ -1,8 +1,8 @@
 """The log file: what the user channel does not carry — warnings from background work
-(tool-pair summaries, probe verdicts, summary fallbacks) and internal errors with their
-tracebacks.
+(tool-pair summaries, probe verdicts, summary fallbacks), what background learning did,
+and internal errors with their tracebacks.
 
-Invariant: records of the `zeph.*` loggers at WARNING and above go to one file,
+Invariant: records of the `zeph.*` loggers at INFO and above go to one file,
 `<data dir>/zeph.log` (rotated at 1 MB, 3 old files kept), never to the terminal, which
 the chat app owns; nothing is created before the first record; a log that cannot be
 written is skipped silently, so logging never fails a command. Import this module only
@@ -47,7 +47,7 @@ def log_to(directory: Path) -> Path:
     handler = _LogFile(path, maxBytes=MAX_BYTES, backupCount=BACKUP_COUNT, encoding="utf-8", delay=True)
     handler.setFormatter(logging.Formatter(FORMAT))
     _root.addHandler(handler)
-    _root.setLevel(logging.WARNING)
+    _root.setLevel(logging.INFO)
     _root.propagate = False
     return path
 

@@ -148,6 +148,28 @@ def m006_message_positions_and_compaction_events(db: Database) -> None:
     db["compaction_events"].create_index(["conversation_id", "id"])
 
 
+@migration
+def m007_compression_guidelines(db: Database) -> None:
+    # Failure-driven compression guidelines (ACON): detected context losses, and the
+    # numbered rule lists synthesized from them (one row per version, newest active).
+    db.execute(
+        """
+        create table compression_failure_pairs (
+            id integer primary key,
+            conversation_id integer references conversations(id) on delete set null,
+            snapshot text not null,  -- the compacted context the model had
+            reason text not null,  -- what it failed to recall, as detected
+            processed integer not null default 0,
+            created_at text not null
+        )
+        """
+    )
+    db.execute("create index compression_failure_pairs_processed on compression_failure_pairs (processed, id)")
+    db.execute(
+        "create table compression_guidelines (version integer primary key, text text not null, created_at text not null)"
+    )
+
+
 def applied(db: Database) -> set[str]:
     if MIGRATIONS_TABLE not in db.table_names():
         return set()
