@@ -77,5 +77,6 @@ class GuidelinesLearner:
             log.warning("compression guidelines update gave no usable rules; %d losses wait", len(taken))
             return None
         version = self.store.add_version(text, [row_id for row_id, _ in taken])
-        log.info("compression guidelines version %d learned from %d context losses", version, len(taken))
+        losses = f"{len(taken)} context loss" + ("es" if len(taken) != 1 else "")
+        log.info("compression guidelines version %d learned from %s", version, losses)
         return version
