@@ -35,15 +35,19 @@ class _LogFile(RotatingFileHandler):
         pass
 
 
+def _file_handler() -> _LogFile | None:
+    return next((h for h in _root.handlers if isinstance(h, _LogFile)), None)
+
+
 def log_to(directory: Path) -> Path:
     """Send zeph's warnings to `directory/zeph.log`, replacing an earlier destination."""
     path = Path(os.path.abspath(directory / LOG_NAME))
-    for handler in list(_root.handlers):
-        if isinstance(handler, _LogFile):
-            if Path(handler.baseFilename) == path:
-                return path
-            _root.removeHandler(handler)
-            handler.close()
+    current = _file_handler()
+    if current is not None:
+        if Path(current.baseFilename) == path:
+            return path
+        _root.removeHandler(current)
+        current.close()
     handler = _LogFile(path, maxBytes=MAX_BYTES, backupCount=BACKUP_COUNT, encoding="utf-8", delay=True)
     handler.setFormatter(logging.Formatter(FORMAT))
     _root.addHandler(handler)
@@ -54,10 +58,8 @@ def log_to(directory: Path) -> Path:
 
 def current_log_path() -> Path | None:
     """Where warnings go now (None before `log_to`)."""
-    for handler in _root.handlers:
-        if isinstance(handler, _LogFile):
-            return Path(handler.baseFilename)
-    return None
+    handler = _file_handler()
+    return Path(handler.baseFilename) if handler is not None else None
 
 
 def get_logger(name: str) -> logging.Logger:

@@ -8,7 +8,6 @@ up oldest (processed) first.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from sqlite_utils import Database
@@ -33,21 +32,21 @@ class GuidelinesStore:
     # ---- detection ------------------------------------------------------------------------
 
     def loss_window_snapshot(self, conversation_id: int, window_turns: int) -> str | None:
-        """The newest compaction summary the model sees, while fewer than `window_turns` user turns
+        """The newest compaction summary the model sees, while at most `window_turns` user turns
         have followed it (the turn under way included); None outside such a window."""
-        rows = self.db.execute(
-            "select id, content, metadata from messages where conversation_id = ? and agent_visible = 1 "
-            "and role = 'context' order by id desc",
+        row = self.db.execute(
+            "select id, content from messages where conversation_id = ? and agent_visible = 1 "
+            f"and role = 'context' and json_extract(metadata, '$.{COMPACTION_SUMMARY}') order by id desc limit 1",
             [conversation_id],
-        ).fetchall()
-        for row_id, content, metadata in rows:
-            if json.loads(metadata or "{}").get(COMPACTION_SUMMARY):
-                (turns,) = self.db.execute(
-                    "select count(*) from messages where conversation_id = ? and role = 'user' and id > ?",
-                    [conversation_id, row_id],
-                ).fetchone()
-                return content if turns <= window_turns else None
-        return None
+        ).fetchone()
+        if row is None:
+            return None
+        summary_id, content = row
+        (turns,) = self.db.execute(
+            "select count(*) from messages where conversation_id = ? and role = 'user' and id > ?",
+            [conversation_id, summary_id],
+        ).fetchone()
+        return content if turns <= window_turns else None
 
     def add_failure(self, conversation_id: int | None, pair: FailurePair) -> int:
         with write_transaction(self.db):

@@ -17,6 +17,7 @@ from ..render import human_tokens
 from ..tokens import ApproximateCounter
 from .gauge import gauge_for, usage_text
 
+ESTIMATE = ApproximateCounter()  # streamed text is only estimated: counting must cost nothing per token
 REDRAW_SECS = 0.25  # the live streamed-token figure is redrawn at most this often
 LEVEL_STYLES = {"ok": "green", "soft": "yellow", "hard": "red", "over": "bold red"}
 
@@ -37,7 +38,7 @@ class StatusBar(Static):
 
     def add_streamed(self, text: str) -> None:
         """Count streamed reply text; the line is redrawn at most every `REDRAW_SECS` for it."""
-        self.streamed_tokens += ApproximateCounter().count(text)
+        self.streamed_tokens += ESTIMATE.count(text)
         now = time.monotonic()
         if now - self._drawn_at >= REDRAW_SECS:
             self._render_line()

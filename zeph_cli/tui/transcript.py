@@ -102,16 +102,21 @@ class AssistantEntry(Vertical):
     def compose(self) -> ComposeResult:
         if self.frozen:
             self.sealed = [self.text]
-            yield Static(RichMarkdown(self.text), classes="sealed frozen")
+            yield self._block(self.text)
         elif len(self.text) > SEGMENT_CHARS:
             self.sealed = [self.text]
-            yield Static(RichMarkdown(self.text), classes="sealed")
+            yield self._block(self.text)
             yield Markdown("")
         else:
             self._live = self.text
             yield Markdown(self.text)
         if self.partial:
             yield Static(f"(reply cut short: {escape(self.partial)})", classes="partial")
+
+    @staticmethod
+    def _block(text: str) -> Static:
+        """Sealed or frozen text: one Rich-rendered widget."""
+        return Static(RichMarkdown(text), classes="sealed")
 
     @property
     def markdown(self) -> Markdown:
@@ -131,7 +136,7 @@ class AssistantEntry(Vertical):
         await self.query(".sealed").remove()
         await self.query(Markdown).remove()
         self.sealed = [self.text]
-        await self.mount(Static(RichMarkdown(self.text), classes="sealed frozen"), before=0)
+        await self.mount(self._block(self.text), before=0)
 
     async def append(self, chunk: str) -> None:
         """Add streamed text; it is rendered at most every `FLUSH_SECS`, in one piece."""
@@ -180,7 +185,7 @@ class AssistantEntry(Vertical):
         """Turn the live tail into one Rich-rendered block and start an empty live tail."""
         await self._stop_stream()
         self.sealed.append(self._live)
-        await self.mount(Static(RichMarkdown(self._live), classes="sealed"), before=self.markdown)
+        await self.mount(self._block(self._live), before=self.markdown)
         self._live = ""
         await self.markdown.update("")
 
