@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zeph_cli.compactor import CompactionResult
+from zeph_cli.context.compaction.result import CompactionResult
 from zeph_cli.context.probe import REJECTED_MESSAGE
 from zeph_cli.providers.base import ProviderSettings
 from zeph_cli.providers.openai import OpenAIProvider

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .compactor import Compactor
+from .compactor import CompactionDeps, Compactor
 from .config import Config
 from .context.assembler import HistoryItem, PromptLayer, assemble
 from .context.budget import Budget, compute_budget
@@ -44,7 +44,7 @@ from .events import (
     TurnStarted,
     UsageReported,
 )
-from .guidelines_learner import GuidelinesLearner
+from .guidelines_learner import GuidelinesLearner, LearnerDeps
 from .messages import (
     Message,
     ReplyBuilder,
@@ -125,11 +125,31 @@ class Agent:
         self._tools_token_cache: dict[tuple[str, ...], int] = {}
         # Summaries, probes and compress_context may use providers of their own.
         self.providers = ProviderPool(provider, helper_settings)
-        self.compactor = Compactor(self)
-        self.guidelines = GuidelinesLearner(self)
+        self.guidelines = GuidelinesLearner(
+            LearnerDeps(store, config.memory.compression_guidelines, self.summarize_text, lambda: self.counter)
+        )
+        self.compactor = Compactor(
+            CompactionDeps(
+                store=store,
+                config=config,
+                counter=lambda: self.counter,
+                summarize=self.summarize_text,
+                history=self.agent_history,
+                report=lambda conversation: self.context_for(conversation)[1],
+                guidelines=self.guidelines.active_text,
+                helper_model=self.helper_model,
+                dump_probe=self.dump_probe,
+                dump_compaction=self.dump_compaction,
+                ensure_started=self._ensure_started,
+            )
+        )
         dump_dir = config.debug.dump_dir
         self.dump = DebugDump(Path(dump_dir).expanduser()) if dump_dir else None
         self._said_dump_problem = False
+
+    async def _ensure_started(self) -> None:
+        if self.profile is None:
+            await self.start()
 
     @property
     def model_label(self) -> str:

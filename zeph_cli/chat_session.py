@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from .agent import Agent
-from .compactor import Compactor
 from .config import LoadedConfig
 from .context.report import ContextReport
 from .errors import NotFound, UsageError, ZephError
@@ -384,14 +383,14 @@ class ChatSession:
         if self.conversation is None:
             return 0
         hidden = CompactionStore(self.store.db).clear_agent_context(self.conversation.id)
-        self.agent.compactor = Compactor(self.agent)
+        self.agent.compactor.reset()
         self.conversation = self.store.get_conversation(self.conversation.id)
         return hidden
 
     def _forget(self) -> None:
         self.conversation = None
         self._pending_system = None
-        self.agent.compactor = Compactor(self.agent)  # compaction state is per session
+        self.agent.compactor.reset()  # compaction state is per session
 
     # ---- settings ----------------------------------------------------------------------------
 

@@ -11,9 +11,8 @@ cannot make progress.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .context.compaction import (
     COMPACTION_SUMMARY,
@@ -31,82 +30,69 @@ from .context.compaction import (
     summarize_range,
     tool_pair_prompt,
 )
+from .config import Config
 from .context.compaction.guidelines import with_guidelines
-from .context.probe import REJECTED_MESSAGE, VALIDATING_MESSAGE, blocks_compaction, run_probe
+from .context.compaction.result import CompactionResult
+from .context.probe import VALIDATING_MESSAGE, blocks_compaction, run_probe
 from .context.assembler import HistoryItem
 from .context.report import ContextReport
 from .errors import ZephError
 from .events import AgentEvent, AgentWarning, CompactionFinished, CompactionStarted, CompactionStatus
 from .log import get_logger
 from .messages import Message
-from .store import CompactionStore, Conversation
+from .store import CompactionStore, Conversation, ConversationStore
 from .store.transactions import write_transaction
-from .tokens import count_message
+from .tokens import TokenCounter, count_message
 
 log = get_logger("compaction")
 
-if TYPE_CHECKING:
-    from .agent import Agent
+__all__ = ["CompactionDeps", "CompactionResult", "Compactor"]
 
 HARD_SUMMARY_TOKENS = 4096  # reply cap of one hard-compaction summary call
 HISTORY_BLOCKS = ("history", "compaction summary")
 
 
-@dataclass(frozen=True)
-class CompactionResult:
-    kind: str
-    tokens_before: int
-    tokens_after: int
-    messages_compacted: int = 0
-    method: str = ""  # single | chunked | metadata (LLM compaction); empty for the soft tier
-    summary_id: int | None = None
-    skipped: str = ""  # why nothing was compacted
-    outputs_pruned: int = 0
-    summaries_applied: int = 0
-    probe_verdict: str | None = None  # Pass | SoftFail | HardFail | Error | Skipped
-    probe_score: float | None = None
+Summarize = Callable[..., Awaitable[str]]  # (prompt, *, max_tokens, purpose) -> text
 
-    @property
-    def tokens_saved(self) -> int:
-        return max(self.tokens_before - self.tokens_after, 0)
 
-    @property
-    def rejected(self) -> bool:
-        return self.probe_verdict == "HardFail"
+def _nothing(*_args, **_kwargs) -> None:
+    return None
 
-    def describe(self) -> str:
-        if self.skipped:
-            return f"nothing to compact: {self.skipped}"
-        if self.rejected:
-            return REJECTED_MESSAGE
-        tokens = f"{self.tokens_before:,} → {self.tokens_after:,} tokens"
-        if not self.method:
-            done = []
-            if self.summaries_applied:
-                done.append(f"applied {self.summaries_applied} tool summar{'y' if self.summaries_applied == 1 else 'ies'}")
-            if self.outputs_pruned:
-                done.append(f"pruned {self.outputs_pruned} old tool output{'s' * (self.outputs_pruned != 1)}")
-            return f"{' and '.join(done)}: {tokens}"
-        how = {"metadata": "metadata summary (the summarizer failed)", "chunked": "chunked summary"}.get(
-            self.method, "summary"
-        )
-        probe = f" · probe {self.probe_verdict} ({self.probe_score:.2f})" if self.probe_verdict else ""
-        return f"compacted {self.messages_compacted} messages into a {how}: {tokens}{probe}"
+
+@dataclass
+class CompactionDeps:
+    """What compaction uses of the agent, and nothing more; tests build it from plain fakes."""
+
+    store: ConversationStore
+    config: Config
+    counter: Callable[[], TokenCounter]  # the current tokenizer (the agent learns its own at start)
+    summarize: Summarize  # one plain completion on the provider for `purpose` (summary | probe | compress)
+    history: Callable[[Conversation], list[HistoryItem]]  # what the agent may see, with token counts
+    report: Callable[[Conversation], ContextReport]  # the context the next request would send
+    guidelines: Callable[[], str] = lambda: ""  # learned preservation rules for summary prompts
+    helper_model: Callable[[str], str] = lambda purpose: ""  # model label of a side job, for the probe record
+    dump_probe: Callable[[object], None] = _nothing
+    dump_compaction: Callable[[dict], None] = _nothing
+    ensure_started: Callable[[], Awaitable[object]] | None = None  # before compaction on demand
 
 
 class Compactor:
     """One per agent: the session's exhaustion guard and the turn's compaction flag live here."""
 
-    def __init__(self, agent: "Agent") -> None:
-        self.agent = agent
-        self.store = CompactionStore(agent.store.db)
+    def __init__(self, deps: CompactionDeps) -> None:
+        self.deps = deps
+        self.store = CompactionStore(deps.store.db)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the session's compaction state (a new or switched session)."""
         self.guard = CompactionGuard()
         self.turn = TurnCompactionState()
         self._proactive_off = False
         self._rejected_through = 0  # last message id of a range the probe rejected
 
     def _report(self, conversation: Conversation) -> ContextReport:
-        return self.agent.context_for(conversation)[1]
+        return self.deps.report(conversation)
 
     def start_turn(self) -> None:
         self.turn.start_turn()
@@ -121,7 +107,7 @@ class Compactor:
         `report` is the context as it stands, when the caller has it; any event
         yielded means the context changed.
         """
-        memory = self.agent.config.memory
+        memory = self.deps.config.memory
         report = report or self._report(conversation)
         if not report.capacity:
             return
@@ -157,7 +143,7 @@ class Compactor:
         every turn: it is switched off for the session with one warning, and the
         reactive tiers take over.
         """
-        compression = self.agent.config.memory.compression
+        compression = self.deps.config.memory.compression
         threshold = compression.threshold_tokens
         if self._proactive_off or self.guard.exhausted or not proactive_due(report.context_tokens, threshold):
             return
@@ -175,8 +161,8 @@ class Compactor:
             yield event
 
     def _middle(self, conversation: Conversation) -> list[HistoryItem]:
-        history = self.agent.agent_history(conversation)
-        return compaction_range(history, self.agent.config.memory.compaction_preserve_tail)[0]
+        history = self.deps.history(conversation)
+        return compaction_range(history, self.deps.config.memory.compaction_preserve_tail)[0]
 
     def _cooling_down(self, conversation: Conversation) -> bool:
         """After a probe HardFail, wait for new messages: the same range would be summarized (and rejected) again;
@@ -212,7 +198,7 @@ class Compactor:
         if result.skipped:
             self.guard.check(result.messages_compacted)
             return
-        memory = self.agent.config.memory
+        memory = self.deps.config.memory
         report = self._report(conversation)
         if kind == "proactive":
             still_over = proactive_due(report.context_tokens, memory.compression.threshold_tokens)
@@ -225,17 +211,17 @@ class Compactor:
 
     def soft(self, conversation: Conversation) -> CompactionResult | None:
         """Apply deferred tool-pair summaries and prune old tool outputs; None when there is nothing to do."""
-        agent = self.agent
-        history = agent.agent_history(conversation)
-        history, applied = apply_deferred(history, agent.counter)
-        prune_ids = plan_prune(history, agent.config.memory.prune_protect_tokens)
+        deps = self.deps
+        history = deps.history(conversation)
+        history, applied = apply_deferred(history, deps.counter())
+        prune_ids = plan_prune(history, deps.config.memory.prune_protect_tokens)
         if not applied and not prune_ids:
             return None
         by_id = {item.id: item.message for item in history}
         replacements = {i: pruned_message(by_id[i]) for i in prune_ids}
         before = self._report(conversation).context_tokens
-        counter = agent.counter
-        with write_transaction(agent.store.db):
+        counter = deps.counter()
+        with write_transaction(deps.store.db):
             for summary in applied:
                 self.store.apply_tool_summary(
                     conversation.id,
@@ -268,10 +254,10 @@ class Compactor:
         purpose: str = "summary",
     ) -> AsyncIterator[AgentEvent | CompactionResult]:
         """Summarize everything before the preserved tail; yields status events, then the result."""
-        agent = self.agent
+        deps = self.deps
         before = self._report(conversation).context_tokens
-        history = agent.agent_history(conversation)
-        middle, _tail = compaction_range(history, agent.config.memory.compaction_preserve_tail)
+        history = deps.history(conversation)
+        middle, _tail = compaction_range(history, deps.config.memory.compaction_preserve_tail)
         if len(middle) < 2:
             yield CompactionResult(
                 kind, before, before, len(middle), skipped="fewer than 2 messages before the preserved tail"
@@ -279,28 +265,28 @@ class Compactor:
             return
         cap = limit_tokens or HARD_SUMMARY_TOKENS
 
-        guidelines = agent.guidelines.active_text()  # learned from earlier losses ([memory.compression_guidelines])
+        guidelines = deps.guidelines()  # learned from earlier losses ([memory.compression_guidelines])
 
         async def summarize(prompt: str) -> str:
-            return await agent.summarize_text(with_guidelines(prompt, guidelines), max_tokens=cap, purpose=purpose)
+            return await deps.summarize(with_guidelines(prompt, guidelines), max_tokens=cap, purpose=purpose)
 
-        outcome = await summarize_range(middle, summarize, counter=agent.counter, limit_tokens=limit_tokens)
+        outcome = await summarize_range(middle, summarize, counter=deps.counter(), limit_tokens=limit_tokens)
         for error in outcome.errors:
             log.warning("%s summary call: %s", kind, error)
         if outcome.method == "metadata":
             log.warning("%s: every summary call failed, so the summary lists the compacted messages only", kind)
-        probe_config = agent.config.memory.compression.probe
+        probe_config = deps.config.memory.compression.probe
         verdict, score = None, None
         if probe_config.enabled and outcome.method != "metadata":
             yield CompactionStatus(VALIDATING_MESSAGE)
             probe = await run_probe(
                 middle,
                 outcome.text,
-                lambda prompt: agent.summarize_text(prompt, max_tokens=1024, purpose="probe"),
+                lambda prompt: deps.summarize(prompt, max_tokens=1024, purpose="probe"),
                 probe_config,
-                model=agent.helper_model("probe"),
+                model=deps.helper_model("probe"),
             )
-            agent.dump_probe(probe)
+            deps.dump_probe(probe)
             verdict, score = probe.verdict, probe.score
             if verdict in ("SoftFail", "HardFail", "Error"):
                 log.warning("compaction probe %s (score %.2f, threshold %.2f)%s", verdict, score, probe.threshold,
@@ -319,14 +305,14 @@ class Compactor:
                 yield CompactionResult(kind, before, before, 0, outcome.method, probe_verdict=verdict, probe_score=score)
                 return
         summary = Message.context(outcome.text)
-        with write_transaction(agent.store.db):
+        with write_transaction(deps.store.db):
             stored = self.store.replace_with_summary(
                 conversation.id,
                 [item.id for item in middle],
                 summary,
                 metadata={COMPACTION_SUMMARY: True, "method": outcome.method, "attempts": outcome.attempts},
-                token_count=count_message(agent.counter, summary),
-                token_counter=agent.counter.name,
+                token_count=count_message(deps.counter(), summary),
+                token_counter=deps.counter().name,
             )
             after = self._report(conversation).context_tokens
             self.store.record_event(
@@ -339,7 +325,7 @@ class Compactor:
                 probe_verdict=verdict,
                 probe_score=score,
             )
-        agent.dump_compaction(
+        deps.dump_compaction(
             {"kind": kind, "tokens_before": before, "tokens_after": after, "messages_compacted": len(middle),
              "method": outcome.method, "attempts": outcome.attempts, "summary": outcome.text}
         )
@@ -351,8 +337,8 @@ class Compactor:
     ) -> AsyncIterator[AgentEvent]:
         """Compaction on demand (`zeph compact`, `/compact`, a context-length error):
         the soft tier, then LLM compaction, whatever the usage; the guard is not consulted."""
-        if self.agent.profile is None:
-            await self.agent.start()
+        if self.deps.ensure_started is not None:
+            await self.deps.ensure_started()
         self.turn.mark_compacted()
         yield CompactionStarted(kind)
         soft = self.soft(conversation)
@@ -383,14 +369,14 @@ class Compactor:
         The summary is only stored now; the soft tier applies it. A failed
         summary call leaves the pair as it is. True when a summary was stored.
         """
-        agent = self.agent
+        deps = self.deps
         if not self._report(conversation).capacity:
             return False
-        pair = pair_to_summarize(agent.agent_history(conversation), agent.config.memory.tool_call_cutoff)
+        pair = pair_to_summarize(deps.history(conversation), deps.config.memory.tool_call_cutoff)
         if pair is None or not pair.summary_holder.id:
             return False
         try:
-            reply = await agent.summarize_text(tool_pair_prompt(pair), max_tokens=256, purpose="summary")
+            reply = await deps.summarize(tool_pair_prompt(pair), max_tokens=256, purpose="summary")
         except ZephError as exc:  # the pair stays unsummarized; the next round tries again
             log.warning("tool-pair summary failed, the pair stays as it is: %s", exc)
             return False

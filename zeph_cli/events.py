@@ -7,15 +7,13 @@ render them, and nothing in them refers back to the agent.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import Union
 
+from .context.compaction.result import CompactionResult
 from .context.report import ContextReport
 from .errors import ZephError
 from .messages import ToolCallPart, ToolResultPart, Usage
 from .store import Conversation
-
-if TYPE_CHECKING:
-    from .compactor import CompactionResult
 
 
 @dataclass(frozen=True)
@@ -88,7 +86,7 @@ class CompactionStatus:
 
 @dataclass(frozen=True)
 class CompactionFinished:
-    result: "CompactionResult"
+    result: CompactionResult
 
 
 AgentEvent = Union[

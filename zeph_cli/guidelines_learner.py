@@ -10,28 +10,38 @@ user channel never hears of any of it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
+from .config import CompressionGuidelinesConfig
 from .context.compaction.guidelines import FailurePair, detect_context_loss, sanitize_guidelines, synthesis_prompt
 from .errors import ZephError
 from .log import get_logger
-from .store import Conversation
+from .store import Conversation, ConversationStore
 from .store.guidelines import GuidelinesStore
-
-if TYPE_CHECKING:
-    from .agent import Agent
+from .tokens import TokenCounter
 
 log = get_logger("guidelines")
 
 
+@dataclass
+class LearnerDeps:
+    """What the learner uses: the store, its config section, a plain completion and the tokenizer."""
+
+    store: ConversationStore
+    config: CompressionGuidelinesConfig
+    summarize: Callable[..., Awaitable[str]]  # (prompt, *, max_tokens) -> text, on the summary provider
+    counter: Callable[[], TokenCounter]
+
+
 class GuidelinesLearner:
-    def __init__(self, agent: "Agent") -> None:
-        self.agent = agent
-        self.store = GuidelinesStore(agent.store.db)
+    def __init__(self, deps: LearnerDeps) -> None:
+        self.deps = deps
+        self.store = GuidelinesStore(deps.store.db)
 
     @property
-    def config(self):
-        return self.agent.config.memory.compression_guidelines
+    def config(self) -> CompressionGuidelinesConfig:
+        return self.deps.config
 
     def after_reply(self, conversation: Conversation, text: str) -> bool:
         """Scan a model reply inside a post-compaction window; True when a loss was recorded."""
@@ -68,11 +78,11 @@ class GuidelinesLearner:
         prompt = synthesis_prompt(active.text if active else None, [pair for _, pair in taken],
                                   max_tokens=config.max_guidelines_tokens)
         try:
-            reply = await self.agent.summarize_text(prompt, max_tokens=2 * config.max_guidelines_tokens)
+            reply = await self.deps.summarize(prompt, max_tokens=2 * config.max_guidelines_tokens)
         except ZephError as exc:
             log.warning("compression guidelines update failed, %d losses wait: %s", len(taken), exc)
             return None
-        text = sanitize_guidelines(reply, max_tokens=config.max_guidelines_tokens, counter=self.agent.counter)
+        text = sanitize_guidelines(reply, max_tokens=config.max_guidelines_tokens, counter=self.deps.counter())
         if not text:
             log.warning("compression guidelines update gave no usable rules; %d losses wait", len(taken))
             return None
