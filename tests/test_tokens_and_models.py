@@ -77,6 +77,17 @@ def test_calibration_learns_the_ratio_and_ignores_tiny_requests():
     assert Calibration().observe(1000, 100_000).factor == Calibration.MAX_FACTOR
 
 
+def test_calibration_from_a_server_that_under_reports_never_shrinks_the_estimate():
+    """A server whose usage leaves out the tool schemas reports ~0.57 of zeph's count: the factor
+    records it, but estimates stay at zeph's own count, so requests cannot grow past the budget."""
+    c = Calibration()
+    for _ in range(10):
+        c = c.observe(1000, 570)
+    assert c.factor == pytest.approx(0.57, abs=0.01)
+    assert c.apply(1000) == 1000
+    assert Calibration().observe(1000, 1500).apply(1000) == 1500  # over-reporting still makes them larger
+
+
 @pytest.mark.parametrize(
     "name, window, output",
     [

@@ -141,7 +141,12 @@ def count_tools(counter: TokenCounter, tools: Iterable[ToolSpec]) -> int:
 
 @dataclass
 class Calibration:
-    """How far this model's real token counts sit from our estimate (actual / estimate)."""
+    """How far this model's real token counts sit from our estimate (actual / estimate).
+
+    The factor is learned both ways, but applied only upwards: a server whose
+    reported usage leaves things out (tool schemas, its chat template) must
+    never make zeph send more than its own count allows.
+    """
 
     factor: float = 1.0
     samples: int = 0
@@ -150,8 +155,13 @@ class Calibration:
     MAX_FACTOR = 2.5
     WEIGHT = 0.3
 
+    @property
+    def applied_factor(self) -> float:
+        """The factor estimates are multiplied by: the learned one, never below 1."""
+        return max(self.factor, 1.0)
+
     def apply(self, estimate: int) -> int:
-        return int(round(estimate * self.factor))
+        return int(round(estimate * self.applied_factor))
 
     def observe(self, estimate: int, actual: int) -> "Calibration":
         """Fold one request's reported input tokens into the factor (ignores tiny requests)."""
