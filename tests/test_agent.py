@@ -77,7 +77,7 @@ async def test_auto_budget_is_the_model_window(fake_server, tmp_path):
 
 
 async def test_small_budget_trims_what_is_sent_not_what_is_stored(fake_server, tmp_path):
-    agent = make_agent(fake_server, tmp_path, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="1500")
+    agent = make_agent(fake_server, tmp_path, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="3000")
     conversation = agent.new_conversation("long")
     for i in range(6):
         # no usage reported: nothing to calibrate, counts stay as estimated

@@ -352,30 +352,45 @@ async def test_a_failing_summarizer_in_the_hard_tier_commits_the_metadata_summar
 # ---- a budget smaller than the system prompt ----------------------------------------------
 
 
-async def test_a_budget_below_the_system_prompt_warns_once_and_stops_compacting(fake_server, model, workspace):
+async def test_a_budget_below_the_system_prompt_warns_once_and_stops_the_turn_without_sending(
+    fake_server, model, workspace
+):
     # Spec "Compaction Loop Prevention": "Fewer than 2 messages are eligible for compaction" sets
-    # compaction_exhausted; "A one-time warning is emitted".
+    # compaction_exhausted; "A one-time warning is emitted". The budget is an invariant: a request
+    # that cannot fit is never sent, and the user is told what is too big and what to change.
     agent = make_agent(fake_server, workspace, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="1500")
     conversation = agent.new_conversation("too tight")
-    turns = await plain_turns(agent, conversation, model, range(4))
+    turns = []
+    for i in range(3):
+        model.say(turn_reply(i))
+        turns.append(await run(agent, conversation, turn_prompt(i)))
 
     first = turns[0]
-    assert of(first, ContextPrepared)[0].report.capacity == 1200  # 1500 minus the 20% response reserve
-    assert of(first, ContextPrepared)[0].report.context_tokens > 1200
+    report = of(first, ContextPrepared)[0].report
+    assert report.capacity == 1200  # 1500 minus the 20% response reserve
+    assert report.fixed_tokens > 1200 and report.over_budget
     warnings = [e.text for events in turns for e in of(events, AgentWarning) if e.text == EXHAUSTED_WARNING]
     assert warnings == [
         "Warning: context budget is too tight — compaction cannot free enough space.\n"
         "Consider increasing [memory] context_budget_tokens or starting a new session."
     ]
-    assert EXHAUSTED_WARNING in [e.text for e in of(first, AgentWarning)]
+    for events in turns:
+        (failed,) = of(events, TurnFailed)
+        assert not of(events, TurnFinished)
+        text = str(failed.error)
+        assert "more than the 1,200-token prompt budget" in text and "tool schemas alone take" in text
+        assert "context_budget_tokens" in text and "\n" not in text
+    assert model.count("chat") == 0  # nothing was ever sent above the budget
     # One hard attempt (turn 1, nothing to summarize: no LLM call at all), then none for the session.
     started = [[e.kind for e in of(events, CompactionStarted)] for events in turns]
-    assert started == [["hard"], [], [], []]
+    assert started == [["hard"], [], []]
     (finished,) = of(first, CompactionFinished)
     assert finished.result.describe() == "nothing to compact: fewer than 2 messages before the preserved tail"
     assert model.count("compaction") == 0
     assert agent.compactor.guard.exhausted
     assert summary_rows(agent, conversation) == []
+    # What the user typed is kept.
+    assert [r.message.content for r in agent.store.history(conversation.id)] == [turn_prompt(i) for i in range(3)]
 
 
 # ---- proactive compression ---------------------------------------------------------------
@@ -870,3 +885,33 @@ async def test_compaction_summaries_go_to_the_summary_provider(fake_server, mode
     finally:
         await agent.aclose()
         summarizer_server.close()
+
+
+async def test_a_big_tool_output_mid_turn_never_separates_the_question_from_its_tool_chain(fake_server, model, workspace):
+    # Issue: "the tail is trimmed to fit and the turn's own user message is dropped while the tool call
+    # and result stay". The running turn is pinned: every request of the turn carries the question.
+    (workspace / "big.txt").write_text("\n".join(f"row {i}: " + "data " * 12 for i in range(300)), encoding="utf-8")
+    agent = make_agent(fake_server, workspace, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="9000")
+    conversation = agent.new_conversation("pinned")
+    await plain_turns(agent, conversation, model, range(12))
+    question = "Which row of big.txt mentions row 299? FACT-PINNED1"
+    model.call(("call_big", "read_file", {"path": "big.txt"}))
+    model.say("Row 299 is the last one.")
+    before = len(chat_requests(fake_server))
+    events = await run(agent, conversation, question)
+
+    assert of(events, TurnFinished), [e for e in events if isinstance(e, (TurnFailed, AgentWarning))]
+    turn_requests = chat_requests(fake_server)[before:]
+    assert len(turn_requests) == 2
+    assert of(events, CompactionStarted)  # the output pushed the context over a threshold mid-turn
+    for body in turn_requests:
+        users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+        assert users and users[-1] == question
+    last = turn_requests[-1]["messages"]
+    roles = [m["role"] for m in last]
+    assert roles[-3:] == ["user", "assistant", "tool"] and last[-3]["content"] == question
+    capacity = of(events, ContextPrepared)[0].report.capacity
+    assert all(e.report.used_tokens <= capacity for e in of(events, ContextPrepared))
+    # The output was cut to the budget's share, the full text kept for read_overflow.
+    (call,) = of(events, ToolCallFinished)
+    assert "read_overflow(id=" in call.result.content and len(call.result.content) < 15_000

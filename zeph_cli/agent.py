@@ -26,9 +26,9 @@ from .context.environment import EnvironmentFacts, render_environment
 from .context.project import ProjectContext, render_project_context
 from .context.prompts import BASE_PROMPT, MODE_PROMPTS, NO_TOOLS_PROMPT
 from .context.report import ContextReport
-from .context.untrusted import delimit_tool_results
+from .context.invariant import budget_problem, tool_output_allowance
 from .debug_dump import DebugDump
-from .errors import ContextLengthExceeded, ProviderError, is_context_length_message
+from .errors import ContextBudgetExceeded, ContextLengthExceeded, ProviderError, is_context_length_message
 from .events import (
     AgentEvent,
     AgentWarning,
@@ -64,6 +64,7 @@ from .tokens import TokenCounter, count_message, count_tools, default_counter
 from .tool_calls import ToolCallRunner, ToolOutcome, interrupted_result
 from .tools.base import ToolContext, ToolSet
 from .tools.confinement import Confinement, workspace_root
+from .tools.output import MAX_OUTPUT_CHARS
 from .tools.permissions import Approver, PermissionPolicy, deny_all
 from .tools.registry import builtin_tool_names, tools_for_mode
 from .workspace import environment_facts, find_project_files
@@ -123,6 +124,8 @@ class Agent:
         )
         self._said_no_tools = False
         self._tools_token_cache: dict[tuple[str, ...], int] = {}
+        # The running turn's user message: it and its tool chain are sent verbatim (never trimmed or compacted).
+        self.pinned_id: int | None = None
         # Summaries, probes and compress_context may use providers of their own.
         self.providers = ProviderPool(provider, helper_settings)
         self.guidelines = GuidelinesLearner(
@@ -135,6 +138,7 @@ class Agent:
                 counter=lambda: self.counter,
                 summarize=self.summarize_text,
                 history=self.agent_history,
+                pinned=lambda: self.pinned_id,
                 report=lambda conversation: self.context_for(conversation)[1],
                 guidelines=self.guidelines.active_text,
                 helper_model=self.helper_model,
@@ -214,7 +218,17 @@ class Agent:
             conversation_id=conversation.id,
             blocked_patterns=tuple(tools_config.blocked_commands),
             summarizer=self.summarize_text if tools_config.summarize_output else None,
+            output_limit=lambda text: self._output_chars(conversation, text),
         )
+
+    def _output_chars(self, conversation: Conversation, text: str) -> int:
+        """Characters of `text` that fit the share of the budget a tool output may take now."""
+        tokens = tool_output_allowance(self.context_for(conversation)[1])
+        if tokens is None:
+            return MAX_OUTPUT_CHARS
+        sample = text[: 4 * MAX_OUTPUT_CHARS]
+        chars_per_token = len(sample) / max(self.counter.count(sample), 1)
+        return min(MAX_OUTPUT_CHARS, int(tokens * chars_per_token))
 
     async def summarize_text(self, prompt: str, *, max_tokens: int = 2048, purpose: str = "summary") -> str:
         """One plain completion (no tools) for a side job: "summary", "probe" or "compress"
@@ -326,8 +340,9 @@ class Agent:
             window=self.profile.context_window if self.profile else 0,
             tools_tokens=self._tools_tokens(tools),
             calibration=self.store.calibration(self.provider.name, self.provider.model),
+            pinned_id=self.pinned_id,
         )
-        return delimit_tool_results(messages), report, report.raw_tokens
+        return messages, report, report.raw_tokens
 
     # ---- one turn ---------------------------------------------------------------
 
@@ -343,7 +358,19 @@ class Agent:
         if system and system != conversation.metadata.get("system"):
             self.store.update_conversation(conversation.id, metadata={**conversation.metadata, "system": system})
         conversation = self.store.get_conversation(conversation.id)
-        yield TurnStarted(conversation, saved.id)
+        self.pinned_id = saved.id
+        turn = self._turn(conversation, saved.id, system, stream)
+        try:
+            async for event in turn:
+                yield event
+        finally:
+            self.pinned_id = None
+            await turn.aclose()  # a caller that stops early cancels the turn's own clean-up in order
+
+    async def _turn(
+        self, conversation: Conversation, user_message_id: int, system: str | None, stream: bool
+    ) -> AsyncIterator[AgentEvent]:
+        yield TurnStarted(conversation, user_message_id)
 
         if self.tools_unavailable and not self._said_no_tools:
             self._said_no_tools = True
@@ -372,12 +399,16 @@ class Agent:
             yield ContextPrepared(report)
             for note in report.notes:
                 yield AgentWarning(note)
+            problem = budget_problem(report)
+            if problem is not None:  # the one check before a request leaves: never above the budget
+                yield TurnFailed(ContextBudgetExceeded(problem))
+                return
 
             assert self.profile is not None
             request = ChatRequest(
                 messages=tuple(messages),
                 tools=tools.specs(),
-                max_tokens=reply_token_cap(self.config.llm.max_tokens, self.profile),
+                max_tokens=self._reply_cap(report),
                 temperature=self.config.llm.temperature,
                 stream=stream,
                 context_window=report.budget or self.profile.context_window,
@@ -469,6 +500,14 @@ class Agent:
             async for event in self._run_calls(conversation, runner, parsed):
                 yield event
             await self.compactor.after_tool_round(conversation)
+
+    def _reply_cap(self, report: ContextReport) -> int:
+        """`max_tokens` for a request: the configured cap, within what the budget leaves after the prompt."""
+        assert self.profile is not None
+        cap = reply_token_cap(self.config.llm.max_tokens, self.profile)
+        if report.budget:
+            cap = min(cap, max(report.budget - report.used_tokens, 1))
+        return cap
 
     def _dump_response(self, dump_id: int | None, builder: ReplyBuilder, error: str | None = None) -> None:
         if self.dump is not None and dump_id is not None:

@@ -69,6 +69,7 @@ class CompactionDeps:
     summarize: Summarize  # one plain completion on the provider for `purpose` (summary | probe | compress)
     history: Callable[[Conversation], list[HistoryItem]]  # what the agent may see, with token counts
     report: Callable[[Conversation], ContextReport]  # the context the next request would send
+    pinned: Callable[[], int | None] = lambda: None  # the running turn's user message id: never compacted
     guidelines: Callable[[], str] = lambda: ""  # learned preservation rules for summary prompts
     helper_model: Callable[[str], str] = lambda purpose: ""  # model label of a side job, for the probe record
     dump_probe: Callable[[object], None] = _nothing
@@ -160,9 +161,29 @@ class Compactor:
         async for event in self._automatic_summary(conversation, "proactive", compression.max_summary_tokens):
             yield event
 
+    def _keep_from(self, history: list[HistoryItem]) -> int | None:
+        """Index of the running turn's user message in `history` (None outside a turn)."""
+        pinned = self.deps.pinned()
+        return next((n for n, item in enumerate(history) if pinned and item.id == pinned), None)
+
+    @staticmethod
+    def _newest_round(history: list[HistoryItem], turn_start: int) -> int:
+        """Index of the running turn's newest tool round (its user message when it has none yet).
+
+        The spec's mid-iteration soft tier may prune older outputs of the running
+        turn; the newest round, like the user's message, is always sent as it is.
+        """
+        for index in range(len(history) - 1, turn_start, -1):
+            if history[index].message.tool_calls:
+                return index
+        return turn_start
+
+    def _range(self, history: list[HistoryItem]) -> list[HistoryItem]:
+        """The messages an LLM compaction would summarize now."""
+        return compaction_range(history, self.deps.config.memory.compaction_preserve_tail, self._keep_from(history))[0]
+
     def _middle(self, conversation: Conversation) -> list[HistoryItem]:
-        history = self.deps.history(conversation)
-        return compaction_range(history, self.deps.config.memory.compaction_preserve_tail)[0]
+        return self._range(self.deps.history(conversation))
 
     def _cooling_down(self, conversation: Conversation) -> bool:
         """After a probe HardFail, wait for new messages: the same range would be summarized (and rejected) again;
@@ -213,8 +234,11 @@ class Compactor:
         """Apply deferred tool-pair summaries and prune old tool outputs; None when there is nothing to do."""
         deps = self.deps
         history = deps.history(conversation)
-        history, applied = apply_deferred(history, deps.counter())
-        prune_ids = plan_prune(history, deps.config.memory.prune_protect_tokens)
+        keep_from = self._keep_from(history)
+        unpinned, pinned = (history, []) if keep_from is None else (history[:keep_from], history[keep_from:])
+        unpinned, applied = apply_deferred(unpinned, deps.counter())
+        history = unpinned + pinned
+        prune_ids = plan_prune(history, deps.config.memory.prune_protect_tokens, self._newest_round(history, len(unpinned)) if pinned else None)
         if not applied and not prune_ids:
             return None
         by_id = {item.id: item.message for item in history}
@@ -256,8 +280,7 @@ class Compactor:
         """Summarize everything before the preserved tail; yields status events, then the result."""
         deps = self.deps
         before = self._report(conversation).context_tokens
-        history = deps.history(conversation)
-        middle, _tail = compaction_range(history, deps.config.memory.compaction_preserve_tail)
+        middle = self._middle(conversation)
         if len(middle) < 2:
             yield CompactionResult(
                 kind, before, before, len(middle), skipped="fewer than 2 messages before the preserved tail"

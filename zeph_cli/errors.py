@@ -32,6 +32,10 @@ class NotFound(ZephError):
     exit_code = 1
 
 
+class ContextBudgetExceeded(ZephError):
+    """A request would leave above the context budget and nothing more can be dropped."""
+
+
 class ProviderError(ZephError):
     """Anything that went wrong talking to a model provider."""
 

@@ -56,6 +56,7 @@ class ToolCallRunner:
         blocked_patterns: tuple[str, ...] = (),
         summarizer: Summarizer | None = None,
         home: Path | None = None,
+        output_limit: Callable[[str], int] | None = None,
     ) -> None:
         self.tools = tools
         self.context = context
@@ -66,6 +67,8 @@ class ToolCallRunner:
         self.blocked_patterns = blocked_patterns
         self.summarizer = summarizer
         self.home = home or Path(os.path.expanduser("~"))
+        # Characters of this output the context can take now (the budget's share); 30,000 at most.
+        self.output_limit = output_limit or (lambda text: MAX_OUTPUT_CHARS)
 
     # ---- the steps ------------------------------------------------------------
 
@@ -169,7 +172,8 @@ class ToolCallRunner:
     async def _manage_output(self, call: ToolCallPart, raw: str) -> tuple[str, str | None]:
         """Redact, then fit the size limit: kept in full for read_overflow, summarized or cut for the context."""
         text, _ = redact_secrets(raw)
-        if len(text) <= MAX_OUTPUT_CHARS:
+        limit = min(self.output_limit(text), MAX_OUTPUT_CHARS)
+        if len(text) <= limit:
             return text, None
         kept_id = self.log.save_output(self.conversation_id, call.id, text)
         if self.summarizer is not None:
@@ -179,12 +183,13 @@ class ToolCallRunner:
                 summary = ""
             if summary:
                 summary, _ = redact_secrets(summary)
+                summary = truncate_output(summary, kept_id, limit).text
                 return (
                     f"[Summary of a {len(text):,}-character output; read_overflow(id=\"{kept_id}\") pages through "
                     f"the full text.]\n{summary}",
                     kept_id,
                 )
-        return truncate_output(text, kept_id).text, kept_id
+        return truncate_output(text, kept_id, limit).text, kept_id
 
     def _refuse(self, call: ToolCallPart, decision: str, message: str, summary: str) -> ToolOutcome:
         """`message` is for the model, `summary` the short version the user reads."""

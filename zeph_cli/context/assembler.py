@@ -2,8 +2,12 @@
 
 Invariant: pure; stable blocks come first (base prompt, environment, project
 context, session prompt) and history last, so provider prompt caches keep
-hitting. History that does not fit the budget is dropped oldest first, never
-the newest message, and never a tool call without its result.
+hitting. The messages returned are exactly those sent (tool results wrapped as
+untrusted data) and every token of them is in the report. History that does
+not fit the budget is dropped oldest first, never a tool call without its
+result, and never the pinned turn (the user's message of the running turn and
+the tool chain since): it travels verbatim, and when it cannot fit the report
+says so instead of cutting it.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from ..tokens import MESSAGE_OVERHEAD, REQUEST_OVERHEAD, Calibration, TokenCount
 from .allocation import allocate
 from .budget import Budget
 from .report import ContextBlock, ContextReport
+from .untrusted import delimit_tool_results, delimiter_tokens
 
 
 @dataclass(frozen=True)
@@ -48,22 +53,42 @@ def message_groups(history: list[HistoryItem]) -> list[list[HistoryItem]]:
 
 
 def fit_history(
-    history: list[HistoryItem], allowance: int | None, calibration: Calibration = Calibration()
+    history: list[HistoryItem],
+    allowance: int | None,
+    calibration: Calibration = Calibration(),
+    pinned_from: int | None = None,
 ) -> tuple[list[HistoryItem], int]:
-    """Keep the newest history within `allowance` (calibrated) tokens; return (kept, dropped count)."""
+    """Keep the newest history within `allowance` (calibrated) tokens; return (kept, dropped count).
+
+    Items from index `pinned_from` on are always kept; older ones only while
+    they fit. Without a pin the newest group is always kept.
+    """
     if allowance is None:
         return history, 0
     groups = message_groups(history)
     kept: list[list[HistoryItem]] = []
     used = 0
+    start = len(history)
     for group in reversed(groups):
+        start -= len(group)
         size = calibration.apply(sum(i.tokens for i in group))
-        if kept and used + size > allowance:
+        pinned = pinned_from is not None and start >= pinned_from
+        if not pinned and (kept or pinned_from is not None) and used + size > allowance:
             break
         kept.append(group)
         used += size
     kept_items = [i for g in reversed(kept) for i in g]
     return kept_items, len(history) - len(kept_items)
+
+
+def _as_sent(history: list[HistoryItem], counter: TokenCounter) -> list[HistoryItem]:
+    """History items whose token counts include the untrusted-data wrapping of their tool results."""
+    return [
+        HistoryItem(i.message, i.tokens + delimiter_tokens(i.message, counter), i.id, i.metadata)
+        if i.message.tool_results
+        else i
+        for i in history
+    ]
 
 
 def assemble(
@@ -75,13 +100,16 @@ def assemble(
     window: int,
     tools_tokens: int = 0,
     calibration: Calibration = Calibration(),
+    pinned_id: int | None = None,
 ) -> tuple[list[Message], ContextReport]:
     """Block tokens in the report are calibrated (what the provider will count);
     `raw_tokens` is the uncalibrated estimate, for learning the calibration.
 
     Compaction summaries (metadata `compaction_summary`) fill the summaries slot
     and are always sent, first; recent history gets the rest of the allowance.
+    `pinned_id` is the stored id of the running turn's user message.
     """
+    history = _as_sent(history, counter)
     layers = [layer for layer in layers if layer.text]
     raw_layers = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in layers]
     blocks = [ContextBlock(layer.name, calibration.apply(raw)) for layer, raw in zip(layers, raw_layers)]
@@ -102,7 +130,9 @@ def assemble(
                 f"{allocation.shares['summaries']:.0%} share ({allocation.for_slot('summaries'):,})"
             )
         allowance = max(shared - summary_tokens, 0)
-    kept, dropped = fit_history(recent, allowance, calibration)
+    pinned_from = next((n for n, i in enumerate(recent) if pinned_id and i.id == pinned_id), None)
+    kept, dropped = fit_history(recent, allowance, calibration, pinned_from)
+    pinned_tokens = calibration.apply(sum(i.tokens for i in recent[pinned_from:])) if pinned_from is not None else 0
     unsent = calibration.apply(sum(i.tokens for i in recent[: len(recent) - len(kept)])) if dropped else 0
     if tools_tokens:
         blocks.append(ContextBlock("tools", calibration.apply(tools_tokens)))
@@ -114,6 +144,7 @@ def assemble(
     if dropped:
         notes.append(f"{dropped} older messages did not fit the budget and were not sent")
     messages = [Message.system(layer.text) for layer in layers] + [i.message for i in summaries + kept]
+    messages = delimit_tool_results(messages)
     report = ContextReport(
         blocks=tuple(blocks),
         window=window,
@@ -127,5 +158,7 @@ def assemble(
         raw_tokens=sum(raw_layers) + tools_tokens + raw_summaries + raw_history,
         allocation=dict(allocation.tokens) if allocation else {},
         unsent_tokens=unsent,
+        fixed_tokens=fixed,
+        pinned_tokens=pinned_tokens,
     )
     return messages, report

@@ -36,6 +36,8 @@ class ContextReport:
     allocation: dict[str, int] = field(default_factory=dict)
     unsent_tokens: int = 0  # agent-visible history that did not fit and was not sent (calibrated)
     compaction: tuple[str, ...] = ()  # what was pruned or summarized just before this request
+    fixed_tokens: int = 0  # prompt layers, tool schemas and request framing: sent whatever the history
+    pinned_tokens: int = 0  # the running turn's user message and its tool chain, sent verbatim
 
     @property
     def used_tokens(self) -> int:
@@ -60,6 +62,11 @@ class ContextReport:
     def usage(self) -> float:
         """`context_tokens` over `capacity`: the fraction the compaction thresholds are compared with."""
         return self.context_tokens / self.capacity if self.capacity else 0.0
+
+    @property
+    def over_budget(self) -> bool:
+        """The request as assembled does not fit the prompt's share of the budget."""
+        return bool(self.capacity) and self.used_tokens > self.capacity
 
     def block(self, name: str) -> ContextBlock | None:
         return next((b for b in self.blocks if b.name == name), None)

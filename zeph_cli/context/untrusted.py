@@ -11,15 +11,28 @@ import re
 from dataclasses import replace
 
 from ..messages import Message, ToolResultPart
+from ..tokens import TokenCounter
 
 _CLOSING = re.compile(r"</\s*tool_output", re.IGNORECASE)
 
 
-def delimit(result: ToolResultPart) -> ToolResultPart:
-    body = _CLOSING.sub("<\\/tool_output", result.content)
+def _opening(result: ToolResultPart) -> str:
     name = re.sub(r"[^A-Za-z0-9_.-]", "", result.name) or "tool"
     status = ' status="error"' if result.is_error else ""
-    return replace(result, content=f'<tool_output tool="{name}"{status} untrusted="true">\n{body}\n</tool_output>')
+    return f'<tool_output tool="{name}"{status} untrusted="true">\n'
+
+
+CLOSING_TAG = "\n</tool_output>"
+
+
+def delimit(result: ToolResultPart) -> ToolResultPart:
+    body = _CLOSING.sub("<\\/tool_output", result.content)
+    return replace(result, content=f"{_opening(result)}{body}{CLOSING_TAG}")
+
+
+def delimiter_tokens(message: Message, counter: TokenCounter) -> int:
+    """Tokens the wrapping adds to `message` as sent (0 for a message without tool results)."""
+    return sum(counter.count(_opening(r)) + counter.count(CLOSING_TAG) for r in message.tool_results)
 
 
 def delimit_tool_results(messages: list[Message]) -> list[Message]:

@@ -36,12 +36,17 @@ def _worth_pruning(message: Message) -> bool:
     )
 
 
-def plan_prune(history: list[HistoryItem], protect_tokens: int = PRUNE_PROTECT_TOKENS) -> list[int]:
+def plan_prune(
+    history: list[HistoryItem], protect_tokens: int = PRUNE_PROTECT_TOKENS, keep_from: int | None = None
+) -> list[int]:
     """Ids of stored `tool` messages older than the protected tail whose outputs may be pruned.
 
-    Unstored messages (id 0) are never listed: pruning is persisted before it is applied.
+    Nothing from index `keep_from` on (the running turn) is listed. Unstored
+    messages (id 0) are never listed: pruning is persisted before it is applied.
     """
     boundary = _protected_from(history, protect_tokens)
+    if keep_from is not None:
+        boundary = min(boundary, keep_from)
     return [
         item.id
         for item in history[:boundary]

@@ -16,14 +16,17 @@ CHUNK_TOKENS = 4096  # spec: "split into ~4096-token chunks"
 
 
 def compaction_range(
-    history: list[HistoryItem], preserve_tail: int = COMPACTION_PRESERVE_TAIL
+    history: list[HistoryItem], preserve_tail: int = COMPACTION_PRESERVE_TAIL, keep_from: int | None = None
 ) -> tuple[list[HistoryItem], list[HistoryItem]]:
     """(middle, tail): `middle` is summarized, `tail` (at least `preserve_tail` messages) is kept.
 
+    Everything from index `keep_from` on (the running turn) stays in the tail.
     When the boundary would fall inside a tool pair it moves back, so the whole
     pair stays in the tail.
     """
     boundary = max(len(history) - max(preserve_tail, 0), 0)
+    if keep_from is not None:
+        boundary = min(boundary, keep_from)
     start = 0
     for group in message_groups(history):
         if start + len(group) > boundary:
