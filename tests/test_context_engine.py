@@ -560,10 +560,12 @@ async def test_the_soft_tier_prunes_between_tool_rounds_of_one_turn(fake_server,
     assert model.count("compaction") == 0  # the soft tier needs no LLM
 
     notes_output = of(events, ToolCallFinished)[0].result.content
-    placeholder = f"[tool output pruned: {len(notes_output)} chars; the user can still see it]"
+    placeholder = re.compile(rf'\[tool output pruned: {len(notes_output)} chars; read_overflow\(id="(ov_\w+)"\) reads it again\]')
     second, third = chat_requests(fake_server)[-2:]
-    assert notes_output.splitlines()[0] in sent_text(second) and placeholder not in sent_text(second)
-    assert placeholder in sent_text(third)
+    assert notes_output.splitlines()[0] in sent_text(second) and not placeholder.search(sent_text(second))
+    found = placeholder.search(sent_text(third))
+    assert found  # the pruned output can be read again: its full text is kept under that id
+    assert agent.tool_log.read_output(conversation.id, found.group(1)) == notes_output
     assert notes_output.splitlines()[0] not in sent_text(third)
     assert "line 59: the quick brown cat jumps" in sent_text(third)  # the newest output stays verbatim
     # The user keeps the original output.

@@ -11,11 +11,13 @@ cannot make progress.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
 from .context.compaction import (
     COMPACTION_SUMMARY,
+    SUMMARY_MARKER,
     TOOL_SUMMARY,
     CompactionGuard,
     TurnCompactionState,
@@ -26,8 +28,13 @@ from .context.compaction import (
     pair_to_summarize,
     plan_prune,
     proactive_due,
+    condense_prompt,
+    cut_summary,
+    extractive_summary,
+    protect_window,
     pruned_message,
     summarize_range,
+    summary_cap,
     tool_pair_prompt,
 )
 from .config import Config
@@ -40,7 +47,7 @@ from .errors import ZephError
 from .events import AgentEvent, AgentWarning, CompactionFinished, CompactionStarted, CompactionStatus
 from .log import get_logger
 from .messages import Message
-from .store import CompactionStore, Conversation, ConversationStore
+from .store import CompactionStore, Conversation, ConversationStore, ToolLog
 from .store.transactions import write_transaction
 from .tokens import TokenCounter, count_message
 
@@ -91,12 +98,21 @@ class Compactor:
         self.turn = TurnCompactionState()
         self._proactive_off = False
         self._rejected_through = 0  # last message id of a range the probe rejected
+        self._turns = 0  # turns started in this session
+        self._last_llm_compaction_turn: int | None = None  # for compaction_cooldown_turns
 
     def _report(self, conversation: Conversation) -> ContextReport:
         return self.deps.report(conversation)
 
     def start_turn(self) -> None:
         self.turn.start_turn()
+        self._turns += 1
+
+    def _in_cooldown(self) -> bool:
+        """Within `compaction_cooldown_turns` turns of the last automatic LLM compaction: no new one yet
+        (the assembler's trimming keeps every request within the budget meanwhile)."""
+        last = self._last_llm_compaction_turn
+        return last is not None and self._turns - last < self.deps.config.memory.compaction_cooldown_turns
 
     # ---- the context-management phase before each request ---------------------------------
 
@@ -132,7 +148,7 @@ class Compactor:
             report = self._report(conversation)
         if decide(report.context_tokens, report.capacity, soft, hard) != "hard" or self.guard.exhausted:
             return
-        if self._cooling_down(conversation):
+        if self._cooling_down(conversation) or self._in_cooldown():
             return
         async for event in self._automatic_summary(conversation, "hard", None):
             yield event
@@ -156,7 +172,7 @@ class Compactor:
                 f"take on their own ({fixed:,} tokens): proactive compression is off for this session"
             )
             return
-        if len(self._middle(conversation)) < 2 or self._cooling_down(conversation):
+        if len(self._middle(conversation)) < 2 or self._cooling_down(conversation) or self._in_cooldown():
             return  # nothing worth compressing yet: not a failure, the guard is not told
         async for event in self._automatic_summary(conversation, "proactive", compression.max_summary_tokens):
             yield event
@@ -207,6 +223,8 @@ class Compactor:
                 yield item
         assert result is not None
         yield CompactionFinished(result)
+        if result.summary_id is not None:
+            self._last_llm_compaction_turn = self._turns
         if not result.rejected:  # a HardFail is a cooldown, not exhaustion
             self._check_progress(conversation, kind, result)
         warning = self.guard.warning_once()
@@ -238,12 +256,14 @@ class Compactor:
         unpinned, pinned = (history, []) if keep_from is None else (history[:keep_from], history[keep_from:])
         unpinned, applied = apply_deferred(unpinned, deps.counter())
         history = unpinned + pinned
-        prune_ids = plan_prune(history, deps.config.memory.prune_protect_tokens, self._newest_round(history, len(unpinned)) if pinned else None)
+        report = self._report(conversation)
+        protect = protect_window(deps.config.memory.prune_protect_tokens, report.capacity)
+        prune_ids = plan_prune(history, protect, self._newest_round(history, len(unpinned)) if pinned else None)
         if not applied and not prune_ids:
             return None
-        by_id = {item.id: item.message for item in history}
-        replacements = {i: pruned_message(by_id[i]) for i in prune_ids}
-        before = self._report(conversation).context_tokens
+        by_id = {item.id: item for item in history}
+        replacements = {i: pruned_message(by_id[i].message, self._kept_output(conversation, by_id[i])) for i in prune_ids}
+        before = report.context_tokens
         counter = deps.counter()
         with write_transaction(deps.store.db):
             for summary in applied:
@@ -267,6 +287,17 @@ class Compactor:
             )
         return CompactionResult("soft", before, after, outputs_pruned=len(pruned), summaries_applied=len(applied))
 
+    def _kept_output(self, conversation: Conversation, item: HistoryItem) -> str | None:
+        """The overflow id the full output of a tool message is kept under (kept now if it was not yet),
+        so a pruned output can be read again with read_overflow."""
+        kept = item.metadata.get("kept_output_id")
+        if isinstance(kept, str) and kept:
+            return kept
+        results = item.message.tool_results
+        if len(results) != 1:
+            return None
+        return ToolLog(self.deps.store.db).save_output(conversation.id, results[0].tool_call_id, results[0].content)
+
     # ---- LLM compaction ---------------------------------------------------------------------
 
     async def _summarize(
@@ -286,21 +317,27 @@ class Compactor:
                 kind, before, before, len(middle), skipped="fewer than 2 messages before the preserved tail"
             )
             return
-        cap = limit_tokens or HARD_SUMMARY_TOKENS
+        report = self._report(conversation)
+        cap = summary_cap(report.capacity, report.fixed_tokens, limit_tokens or deps.config.memory.compression.max_summary_tokens)
+        reply_cap = min(HARD_SUMMARY_TOKENS, cap)
 
         guidelines = deps.guidelines()  # learned from earlier losses ([memory.compression_guidelines])
 
         async def summarize(prompt: str) -> str:
-            return await deps.summarize(with_guidelines(prompt, guidelines), max_tokens=cap, purpose=purpose)
+            return await deps.summarize(with_guidelines(prompt, guidelines), max_tokens=reply_cap, purpose=purpose)
 
-        outcome = await summarize_range(middle, summarize, counter=deps.counter(), limit_tokens=limit_tokens)
+        outcome = await summarize_range(middle, summarize, counter=deps.counter(), limit_tokens=cap)
         for error in outcome.errors:
             log.warning("%s summary call: %s", kind, error)
-        if outcome.method == "metadata":
-            log.warning("%s: every summary call failed, so the summary lists the compacted messages only", kind)
+        provisional = outcome.method == "metadata"
+        if provisional:
+            log.warning("%s: every summary call failed, so the metadata summary keeps their most telling sentences until the next compaction", kind)
+            outcome = dataclasses.replace(outcome, text=f"{SUMMARY_MARKER}\n{extractive_summary(middle, cap, deps.counter())}")
+        else:
+            outcome = dataclasses.replace(outcome, text=await self._fit_slot(outcome.text, cap, purpose))
         probe_config = deps.config.memory.compression.probe
         verdict, score = None, None
-        if probe_config.enabled and outcome.method != "metadata":
+        if probe_config.enabled and not provisional:
             yield CompactionStatus(VALIDATING_MESSAGE)
             probe = await run_probe(
                 middle,
@@ -333,7 +370,8 @@ class Compactor:
                 conversation.id,
                 [item.id for item in middle],
                 summary,
-                metadata={COMPACTION_SUMMARY: True, "method": outcome.method, "attempts": outcome.attempts},
+                metadata={COMPACTION_SUMMARY: True, "method": outcome.method, "attempts": outcome.attempts,
+                          **({"provisional": True} if provisional else {})},
                 token_count=count_message(deps.counter(), summary),
                 token_counter=deps.counter().name,
             )
@@ -354,6 +392,24 @@ class Compactor:
         )
         yield CompactionResult(kind, before, after, len(middle), outcome.method, stored.id,
                                probe_verdict=verdict, probe_score=score)
+
+    async def _fit_slot(self, text: str, cap: int, purpose: str) -> str:
+        """`text` (a summary starting with its marker line) within `cap` tokens: as it is when it fits, else
+        condensed by the summarizer, else cut to its most telling sentences. Never longer than the cap."""
+        counter = self.deps.counter()
+        if counter.count(text) <= cap:
+            return text
+        body = text.removeprefix(SUMMARY_MARKER).strip()
+        try:
+            shorter = (await self.deps.summarize(condense_prompt(body, cap), max_tokens=cap, purpose=purpose)).strip()
+        except ZephError as exc:
+            log.warning("condensing an over-long summary failed, it is cut instead: %s", exc)
+            shorter = ""
+        candidate = f"{SUMMARY_MARKER}\n{shorter}"
+        if shorter and counter.count(candidate) <= cap:
+            return candidate
+        room = cap - counter.count(SUMMARY_MARKER + "\n") - 2
+        return f"{SUMMARY_MARKER}\n{cut_summary(shorter or body, room, counter)}"
 
     async def compact(
         self, conversation: Conversation, kind: str = "manual", purpose: str = "summary"

@@ -18,7 +18,9 @@ from .markers import (
     TOOL_SUMMARY_PREFIX,
 )
 from .pairs import ToolPair, clean_pair_summary, find_tool_pairs, pair_to_summarize, tool_pair_prompt, unsummarized_pairs
-from .pruning import AppliedSummary, apply_deferred, apply_prune, plan_prune, pruned_message
+from .extractive import cut_summary, extractive_summary
+from .pruning import AppliedSummary, apply_deferred, apply_prune, plan_prune, protect_window, pruned_message
+from .slot import condense_prompt, summary_cap
 from .ranges import chunks, compaction_range
 from .removal import TIERS, remove_middle_out
 from .summarizer import SummaryOutcome, summarize_range
@@ -45,6 +47,9 @@ __all__ = [
     "chunks",
     "clean_pair_summary",
     "compaction_range",
+    "condense_prompt",
+    "cut_summary",
+    "extractive_summary",
     "decide",
     "find_tool_pairs",
     "metadata_summary",
@@ -52,10 +57,12 @@ __all__ = [
     "parse_anchored",
     "plan_prune",
     "proactive_due",
+    "protect_window",
     "pruned_message",
     "remove_middle_out",
     "render",
     "summarize_range",
+    "summary_cap",
     "tool_pair_prompt",
     "unsummarized_pairs",
     "validate",

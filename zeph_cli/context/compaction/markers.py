@@ -21,8 +21,10 @@ TOOL_SUMMARY_PREFIX = "[tool summary]"
 COMPACTED = "[compacted]"  # a tool response removed from a summarization prompt
 
 
-def pruned_placeholder(chars: int) -> str:
-    """What a pruned tool output says instead of its content."""
+def pruned_placeholder(chars: int, overflow_id: str | None = None) -> str:
+    """What a pruned tool output says instead of its content (and how to read it again, when kept)."""
+    if overflow_id:
+        return f'[tool output pruned: {chars} chars; read_overflow(id="{overflow_id}") reads it again]'
     return f"[tool output pruned: {chars} chars; the user can still see it]"
 
 

@@ -1,7 +1,7 @@
 """The soft tier without an LLM: apply deferred tool-pair summaries, prune old tool outputs.
 
 Invariant: pure; the most recent `protect_tokens` tokens of history are never
-pruned, a pruned message keeps every tool_call_id so pairs stay valid, nothing
+pruned (but for one output larger than that whole window), a pruned message keeps every tool_call_id so pairs stay valid, nothing
 is pruned twice, and each applied summary replaces exactly one whole pair.
 """
 
@@ -36,28 +36,42 @@ def _worth_pruning(message: Message) -> bool:
     )
 
 
+PROTECT_SHARE = 0.3  # the protected window is at most this share of the prompt budget
+
+
+def protect_window(protect_tokens: int, capacity: int) -> int:
+    """The protected window: `prune_protect_tokens`, but never more than a share of the prompt budget
+    (with a 6k prompt budget, a 40k window would protect everything and leave no soft tier)."""
+    return min(protect_tokens, int(capacity * PROTECT_SHARE)) if capacity else protect_tokens
+
+
 def plan_prune(
     history: list[HistoryItem], protect_tokens: int = PRUNE_PROTECT_TOKENS, keep_from: int | None = None
 ) -> list[int]:
-    """Ids of stored `tool` messages older than the protected tail whose outputs may be pruned.
+    """Ids of stored `tool` messages whose outputs may be pruned: those older than the protected
+    tail, and inside it any single output larger than the whole protected window.
 
     Nothing from index `keep_from` on (the running turn) is listed. Unstored
     messages (id 0) are never listed: pruning is persisted before it is applied.
     """
     boundary = _protected_from(history, protect_tokens)
-    if keep_from is not None:
-        boundary = min(boundary, keep_from)
+    end = len(history) if keep_from is None else keep_from
     return [
         item.id
-        for item in history[:boundary]
-        if item.id and item.message.role == "tool" and not is_pruned(item) and _worth_pruning(item.message)
+        for index, item in enumerate(history[:end])
+        if item.id
+        and item.message.role == "tool"
+        and not is_pruned(item)
+        and (index < boundary or item.tokens > protect_tokens)
+        and _worth_pruning(item.message)
     ]
 
 
-def pruned_message(message: Message) -> Message:
-    """The message with each tool output replaced by a placeholder naming its size."""
+def pruned_message(message: Message, overflow_id: str | None = None) -> Message:
+    """The message with each tool output replaced by a placeholder naming its size
+    (and the overflow id its full text is kept under, when there is one)."""
     parts = tuple(
-        replace(p, content=pruned_placeholder(len(p.content))) if isinstance(p, ToolResultPart) else p
+        replace(p, content=pruned_placeholder(len(p.content), overflow_id)) if isinstance(p, ToolResultPart) else p
         for p in message.parts
     )
     return Message(message.role, parts)

@@ -17,7 +17,7 @@ class CompactionResult:
     tokens_before: int
     tokens_after: int
     messages_compacted: int = 0
-    method: str = ""  # single | chunked | metadata | extractive (LLM compaction); empty for the soft tier
+    method: str = ""  # single | chunked | metadata (LLM compaction); empty for the soft tier
     summary_id: int | None = None
     skipped: str = ""  # why nothing was compacted
     outputs_pruned: int = 0
@@ -48,7 +48,6 @@ class CompactionResult:
             return f"{' and '.join(done)}: {tokens}"
         how = {
             "metadata": "metadata summary (the summarizer failed)",
-            "extractive": "provisional extractive summary (the summarizer failed; it is redone once it answers)",
             "chunked": "chunked summary",
         }.get(self.method, "summary")
         probe = f" · probe {self.probe_verdict} ({self.probe_score:.2f})" if self.probe_verdict else ""
