@@ -77,18 +77,33 @@ async def test_auto_budget_is_the_model_window(fake_server, tmp_path):
 
 
 async def test_small_budget_trims_what_is_sent_not_what_is_stored(fake_server, tmp_path):
-    agent = make_agent(fake_server, tmp_path, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="3000")
+    # One compaction, then none for the session (its cooldown): trimming keeps the requests in budget.
+    agent = make_agent(fake_server, tmp_path, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="1500",
+                       ZEPH_MEMORY_COMPACTION_COOLDOWN_TURNS="100")
     conversation = agent.new_conversation("long")
-    for i in range(6):
-        # no usage reported: nothing to calibrate, counts stay as estimated
-        fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks([f"reply {i} " + "word " * 120], usage=None)))
+    turn = [0]
+
+    def answer(request):
+        # Summary side jobs (non-streamed) fail: compaction falls back to its metadata summary.
+        # No usage is reported: nothing to calibrate, counts stay as estimated.
+        if not request.json.get("stream"):
+            return openai_wire.server_error()
+        return openai_wire.stream_response(openai_wire.text_chunks([f"reply {turn[0]} " + "word " * 120], usage=None))
+
+    fake_server.respond_with(answer)
+    warnings = []
+    for i in range(8):
+        turn[0] = i
         events = await collect(agent, conversation, f"question {i} " + "detail " * 120)
-    warnings = [e.text for e in events if isinstance(e, AgentWarning)]
+        assert any(isinstance(e, TurnFinished) for e in events)
+        warnings += [e.text for e in events if isinstance(e, AgentWarning)]
+        capacity = next(e.report.capacity for e in events if isinstance(e, ContextPrepared))
+        assert all(e.report.used_tokens <= capacity for e in events if isinstance(e, ContextPrepared))
     assert any("not sent" in w for w in warnings)
     sent = fake_server.requests_to("/v1/chat/completions")[-1].json["messages"]
-    assert sent[-1]["content"].startswith("question 5")
+    assert sent[-1]["content"].startswith("question 7")
     assert not any(m["content"].startswith("question 0") for m in sent)
-    assert len(agent.store.history(conversation.id, user_visible=True)) == 12  # all kept for the user
+    assert len(agent.store.history(conversation.id, user_visible=True)) == 16  # all kept for the user
 
 
 async def test_calibration_learns_from_reported_usage(fake_server, tmp_path):

@@ -107,3 +107,35 @@ def test_a_tool_output_may_take_half_of_what_the_budget_has_left():
     assert tool_output_allowance(full) == MIN_TOOL_OUTPUT_TOKENS
     _, unlimited = assemble([PromptLayer("base prompt", "B")], history, budget(0), COUNTER, window=0)
     assert tool_output_allowance(unlimited) is None
+
+
+def test_tool_schemas_go_compact_then_away_as_the_budget_shrinks():
+    from zeph_cli.context.tool_fit import tool_form
+    from zeph_cli.tokens import count_tools, default_counter
+    from zeph_cli.tools.registry import tools_for_mode
+
+    counter = default_counter()
+    full_set = tools_for_mode("agent", compression=True)
+    compact_set = tools_for_mode("agent", compression=True)
+    compact_set.compact = True
+    full, compact = count_tools(counter, list(full_set.specs())), count_tools(counter, list(compact_set.specs()))
+    assert compact < full / 2
+    # 8k, 4k and 2k budgets: the prompt's share is 80% of each.
+    assert [tool_form(int(b * 0.8), full, compact) for b in (8192, 4000, 2048)] == ["full", "compact", "none"]
+    assert tool_form(0, full, compact) == "full"  # no budget
+
+
+def test_a_compact_schema_keeps_names_types_and_required_fields():
+    from zeph_cli.messages import ToolSpec
+    from zeph_cli.tools.base import compact_spec
+
+    spec = ToolSpec("note", "Write a note. It is kept forever.", {
+        "type": "object",
+        "properties": {"description": {"type": "string", "description": "What the note says."},
+                       "tags": {"type": "array", "items": {"type": "string", "description": "a tag"}}},
+        "required": ["description"],
+    })
+    compact = compact_spec(spec)
+    assert compact.description == "Write a note."
+    assert compact.parameters == {"type": "object", "properties": {"description": {"type": "string"},
+                                  "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["description"]}

@@ -358,7 +358,7 @@ async def test_a_budget_below_the_system_prompt_warns_once_and_stops_the_turn_wi
     # Spec "Compaction Loop Prevention": "Fewer than 2 messages are eligible for compaction" sets
     # compaction_exhausted; "A one-time warning is emitted". The budget is an invariant: a request
     # that cannot fit is never sent, and the user is told what is too big and what to change.
-    agent = make_agent(fake_server, workspace, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="1500")
+    agent = make_agent(fake_server, workspace, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="380")
     conversation = agent.new_conversation("too tight")
     turns = []
     for i in range(3):
@@ -367,8 +367,9 @@ async def test_a_budget_below_the_system_prompt_warns_once_and_stops_the_turn_wi
 
     first = turns[0]
     report = of(first, ContextPrepared)[0].report
-    assert report.capacity == 1200  # 1500 minus the 20% response reserve
-    assert report.fixed_tokens > 1200 and report.over_budget
+    assert report.capacity == 304  # 380 minus the 20% response reserve
+    assert report.fixed_tokens > 304 and report.over_budget
+    assert report.block("tools") is None  # no room for tool schemas at all: they were left out first
     warnings = [e.text for events in turns for e in of(events, AgentWarning) if e.text == EXHAUSTED_WARNING]
     assert warnings == [
         "Warning: context budget is too tight — compaction cannot free enough space.\n"
@@ -378,7 +379,7 @@ async def test_a_budget_below_the_system_prompt_warns_once_and_stops_the_turn_wi
         (failed,) = of(events, TurnFailed)
         assert not of(events, TurnFinished)
         text = str(failed.error)
-        assert "more than the 1,200-token prompt budget" in text and "tool schemas alone take" in text
+        assert "more than the 304-token prompt budget" in text and "tool schemas alone take" in text
         assert "context_budget_tokens" in text and "\n" not in text
     assert model.count("chat") == 0  # nothing was ever sent above the budget
     # One hard attempt (turn 1, nothing to summarize: no LLM call at all), then none for the session.
@@ -453,7 +454,7 @@ async def test_a_proactive_threshold_below_the_system_prompt_is_switched_off_wit
         fake_server,
         workspace,
         **{**PROACTIVE, "ZEPH_MEMORY_COMPRESSION_THRESHOLD_TOKENS": "1000"},
-        ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="5000",
+        ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="4000",
     )
     conversation = agent.new_conversation("proactive from the start")
     turns = await plain_turns(agent, conversation, model, range(12))

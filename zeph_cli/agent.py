@@ -27,6 +27,7 @@ from .context.project import ProjectContext, render_project_context
 from .context.prompts import BASE_PROMPT, MODE_PROMPTS, NO_TOOLS_PROMPT
 from .context.report import ContextReport
 from .context.invariant import budget_problem, tool_output_allowance
+from .context.tool_fit import no_tools_warning, tool_form
 from .debug_dump import DebugDump
 from .errors import ContextBudgetExceeded, ContextLengthExceeded, ProviderError, is_context_length_message
 from .events import (
@@ -123,6 +124,7 @@ class Agent:
             "file and shell tools need anthropic, openai, a compatible server or ollama"
         )
         self._said_no_tools = False
+        self._tools_dropped: str | None = None  # why the budget leaves no room for tool schemas
         self._tools_token_cache: dict[tuple[str, ...], int] = {}
         # The running turn's user message: it and its tool chain are sent verbatim (never trimmed or compacted).
         self.pinned_id: int | None = None
@@ -186,11 +188,20 @@ class Agent:
         compress_context only when there is a budget to compress against."""
         if self.tools_unavailable:
             return ToolSet()
-        return tools_for_mode(self.mode, compression=self.profile is not None and self.budget().total > 0)
+        budgeted = self.profile is not None and self.budget().total > 0
+        tools = tools_for_mode(self.mode, compression=budgeted)
+        if not budgeted or not tools.tools:
+            return tools
+        compact = dataclasses.replace(tools, compact=True)
+        form = tool_form(self.budget().available, self._tools_tokens(tools), self._tools_tokens(compact))
+        if form == "none":
+            self._tools_dropped = no_tools_warning(self.budget().available, self._tools_tokens(compact))
+            return ToolSet()
+        return compact if form == "compact" else tools
 
     def _tools_tokens(self, tools: ToolSet) -> int:
         """Tokens of the tool schemas, counted once per tool set and tokenizer."""
-        key = (self.counter.name, *tools.names())
+        key = (self.counter.name, str(tools.compact), *tools.names())
         if key not in self._tools_token_cache:
             self._tools_token_cache[key] = count_tools(self.counter, list(tools.specs())) if tools.tools else 0
         return self._tools_token_cache[key]
@@ -375,6 +386,9 @@ class Agent:
         if self.tools_unavailable and not self._said_no_tools:
             self._said_no_tools = True
             yield AgentWarning(f"running without tools: {self.tools_unavailable}")
+        if not self.offered_tools().tools and self._tools_dropped and not self._said_no_tools:
+            self._said_no_tools = True
+            yield AgentWarning(self._tools_dropped)
 
         used_ids = self._call_ids(conversation)
         total = Usage()

@@ -9,6 +9,7 @@ every call as a `ToolResult` — a failure the model should read is raised as
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,14 +134,40 @@ def _as_integer(tool_name: str, name: str, value: Any) -> int:
     raise ToolFailure(f"{tool_name}: argument {name!r} must be integer, got {value!r}"[:300])
 
 
+def _without_descriptions(schema: Any) -> Any:
+    """A JSON schema without its prose; property names (even one called "description") stay."""
+    if isinstance(schema, list):
+        return [_without_descriptions(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key in ("description", "examples", "title"):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: _without_descriptions(sub) for name, sub in value.items()}
+        else:
+            out[key] = _without_descriptions(value)
+    return out
+
+
+def compact_spec(spec: ToolSpec) -> ToolSpec:
+    """The same tool in about a third of the tokens: the first sentence of its description and its
+    argument schema without descriptions (names, types, enums and required fields stay)."""
+    first = re.split(r"(?<=[.!?])\s", spec.description.strip(), maxsplit=1)[0]
+    return ToolSpec(spec.name, first, _without_descriptions(spec.parameters))
+
+
 @dataclass
 class ToolSet:
     """The tools offered in one mode, by name."""
 
     tools: dict[str, Tool] = field(default_factory=dict)
+    compact: bool = False  # schemas without parameter descriptions, one-sentence descriptions (small budgets)
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(t.spec() for t in self.tools.values())
+        specs = tuple(t.spec() for t in self.tools.values())
+        return tuple(compact_spec(s) for s in specs) if self.compact else specs
 
     def get(self, name: str) -> Tool | None:
         return self.tools.get(name)

@@ -1,0 +1,32 @@
+"""How tool schemas fit a small budget: in full, compact, or not at all.
+
+Invariant: pure; the choice depends on the budget and the schemas only (not
+on the conversation), so it is the same every turn and the prompt prefix stays
+stable for provider caches. Schemas never take more than a quarter of the
+prompt's share of the budget.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+TOOLS_MAX_SHARE = 0.25
+
+ToolForm = Literal["full", "compact", "none"]
+
+
+def tool_form(capacity: int, full_tokens: int, compact_tokens: int) -> ToolForm:
+    """`capacity` is the prompt's share of the budget (0 = no budget: always in full)."""
+    if not capacity or full_tokens <= capacity * TOOLS_MAX_SHARE:
+        return "full"
+    if compact_tokens <= capacity * TOOLS_MAX_SHARE:
+        return "compact"
+    return "none"
+
+
+def no_tools_warning(capacity: int, compact_tokens: int) -> str:
+    return (
+        f"running without tools: their schemas take {compact_tokens:,} tokens even in compact form, more than a "
+        f"quarter of the {capacity:,}-token prompt budget; raise [memory] context_budget_tokens (if the model's "
+        "window allows) to use file and shell tools"
+    )
