@@ -11,8 +11,18 @@ through `Agent.run_turn` against a scripted model on a local fake server, under
 a 32k budget; each turn's request next to what sending the full history would
 take, with the compactions that kept it in budget.
 
+Section 3, the budget matrix (benchmarks/budget_matrix.py): budgets 2k / 4k /
+8k / 32k × {100-turn chat, 100 tool-heavy turns with a ~20 KB read every third
+turn} × {faithful, barely-compressing, failing summarizer}, through
+`Agent.run_turn` against a fake server that counts prompt tokens over
+everything sent (tool schemas and template included) and rejects requests over
+its window as a small-window server does. Per cell: peak request ÷ budget,
+requests over budget, summary calls, prune events, planted facts kept, tool
+rounds that still carry their question, failed turns; a Markdown table.
+
 Prints figures; asserts nothing. Run from the repository root with the project
-installed: `python benchmarks/context.py [--quick]` (--quick: smaller sessions).
+installed: `python benchmarks/context.py [--quick] [--section 3] [--cells 8k/tools,failing] [--jobs 2]`
+(--quick: smaller sessions and 30-turn matrix sessions).
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import random
 import statistics
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -46,6 +57,7 @@ from zeph_cli.store import CompactionStore, Conversation, ConversationStore, ope
 from zeph_cli.store.conversations import message_record  # noqa: E402
 from zeph_cli.store.transactions import write_transaction  # noqa: E402
 from zeph_cli.tokens import TokenCounter, count_message  # noqa: E402
+from benchmarks.texts import IDENTIFIERS, TOOLS, code, code_line, prose, sentence  # noqa: E402
 
 TURNS = 50  # context_for calls measured per session
 TARGET_MS = 10.0
@@ -58,64 +70,6 @@ PRESERVE_TAIL = 4  # memory.compaction_preserve_tail default
 
 
 # ---- realistic messages ---------------------------------------------------------------
-
-WORDS = (
-    "the a to of and in that is for it this with as on be we can should will file function test "
-    "error config value return call make sure check change update read write path module class "
-    "import build run output line case type list string number request response session store "
-    "message token budget context history summary tool result command shell workspace directory "
-    "parse handle raise exception retry timeout cache index query row column migration schema "
-    "because so then now next first also instead only still already when if not but or let me "
-    "look see think fix add remove rename move keep use need want try found looks works fails"
-).split()
-IDENTIFIERS = (
-    "conversation_id message_id history agent_visible position token_count counter budget report "
-    "allocation summary compaction store db rows items result calls parts metadata config path "
-    "workspace confinement output content stamp record_event replace_with_summary assemble"
-).split()
-TOOLS = ("read_file", "bash", "grep", "edit_file", "list_files", "write_file")
-
-
-def sentence(rng: random.Random) -> str:
-    words = [rng.choice(WORDS) for _ in range(rng.randint(6, 22))]
-    return " ".join(words).capitalize() + rng.choice((".", ".", ".", "?", ":"))
-
-
-def prose(rng: random.Random, chars: int) -> str:
-    out: list[str] = []
-    size = 0
-    while size < chars:
-        paragraph = " ".join(sentence(rng) for _ in range(rng.randint(2, 5)))
-        out.append(paragraph)
-        size += len(paragraph) + 2
-    return "\n\n".join(out)
-
-
-def code_line(rng: random.Random) -> str:
-    indent = "    " * rng.randint(0, 3)
-    a, b, c = rng.choice(IDENTIFIERS), rng.choice(IDENTIFIERS), rng.choice(IDENTIFIERS)
-    return indent + rng.choice(
-        (
-            f"{a} = {b}.{c}({rng.choice(IDENTIFIERS)})",
-            f"if {a} is None or {b} > {rng.randint(0, 4096)}:",
-            f"return [{a} for {a} in {b} if {a}.{c}]",
-            f"def {a}_{b}(self, {c}: int) -> list[str]:",
-            f'raise ValueError(f"bad {a}: {{{b}!r}}")',
-            f"# {sentence(rng)}",
-            f"{a}.{b}.append({c})",
-        )
-    )
-
-
-def code(rng: random.Random, chars: int) -> str:
-    lines: list[str] = []
-    size = 0
-    while size < chars:
-        line = code_line(rng)
-        lines.append(line)
-        size += len(line) + 1
-    return "\n".join(lines)
-
 
 @dataclass(frozen=True)
 class Pools:
@@ -504,30 +458,70 @@ async def tokens_per_turn(bench: Bench) -> None:
     print(f"   without compaction sends, and which a {SESSION_BUDGET // 1000}k model stops accepting once it passes its window")
 
 
-# Sections run in order on one Bench (agent + session builder).
-SECTIONS: list[Callable[[Bench], Any]] = [context_assembly, tokens_per_turn]
+MATRIX_TURNS = 100
+MATRIX_TURNS_QUICK = 30
 
 
-async def run(quick: bool) -> None:
+def budget_matrix(quick: bool, cells: str | None, jobs: int) -> None:
+    from benchmarks import budget_matrix as matrix
+
+    chosen = matrix.select_cells(matrix.matrix_cells(), cells)
+    turns = MATRIX_TURNS_QUICK if quick else MATRIX_TURNS
+    print(f"3. Budget matrix: {len(chosen)} cells of {turns} turns, {jobs} at a time")
+    print("   budget = ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS = the fake server's window; tokens counted by the server")
+    print("   (cl100k) over everything sent: messages, tool calls and results, tool schemas, chat template")
+    print(textwrap.fill("targets: " + matrix.TARGETS, 110, initial_indent="   ", subsequent_indent="   ") + "\n")
+    results = matrix.run_matrix(chosen, turns, jobs)
+    print()
+    print(matrix.markdown_table(results))
+    print()
+    print(textwrap.fill(matrix.LEGEND, 110, initial_indent="   ", subsequent_indent="   ") + "\n")
+    for result in results:
+        print("   " + matrix.details(result))
+
+
+async def run(quick: bool, sections: list[int], cells: str | None, jobs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ZEPH_HOME"] = str(Path(tmp) / "data")
         os.environ["XDG_CONFIG_HOME"] = str(Path(tmp) / "config")
-        bench = await Bench.open(Path(tmp), quick)
+        bench = await Bench.open(Path(tmp), quick) if {1, 2} & set(sections) else None
         try:
-            for section in SECTIONS:
-                result = section(bench)
-                if asyncio.iscoroutine(result):
-                    await result
+            if 1 in sections:
+                context_assembly(bench)
+                print()
+            if 2 in sections:
+                await tokens_per_turn(bench)
+                print()
+            if 3 in sections:
+                await asyncio.to_thread(budget_matrix, quick, cells, jobs)
                 print()
         finally:
-            await bench.close()
+            if bench is not None:
+                await bench.close()
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sessions (1k and 10k), for a fast look")
+    parser.add_argument("--quick", action="store_true", help="smaller sessions (1k and 10k; 30-turn matrix cells)")
+    parser.add_argument(
+        "--section", type=int, action="append", choices=(1, 2, 3), help="run only this section (repeatable)"
+    )
+    parser.add_argument(
+        "--cells",
+        help="matrix cells to run: comma-separated terms like 8k/tools, failing, 2k/chat/faithful, under",
+    )
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="matrix cells run at once (processes)")
     args = parser.parse_args(argv)
-    asyncio.run(run(args.quick))
+    sections = sorted(set(args.section or (1, 2, 3)))
+    if args.cells and 3 not in sections:
+        parser.error("--cells selects matrix cells: use it with --section 3 (or no --section)")
+    try:
+        from benchmarks import budget_matrix as matrix
+
+        matrix.select_cells(matrix.matrix_cells(), args.cells)
+    except ValueError as exc:
+        parser.error(str(exc))
+    asyncio.run(run(args.quick, sections, args.cells, args.jobs))
 
 
 if __name__ == "__main__":
