@@ -20,23 +20,31 @@ from .markers import SUMMARY_MARKER, is_compaction_summary
 
 KEPT_LINES = "Kept sentences (extractive, provisional: the next compaction the summarizer answers redoes them):"
 SENTENCE_CHARS = 300  # one kept sentence is cut at this length
+PREVIEWS_FROM_TOKENS = 400  # smaller slots leave out the metadata summary's last-message previews
 
-_IDENTIFIER = re.compile(r"\b(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9][\w.-]{2,}\b|\b[A-Z][A-Z0-9]*[-_][A-Z0-9_-]+\b")
+# Codes a later turn cannot guess: FACT-AB12, ERR_42, PROJ-7, ABC123, commit hashes.
+_CODE = re.compile(
+    r"\b(?=[A-Z0-9_-]*\d)(?=[A-Z0-9_-]*[A-Z])[A-Z0-9][A-Z0-9_-]{3,}\b|\b[A-Z]{2,}[-_][A-Z0-9][A-Z0-9_-]*\b|\b[0-9a-f]{7,40}\b"
+)
+_NAME = re.compile(r"\b[a-z]+(?:_[a-z0-9]+)+\b|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b")  # snake_case, camelCase
 _PATH = re.compile(r"(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:py|js|ts|tsx|rs|go|md|toml|json|ya?ml|txt|c|h|cpp|java|sh|sql|cfg|ini)\b")
 _NUMBER = re.compile(r"\d")
 _DECISION = re.compile(
-    r"\b(decid\w*|chose|choose|agreed|remember|must|never|always|use|using|fix\w*|error\w*|fail\w*|todo|next|plan\w*|because)\b",
+    r"\b(decid\w*|chose|choose|agreed|must|never|always|use|using|fix\w*|error\w*|fail\w*|todo|next|plan\w*|because)\b",
     re.IGNORECASE,
 )
+_MEMO = re.compile(r"\b(remember|don'?t forget|do not forget|important|note that|keep in mind)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\[\(\"'`])")
 _HEADERS = (SUMMARY_MARKER, METADATA_HEADER, KEPT_LINES, "Messages compacted:", "Last user message:", "Last assistant message:")
 
 
 def score(sentence: str) -> int:
-    """How much a later turn would miss this sentence: identifiers and paths most."""
+    """How much a later turn would miss this sentence: codes and what the user asked to keep most."""
     return (
-        4 * bool(_IDENTIFIER.search(sentence))
-        + 3 * bool(_PATH.search(sentence))
+        5 * bool(_CODE.search(sentence))
+        + 3 * bool(_MEMO.search(sentence))
+        + 2 * bool(_PATH.search(sentence))
+        + 2 * bool(_NAME.search(sentence))
         + bool(_NUMBER.search(sentence))
         + bool(_DECISION.search(sentence))
     )
@@ -98,8 +106,11 @@ def extractive_summary(items: list[HistoryItem], cap_tokens: int, counter: Token
     """The spec's metadata summary of `items` (body, without the "[compaction summary]" line), followed
     by the sentences most worth keeping; within `cap_tokens` once that line is added, and never larger
     than half of what it replaces."""
-    head = f"{metadata_summary(items)}\n{KEPT_LINES}"
     cap = min(cap_tokens, max(sum(i.tokens for i in items) // 2, 64))
+    lines = metadata_summary(items).splitlines()
+    if cap < PREVIEWS_FROM_TOKENS:  # a small slot: the sentences matter more than the last-message previews
+        lines = lines[:2]
+    head = "\n".join([*lines, KEPT_LINES])
     room = cap - counter.count(f"{SUMMARY_MARKER}\n{head}\n") - 4
     if room <= 0:
         return metadata_summary(items)
