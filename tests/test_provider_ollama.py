@@ -366,14 +366,18 @@ async def test_model_not_found_says_ollama_pull(fake_server, stream):
     assert len(fake_server.requests_to("/api/chat")) == 1  # not retried
 
 
-@pytest.mark.parametrize("message", [wire.EXCEEDS_CONTEXT, wire.INPUT_TOO_LONG, "prompt is too long: 9000 tokens"])
-async def test_context_length_errors(fake_server, provider, message):
+@pytest.mark.parametrize(
+    "message, limit",
+    [(wire.EXCEEDS_CONTEXT, 4096), (wire.INPUT_TOO_LONG, None), ("prompt is too long: 9000 tokens", None)],
+)
+async def test_context_length_errors(fake_server, provider, message, limit):
     fake_server.queue(wire.error(400, message), path="/api/chat")
 
     with pytest.raises(errors.ContextLengthExceeded) as info:
         await collect(provider, request())
 
     assert "context window" in str(info.value)
+    assert info.value.limit == limit  # the window the error states, never the request's 8889 tokens
     assert len(fake_server.requests_to("/api/chat")) == 1
 
 

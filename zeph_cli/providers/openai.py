@@ -176,28 +176,31 @@ class OpenAIProvider(Provider):
     # ---- what the server says about itself ------------------------------------
 
     async def discover(self) -> ServerFacts:
-        """Ask the server (llama.cpp /props, /v1/models, LM Studio /api/v0/models) at once,
-        within DISCOVERY_TIMEOUT_SECS; the first that states a window wins, in that order.
-        Cached per instance; every failure is silent."""
+        """Ask the server (llama.cpp /props, LM Studio /api/v0/models, /v1/models) at once,
+        within DISCOVERY_TIMEOUT_SECS; the first that states a window (or a model id)
+        wins, in that order. Cached per instance; every failure is silent."""
         if self._facts is not None:
             return self._facts
         if not self.discovers:
             self._facts = ServerFacts()
             return self._facts
         root, model = server_root(self.endpoint), self.settings.model
+        # In order of trust: llama.cpp's running window, LM Studio's loaded model and
+        # its window, then the OpenAI listing (vLLM's max_model_len, the first id).
         probes = (
             (f"{root}/props", server_facts.from_llamacpp_props),
-            ("/models", lambda body: server_facts.from_models_listing(body, model)),
             (f"{root}/api/v0/models", lambda body: server_facts.from_lmstudio_models(body, model)),
+            ("/models", lambda body: server_facts.from_models_listing(body, model)),
         )
-        try:
-            answers = await asyncio.wait_for(
-                asyncio.gather(*(self._get_json(path) for path, _ in probes)), DISCOVERY_TIMEOUT_SECS
-            )
-        except (asyncio.TimeoutError, openai.OpenAIError, ValueError):
-            answers = [None] * len(probes)
+        tasks = [asyncio.ensure_future(self._get_json(path)) for path, _ in probes]
+        done, pending = await asyncio.wait(tasks, timeout=DISCOVERY_TIMEOUT_SECS)
+        for task in pending:  # a probe still waiting has nothing to say
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
         facts = ServerFacts()
-        for (_, read), answer in zip(probes, answers):
+        for (_, read), task in zip(probes, tasks):
+            answer = task.result() if task in done else None
             if answer is not None:
                 facts = facts.merged(read(answer))
         self._facts = facts
@@ -208,7 +211,7 @@ class OpenAIProvider(Provider):
         client = self._sdk().with_options(timeout=DISCOVERY_TIMEOUT_SECS, max_retries=0)
         try:
             return await client.get(path, cast_to=object)
-        except (openai.OpenAIError, ValueError):
+        except Exception:  # a probe: whatever went wrong, the server simply did not say
             return None
 
     async def profile(self) -> ModelProfile:
