@@ -128,7 +128,8 @@ def test_a_server_window_overrides_the_table_and_bounds_the_reply():
     profile = served_profile("smollm2-135m", 2048, "llama.cpp /props n_ctx")
     assert (profile.context_window, profile.output_limit) == (2048, 1024)
     assert profile.window_source == "server: llama.cpp /props n_ctx"
-    assert profile.window_from_server
+    assert not profile.window_is_guess
+    assert profile_for("gpt-4o").window_is_guess and profile_for("my-finetune").window_is_guess
     assert served_profile("gpt-4o", None, "") == profile_for("gpt-4o")
 
 
@@ -145,3 +146,10 @@ def test_learned_window_beats_the_table_but_not_the_server():
     from_server = served_profile("smollm2", 4096, "llama.cpp /props n_ctx")
     assert prefer_learned_window(from_server, learned) is from_server
     assert prefer_learned_window(profile_for("smollm2"), None) == profile_for("smollm2")
+
+
+def test_a_capped_table_window_is_still_a_guess():
+    capped = with_window(profile_for("llama3.1"), 8192, "model table, capped at 8192")
+    assert prefer_learned_window(capped, (4096, "error")).context_window == 4096
+    runtime = with_window(profile_for("smollm2"), 2048, "local model n_ctx")
+    assert prefer_learned_window(runtime, (1024, "error")) is runtime

@@ -34,9 +34,10 @@ class ModelProfile:
     window_source: str = SOURCE_TABLE
 
     @property
-    def window_from_server(self) -> bool:
-        """The window is what the server itself says it serves (the best source)."""
-        return self.window_source.startswith(SERVER_PREFIX)
+    def window_is_guess(self) -> bool:
+        """The window comes from the model table or the default, not from the model's
+        server or runtime: a window learned from the provider should replace it."""
+        return self.window_source.startswith((SOURCE_TABLE, SOURCE_DEFAULT))
 
 
 # (prefix, context window, output limit). Longest matching prefix wins.
@@ -129,9 +130,10 @@ def served_profile(name: str, window: int | None, source: str) -> ModelProfile:
 
 
 def prefer_learned_window(profile: ModelProfile, learned: tuple[int, str] | None) -> ModelProfile:
-    """Precedence of windows: what the server says now, then what an error taught
-    earlier (`learned` = (tokens, source) as remembered in the store), then the table."""
-    if learned is None or profile.window_from_server:
+    """Precedence of windows: what the server (or the local runtime) says now, then
+    what an error taught earlier (`learned` = (tokens, source) as remembered in the
+    store), then the table or the default guess."""
+    if learned is None or not profile.window_is_guess:
         return profile
     tokens, source = learned
     if tokens <= 0:
