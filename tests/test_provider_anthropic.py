@@ -291,6 +291,16 @@ async def test_error_bodies_become_typed_errors(fake_server, make_provider, repl
     assert len(fake_server.requests) == 1
 
 
+@pytest.mark.parametrize("streaming", [True, False], ids=["stream", "no-stream"])
+async def test_prompt_too_long_carries_the_stated_limit(fake_server, make_provider, streaming):
+    fake_server.queue(wire.prompt_too_long_error(tokens=210000, maximum=200000))
+
+    with pytest.raises(errors.ContextLengthExceeded) as caught:
+        await collect(make_provider(), ask(stream=streaming))
+
+    assert (caught.value.limit, caught.value.status) == (200000, 400)
+
+
 async def test_spec_context_length_wording_is_recognised(fake_server, make_provider):
     fake_server.queue(
         wire.error_response(400, "invalid_request_error", "This request exceeds the maximum number of tokens for the model")

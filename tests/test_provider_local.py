@@ -92,6 +92,10 @@ async def test_prompt_larger_than_the_window_is_a_context_length_error():
         async for _ in small.stream(request):
             pass
     assert errors.is_context_length_message(str(info.value))
+    profile = await small.profile()
+    assert info.value.limit == profile.context_window  # llama.cpp rounds the asked 128 up to its real window
+    assert 128 <= info.value.limit < 400
+    assert profile.window_source == "local model n_ctx"
 
 
 def test_missing_model_file_is_named(tmp_path):

@@ -272,6 +272,7 @@ async def test_profile_uses_num_ctx_from_parameters(fake_server, provider):
 
     assert profile.context_window == 16384
     assert profile.output_limit == profile_for(MODEL).output_limit
+    assert profile.window_source == "server: ollama /api/show num_ctx"
     [sent] = fake_server.requests_to("/api/show")
     assert sent.method == "POST" and sent.json == {"model": MODEL}
 
@@ -283,6 +284,7 @@ async def test_profile_caps_model_info_context_length(fake_server, provider):
     again = await provider.profile()
 
     assert profile.context_window == 8192
+    assert profile.window_source == "server: ollama /api/show context_length 131072, capped at 8192"
     assert again is profile
     assert len(fake_server.requests_to("/api/show")) == 1  # cached per instance
 
@@ -295,7 +297,34 @@ async def test_profile_keeps_a_small_model_info_context_length(fake_server):
     finally:
         await p.aclose()
 
-    assert (profile.context_window, profile.output_limit) == (4096, 4096)
+    # The reply may take at most half the window, so the prompt keeps the other half.
+    assert (profile.context_window, profile.output_limit) == (4096, 2048)
+    assert profile.window_source == "server: ollama /api/show context_length"
+
+
+async def test_profile_caps_the_table_window_when_show_states_none(fake_server, provider):
+    fake_server.queue(wire.show_reply(context_length=None), path="/api/show")
+
+    profile = await provider.profile()
+
+    assert profile_for(MODEL).context_window > 8192
+    assert profile.context_window == 8192
+    assert profile.window_source == "model table, capped at 8192"
+
+
+async def test_discover_is_silent_and_quick_when_show_hangs(fake_server):
+    hang = wire.show_reply()
+    hang.delay = 5.0
+    fake_server.queue(hang, path="/api/show")
+    p = make_provider(fake_server.url, model=MODEL)
+    started = time.monotonic()
+    try:
+        facts = await p.discover()
+    finally:
+        await p.aclose()
+
+    assert facts.window is None
+    assert time.monotonic() - started < 3.0
 
 
 async def test_profile_falls_back_when_show_404s(fake_server):
@@ -337,14 +366,18 @@ async def test_model_not_found_says_ollama_pull(fake_server, stream):
     assert len(fake_server.requests_to("/api/chat")) == 1  # not retried
 
 
-@pytest.mark.parametrize("message", [wire.EXCEEDS_CONTEXT, wire.INPUT_TOO_LONG, "prompt is too long: 9000 tokens"])
-async def test_context_length_errors(fake_server, provider, message):
+@pytest.mark.parametrize(
+    "message, limit",
+    [(wire.EXCEEDS_CONTEXT, 4096), (wire.INPUT_TOO_LONG, None), ("prompt is too long: 9000 tokens", None)],
+)
+async def test_context_length_errors(fake_server, provider, message, limit):
     fake_server.queue(wire.error(400, message), path="/api/chat")
 
     with pytest.raises(errors.ContextLengthExceeded) as info:
         await collect(provider, request())
 
     assert "context window" in str(info.value)
+    assert info.value.limit == limit  # the window the error states, never the request's 8889 tokens
     assert len(fake_server.requests_to("/api/chat")) == 1
 
 

@@ -64,7 +64,17 @@ class OverloadedError(ProviderError):
 
 
 class ContextLengthExceeded(ProviderError):
-    pass
+    """The request did not fit the model's context window.
+
+    `limit` is the window the provider stated (tokens), when its message or
+    error body said so; None when it did not.
+    """
+
+    def __init__(
+        self, message: str, *, provider: str = "", status: int | None = None, limit: int | None = None
+    ) -> None:
+        super().__init__(message, provider=provider, status=status)
+        self.limit = limit
 
 
 class ProviderTimeout(ProviderError):
@@ -100,6 +110,11 @@ CONTEXT_LENGTH_PATTERNS: tuple[str, ...] = (
     "requested tokens",
     "exceeds the context length",
     "longer than the context length",
+    "exceed context window",  # llama-cpp-python: "Requested tokens (N) exceed context window of M"
+    "context length of only",  # LM Studio: "...loaded with context length of only 4096 tokens"
+    "when context the overflows",  # LM Studio: "Trying to keep the first N tokens when context the overflows"
+    "maximum model length",  # vLLM: "The decoder prompt (length N) is longer than the maximum model length of M"
+    "exceed_context_size_error",  # llama.cpp server's error type
 )
 _CONTEXT_LENGTH_RE = re.compile("|".join(re.escape(p) for p in CONTEXT_LENGTH_PATTERNS), re.IGNORECASE)
 
@@ -107,3 +122,54 @@ _CONTEXT_LENGTH_RE = re.compile("|".join(re.escape(p) for p in CONTEXT_LENGTH_PA
 def is_context_length_message(text: str) -> bool:
     """True when a provider's error text says the request did not fit the context window."""
     return bool(_CONTEXT_LENGTH_RE.search(text or ""))
+
+
+# The window a context-length error states, per wording: {L} marks the limit,
+# {N} any other number. A request size is never read as the limit
+# ("210000 tokens > 200000 maximum" is 200000).
+_NUMBER = r"\d{1,3}(?:,\d{3})+|\d+"
+_LIMIT_WORDINGS = (
+    # OpenAI, vLLM, llama-cpp-python's server, OpenRouter ("This endpoint's ..."):
+    # "This model's maximum context length is 3000 tokens. However, you requested 3100 tokens ..."
+    r"maximum context length is {L} tokens",
+    # llama-cpp-python's own text: "Requested tokens (2195) exceed context window of 2048"
+    r"exceeds? (?:the )?context window of {L}",
+    # llama.cpp server: "request (5000 tokens) exceeds the available context size (4096 tokens)"
+    r"available context size \({L} tokens?\)",
+    # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum"
+    r"tokens? > {L} maximum",
+    # Anthropic: "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000"
+    r"exceed context limit: {N} \+ {N} > {L}",
+    # LM Studio: "... However, the model is loaded with context length of only 4096 tokens"
+    r"context length of only {L} tokens?",
+    # vLLM: "The decoder prompt (length 9000) is longer than the maximum model length of 8192"
+    r"maximum model length of {L}",
+    # vLLM: "Input prompt (9000 tokens) is too long and exceeds limit of 8192"
+    r"too long and exceeds limit of {L}",
+    # Mistral: "Prompt contains 40000 tokens ..., too large for model with 32768 maximum context length"
+    r"model with {L} maximum context length",
+    # Gemini: "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)"
+    r"maximum number of tokens allowed \({L}\)",
+    # llama.cpp's error object, also inside Ollama's error string: "n_ctx":4096 or \"n_ctx\":4096
+    r"\\?\"n_ctx\\?\"\s*:\s*{L}",
+)
+_LIMIT_PATTERNS = tuple(
+    re.compile(w.replace("{L}", f"(?P<limit>{_NUMBER})").replace("{N}", f"(?:{_NUMBER})"), re.IGNORECASE)
+    for w in _LIMIT_WORDINGS
+)
+
+
+def context_limit_from_message(text: str) -> int | None:
+    """The context window (tokens) a provider's context-length error states, or None.
+
+    Only the limit is read, never the size of the request that overflowed it;
+    a message that states no limit (llama.cpp's "the request exceeds the
+    available context size, try increasing it") gives None.
+    """
+    for pattern in _LIMIT_PATTERNS:
+        match = pattern.search(text or "")
+        if match:
+            value = int(match.group("limit").replace(",", ""))
+            if value > 0:
+                return value
+    return None

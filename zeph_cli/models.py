@@ -2,7 +2,9 @@
 
 Invariant: `profile_for(name)` always answers; names are matched by the longest
 known prefix after dropping vendor prefixes, tags and dates, and an unknown
-model gets the 64,000-token default window.
+model gets the 64,000-token default window. Every profile says where its
+window came from (`window_source`), and a window a server states or a
+provider's error taught wins over the table's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,11 @@ DEFAULT_CONTEXT_WINDOW = 64_000
 DEFAULT_OUTPUT_LIMIT = 4_096
 REPLY_CAP_DEFAULT = 8_192
 
+SOURCE_TABLE = "model table"
+SOURCE_DEFAULT = "default guess (unknown model)"
+SERVER_PREFIX = "server: "
+LEARNED_PREFIX = "learned: "
+
 
 @dataclass(frozen=True)
 class ModelProfile:
@@ -21,6 +28,16 @@ class ModelProfile:
     context_window: int
     output_limit: int
     known: bool = True
+    # Where context_window came from, as shown by `zeph context` and /context:
+    # "model table", "default guess (unknown model)", "server: llama.cpp /props n_ctx",
+    # "learned: <provider's error>"...
+    window_source: str = SOURCE_TABLE
+
+    @property
+    def window_is_guess(self) -> bool:
+        """The window comes from the model table or the default, not from the model's
+        server or runtime: a window learned from the provider should replace it."""
+        return self.window_source.startswith((SOURCE_TABLE, SOURCE_DEFAULT))
 
 
 # (prefix, context window, output limit). Longest matching prefix wins.
@@ -92,8 +109,36 @@ def profile_for(name: str) -> ModelProfile:
         if base.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
             best = (prefix, window, output)
     if best is None:
-        return ModelProfile(name, DEFAULT_CONTEXT_WINDOW, DEFAULT_OUTPUT_LIMIT, known=False)
+        return ModelProfile(name, DEFAULT_CONTEXT_WINDOW, DEFAULT_OUTPUT_LIMIT, known=False, window_source=SOURCE_DEFAULT)
     return ModelProfile(name, best[1], best[2])
+
+
+def with_window(profile: ModelProfile, window: int, source: str) -> ModelProfile:
+    """`profile` with another context window: the output limit shrinks to fit
+    (at most half the window, so a reply never crowds out the prompt)."""
+    window = max(int(window), 1)
+    output = min(profile.output_limit, max(window // 2, 1))
+    return ModelProfile(profile.name, window, output, profile.known, source)
+
+
+def served_profile(name: str, window: int | None, source: str) -> ModelProfile:
+    """The table's profile for `name`, with the window a server reported (when it did)."""
+    table = profile_for(name)
+    if not window:
+        return table
+    return with_window(table, window, SERVER_PREFIX + source)
+
+
+def prefer_learned_window(profile: ModelProfile, learned: tuple[int, str] | None) -> ModelProfile:
+    """Precedence of windows: what the server (or the local runtime) says now, then
+    what an error taught earlier (`learned` = (tokens, source) as remembered in the
+    store), then the table or the default guess."""
+    if learned is None or not profile.window_is_guess:
+        return profile
+    tokens, source = learned
+    if tokens <= 0:
+        return profile
+    return with_window(profile, tokens, source if source.startswith(LEARNED_PREFIX) else LEARNED_PREFIX + source)
 
 
 def reply_token_cap(configured: int, profile: ModelProfile) -> int:

@@ -4,6 +4,11 @@ Tests queue `FakeResponse`s (per path, or for any path); the server replays
 them in order (then asks a responder, if one is set, to answer from the request), streaming chunked bodies when asked, and records every request
 so tests can assert on exactly what went over the wire. Real SDK clients talk
 to it over real sockets.
+
+A GET (the read-only probes adapters send to learn about a server: llama.cpp's
+/props, /v1/models...) is answered only by its own path's queue or route, and
+otherwise with 404 `{"detail":"Not Found"}` as a server without that endpoint
+does; it never takes a response queued for any path.
 """
 
 from __future__ import annotations
@@ -76,7 +81,7 @@ class FakeServer:
                 path = self.path.split("?", 1)[0]
                 record = RecordedRequest(self.command, path, {k.lower(): v for k, v in self.headers.items()}, body)
                 server.requests.append(record)
-                response = server._next(path, record)
+                response = server._next(path, record, any_path=self.command != "GET")
                 record.outcome = self._send(response)
 
             def _send(self, response: FakeResponse) -> str:
@@ -139,19 +144,21 @@ class FakeServer:
         """Answer requests the queues do not cover by calling `responder` (None: fall through)."""
         self._responder = responder
 
-    def _next(self, path: str, request: RecordedRequest) -> FakeResponse:
+    def _next(self, path: str, request: RecordedRequest, *, any_path: bool = True) -> FakeResponse:
         with self._lock:
-            for key in (path, None):
+            for key in (path, None) if any_path else (path,):
                 queue = self._queues.get(key)
                 if queue:
                     return queue.popleft()
-            responder = self._responder
+            responder = self._responder if any_path else None
         if responder is not None:
             response = responder(request)
             if response is not None:
                 return response
         if path in self._routes:
             return self._routes[path]
+        if not any_path:
+            return FakeResponse.json({"detail": "Not Found"}, status=404)
         return FakeResponse.json({"error": f"fake server: nothing scripted for {path}"}, status=500)
 
     def requests_to(self, path: str) -> list[RecordedRequest]:

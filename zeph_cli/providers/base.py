@@ -15,6 +15,11 @@ from .. import errors
 from ..messages import Message, StreamEvent, ToolSpec
 from ..models import ModelProfile, profile_for
 from ..tokens import TokenCounter
+from .server_facts import ServerFacts
+
+# Asking a server about itself must never hold up start-up: every probe
+# together gets this long, and any failure just means "the server did not say".
+DISCOVERY_TIMEOUT_SECS = 2.0
 
 
 @dataclass(frozen=True)
@@ -73,7 +78,15 @@ class Provider(abc.ABC):
         call and yields the same events from the complete reply.
         """
 
+    async def discover(self) -> ServerFacts:
+        """What the server says about itself (window, served model id), asked
+        within DISCOVERY_TIMEOUT_SECS; empty facts when it says nothing, when it
+        cannot be asked, or for hosted APIs whose windows the model table knows."""
+        return ServerFacts()
+
     async def profile(self) -> ModelProfile:
+        """Context window and output limit: the server's own word where the
+        adapter can ask for it, else the model table (`window_source` says which)."""
         return profile_for(self.model)
 
     def token_counter(self) -> TokenCounter | None:
@@ -93,13 +106,21 @@ def describe_status_error(
     url: str = "",
     model: str = "",
     error_type: str = "",
+    limit: int | None = None,
 ) -> errors.ProviderError:
-    """Map an HTTP error reply to the typed error a user can act on."""
+    """Map an HTTP error reply to the typed error a user can act on.
+
+    A context-length error carries the window as `limit`: the one given (read
+    from the error body by the adapter), else the one its message states.
+    """
     text = (message or "").strip() or f"HTTP {status}"
     kind = (error_type or "").lower()
-    if errors.is_context_length_message(text) or kind == "context_length_exceeded":
+    if errors.is_context_length_message(text) or kind in ("context_length_exceeded", "exceed_context_size_error"):
         return errors.ContextLengthExceeded(
-            f"{provider}: the request does not fit the model's context window: {text}", provider=provider, status=status
+            f"{provider}: the request does not fit the model's context window: {text}",
+            provider=provider,
+            status=status,
+            limit=limit or errors.context_limit_from_message(text),
         )
     if status in (401, 403) or kind in ("authentication_error", "permission_error", "invalid_api_key"):
         hint = f" Set {key_env} to a valid key." if key_env else ""

@@ -100,7 +100,7 @@ class LocalProvider(Provider):
         window = int(llama.n_ctx())
         known = profile_for(self.settings.model)
         output = min(known.output_limit if known.known else 2048, window // 2)
-        return ModelProfile(self.settings.model, window, output)
+        return ModelProfile(self.settings.model, window, output, window_source="local model n_ctx")
 
     def _prompt_tokens(self, llama: Any, chat: list[dict[str, Any]]) -> int:
         """Exact prompt size: the chat template rendered and tokenized as llama.cpp does."""
@@ -135,6 +135,7 @@ class LocalProvider(Provider):
                     f"local: the prompt ({prompt_tokens} tokens) exceeds the context window "
                     f"of {llama.n_ctx()} tokens",
                     provider="local",
+                    limit=int(llama.n_ctx()),
                 )
             completion_tokens = 0
             finish = "stop"
@@ -175,7 +176,11 @@ class LocalProvider(Provider):
             except ValueError as exc:
                 text = str(exc)
                 if errors.is_context_length_message(text) or "exceed context window" in text:
-                    emit(errors.ContextLengthExceeded(f"local: {text}", provider="local"))
+                    emit(
+                        errors.ContextLengthExceeded(
+                            f"local: {text}", provider="local", limit=errors.context_limit_from_message(text)
+                        )
+                    )
                 else:
                     emit(errors.BadResponse(f"local model error: {text}", provider="local"))
             except Exception as exc:  # llama.cpp failures must not kill the caller's loop

@@ -30,17 +30,23 @@ from ..messages import (
     Usage,
     UsageUpdate,
 )
-from ..models import ModelProfile, profile_for
-from .base import ChatRequest, Provider, ProviderSettings, connection_error, describe_status_error, timeout_error
+from ..models import ModelProfile, profile_for, served_profile, with_window
+from .base import (
+    DISCOVERY_TIMEOUT_SECS,
+    ChatRequest,
+    Provider,
+    ProviderSettings,
+    connection_error,
+    describe_status_error,
+    timeout_error,
+)
+from .server_facts import OLLAMA_WINDOW_CAP, ServerFacts, from_ollama_show
 
 T = TypeVar("T")
 
-# Ollama sizes its context per request and defaults low; a model's trained length
-# (often 128k+) as num_ctx would exhaust memory, so /api/show's value is capped.
-DEFAULT_WINDOW_CAP = 8192
+DEFAULT_WINDOW_CAP = OLLAMA_WINDOW_CAP
 RETRY_STATUSES = (429, 503)
 _ROLES = {"system": "system", "context": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
-_NUM_CTX_RE = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
 # Ollama's own wordings, beyond the shared patterns in `errors`.
 _OLLAMA_CONTEXT_RE = re.compile(
     r"exceeds the context length|longer than the context length|exceed_context_size_error", re.IGNORECASE
@@ -71,6 +77,8 @@ class OllamaProvider(Provider):
             self.retry_base_delay = retry_base_delay
         self._client: ollama.AsyncClient | None = None
         self._profile: ModelProfile | None = None
+        self._facts: ServerFacts | None = None
+        self._show_answered = False
         self._retry_after: float | None = None
 
     # ---- client ------------------------------------------------------------
@@ -98,22 +106,32 @@ class OllamaProvider(Provider):
     # ---- profile -----------------------------------------------------------
 
     async def profile(self) -> ModelProfile:
+        """The window zeph budgets for and sends as `num_ctx` with every request:
+        the Modelfile's num_ctx, else the model's trained length capped at
+        DEFAULT_WINDOW_CAP (the table's window, capped, when /api/show has none)."""
         if self._profile is None:
-            self._profile = await self._load_profile()
+            facts = await self.discover()
+            if facts.window:
+                self._profile = served_profile(self.model, facts.window, facts.source)
+            elif self._show_answered:
+                table = profile_for(self.model)
+                capped = min(table.context_window, DEFAULT_WINDOW_CAP)
+                self._profile = with_window(table, capped, f"{table.window_source}, capped at {DEFAULT_WINDOW_CAP}")
+            else:
+                self._profile = profile_for(self.model)
         return self._profile
 
-    async def _load_profile(self) -> ModelProfile:
-        known = profile_for(self.model)
-        try:
-            show = await self._sdk().show(self.model)
-        except _SDK_ERRORS:
-            return known
-        match = _NUM_CTX_RE.search(show.parameters or "")
-        if match:
-            window = int(match.group(1))
-        else:
-            window = min(_trained_context_length(show.modelinfo or {}) or known.context_window, DEFAULT_WINDOW_CAP)
-        return ModelProfile(self.model, window, min(known.output_limit, window), known.known)
+    async def discover(self) -> ServerFacts:
+        """`/api/show` of the configured model, within DISCOVERY_TIMEOUT_SECS; silent on failure."""
+        if self._facts is None:
+            try:
+                show = await asyncio.wait_for(self._sdk().show(self.model), DISCOVERY_TIMEOUT_SECS)
+            except (*_SDK_ERRORS, asyncio.TimeoutError):
+                self._facts = ServerFacts()
+            else:
+                self._show_answered = True
+                self._facts = from_ollama_show(show.parameters, show.modelinfo or {})
+        return self._facts
 
     # ---- chat --------------------------------------------------------------
 
@@ -296,15 +314,6 @@ def _events(chunk: ollama.ChatResponse, first_index: int, *, final: bool = False
         events.append(UsageUpdate(usage))
         events.append(StreamEnd(chunk.done_reason or "stop"))
     return events
-
-
-def _trained_context_length(model_info: Any) -> int | None:
-    """`<arch>.context_length` from /api/show's model_info (any `*.context_length` as a fallback)."""
-    arch = model_info.get("general.architecture")
-    value = model_info.get(f"{arch}.context_length") if arch else None
-    if value is None:
-        value = next((v for k, v in model_info.items() if k.endswith(".context_length")), None)
-    return int(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
 def _retryable(exc: Exception) -> bool:

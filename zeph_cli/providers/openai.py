@@ -8,9 +8,12 @@ typed `zeph_cli.errors` error.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterable
+from pathlib import PurePath
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -27,7 +30,21 @@ from ..messages import (
     Usage,
     UsageUpdate,
 )
-from .base import ChatRequest, Provider, ProviderSettings, connection_error, describe_status_error, timeout_error
+from ..models import ModelProfile, served_profile
+from . import server_facts
+from .base import (
+    DISCOVERY_TIMEOUT_SECS,
+    ChatRequest,
+    Provider,
+    ProviderSettings,
+    connection_error,
+    describe_status_error,
+    timeout_error,
+)
+from .server_facts import ServerFacts
+
+# Hosted APIs whose windows the model table knows: never probed.
+HOSTED_HOSTS = ("api.openai.com",)
 
 
 def wire_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
@@ -112,6 +129,21 @@ def _error_text(body: object, fallback: str) -> str:
     return fallback
 
 
+def _stated_window(body: object) -> int | None:
+    """The window an error body states in a field of its own (llama.cpp: `n_ctx`)."""
+    if isinstance(body, dict):
+        value = body.get("n_ctx")
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def server_root(base_url: str) -> str:
+    """`http://host:8080/v1` → `http://host:8080`: where llama.cpp's /props and LM Studio's /api live."""
+    root = base_url.rstrip("/")
+    return root[: -len("/v1")] if root.endswith("/v1") else root
+
+
 class OpenAIProvider(Provider):
     """Chat Completions over the `openai` SDK; `kind` is "openai" or "compatible"."""
 
@@ -119,6 +151,74 @@ class OpenAIProvider(Provider):
         super().__init__(settings)
         self.kind = settings.kind
         self._client: openai.AsyncOpenAI | None = None
+        self._facts: ServerFacts | None = None
+        self._profile: ModelProfile | None = None
+
+    @property
+    def model(self) -> str:
+        """The configured model; with none configured, the one the server says it serves."""
+        return self.settings.model or (self._facts.model if self._facts and self._facts.model else "")
+
+    @property
+    def display_model(self) -> str:
+        """The model as shown to the user: a served GGUF path is shown by its file name."""
+        model = self.model
+        if model.lower().endswith(".gguf") or model.startswith(("/", "./", "../", "~")):
+            return PurePath(model).name
+        return model
+
+    @property
+    def discovers(self) -> bool:
+        """Local and compatible servers are asked about themselves; hosted APIs are not."""
+        host = (urlsplit(self.endpoint).hostname or "").lower()
+        return bool(host) and host not in HOSTED_HOSTS
+
+    # ---- what the server says about itself ------------------------------------
+
+    async def discover(self) -> ServerFacts:
+        """Ask the server (llama.cpp /props, LM Studio /api/v0/models, /v1/models) at once,
+        within DISCOVERY_TIMEOUT_SECS; the first that states a window (or a model id)
+        wins, in that order. Cached per instance; every failure is silent."""
+        if self._facts is not None:
+            return self._facts
+        if not self.discovers:
+            self._facts = ServerFacts()
+            return self._facts
+        root, model = server_root(self.endpoint), self.settings.model
+        # In order of trust: llama.cpp's running window, LM Studio's loaded model and
+        # its window, then the OpenAI listing (vLLM's max_model_len, the first id).
+        probes = (
+            (f"{root}/props", server_facts.from_llamacpp_props),
+            (f"{root}/api/v0/models", lambda body: server_facts.from_lmstudio_models(body, model)),
+            ("/models", lambda body: server_facts.from_models_listing(body, model)),
+        )
+        tasks = [asyncio.ensure_future(self._get_json(path)) for path, _ in probes]
+        done, pending = await asyncio.wait(tasks, timeout=DISCOVERY_TIMEOUT_SECS)
+        for task in pending:  # a probe still waiting has nothing to say
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+        facts = ServerFacts()
+        for (_, read), task in zip(probes, tasks):
+            answer = task.result() if task in done else None
+            if answer is not None:
+                facts = facts.merged(read(answer))
+        self._facts = facts
+        return facts
+
+    async def _get_json(self, path: str) -> Any:
+        """One GET through the SDK's client (its auth header included); None on any failure."""
+        client = self._sdk().with_options(timeout=DISCOVERY_TIMEOUT_SECS, max_retries=0)
+        try:
+            return await client.get(path, cast_to=object)
+        except Exception:  # a probe: whatever went wrong, the server simply did not say
+            return None
+
+    async def profile(self) -> ModelProfile:
+        if self._profile is None:
+            facts = await self.discover()
+            self._profile = served_profile(self.model, facts.window, facts.source)
+        return self._profile
 
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
@@ -164,13 +264,21 @@ class OpenAIProvider(Provider):
             )
             started = True
             finish: str | None = None
+            chunks = 0
             async with stream:  # closes the HTTP response however the consumer leaves
                 async for chunk in stream:
+                    chunks += 1
                     for event in _chunk_events(chunk):
                         yield event
                     for choice in chunk.choices or ():
                         finish = choice.finish_reason or finish
             if finish is None:
+                if chunks == 0:
+                    # llama.cpp's servers answer a prompt too big for their window with
+                    # 200 and an empty stream: the complaint only reaches their log (or
+                    # an `error:` line SSE clients ignore). Asked without streaming,
+                    # they say it in an error status.
+                    await self._raise_why_stream_was_empty(params)
                 raise errors.ProviderConnectionError(
                     f"{self.name} at {self.endpoint} ended the stream before the reply was complete "
                     "(no finish_reason received)",
@@ -196,6 +304,26 @@ class OpenAIProvider(Provider):
             raise errors.ProviderError(f"{self.name}: {exc}", provider=self.name) from exc
         except ValueError as exc:  # undecodable JSON in the body or an SSE event
             raise self._bad_response(f"undecodable JSON ({exc})") from exc
+
+    async def _raise_why_stream_was_empty(self, params: dict[str, Any]) -> None:
+        """Send the same request once more without streaming, asking for one token, and
+        raise the context-length error the server states; return if it states none."""
+        probe = {**params, ("max_completion_tokens" if self.kind == "openai" else "max_tokens"): 1}
+        # The server may have closed the connection the empty stream came on: retry once.
+        client = self._sdk().with_options(max_retries=max(self.settings.max_retries, 1))
+        try:
+            await client.chat.completions.create(**probe, stream=False)
+        except openai.APIStatusError as exc:
+            error = self._api_error(exc, exc.status_code)
+            if isinstance(error, errors.ContextLengthExceeded):
+                raise errors.ContextLengthExceeded(
+                    f"{error} (the streamed reply ended empty; asked again without streaming, the server said so)",
+                    provider=self.name,
+                    status=error.status,
+                    limit=error.limit,
+                ) from exc
+        except (openai.OpenAIError, ValueError):
+            return
 
     def _reply_events(self, reply: object) -> list[StreamEvent]:
         if not isinstance(reply, ChatCompletion) or not reply.choices or reply.choices[0].message is None:
@@ -225,6 +353,7 @@ class OpenAIProvider(Provider):
             url=self.endpoint,
             model=self.model,
             error_type=error_type,
+            limit=_stated_window(exc.body),
         )
 
     def _bad_response(self, detail: str) -> errors.BadResponse:

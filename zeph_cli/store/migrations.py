@@ -170,6 +170,26 @@ def m007_compression_guidelines(db: Database) -> None:
     )
 
 
+@migration
+def m008_learned_context_windows(db: Database) -> None:
+    # The context window a provider's server stated (its context-length error, or its
+    # own report), per provider entry, model and endpoint: later sessions budget for it
+    # from their first request instead of paying one rejected request to learn it again.
+    db.execute(
+        """
+        create table learned_windows (
+            provider text not null,
+            model text not null,
+            base_url text not null,
+            tokens integer not null check (tokens > 0),
+            source text not null,  -- where it was learned, as shown by `zeph context`
+            updated_at text not null,
+            primary key (provider, model, base_url)
+        )
+        """
+    )
+
+
 def applied(db: Database) -> set[str]:
     if MIGRATIONS_TABLE not in db.table_names():
         return set()
