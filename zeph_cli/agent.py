@@ -29,7 +29,13 @@ from .context.report import ContextReport
 from .context.invariant import budget_problem, tool_output_allowance
 from .context.tool_fit import no_tools_warning, tool_form
 from .debug_dump import DebugDump
-from .errors import ContextBudgetExceeded, ContextLengthExceeded, ProviderError, is_context_length_message
+from .errors import (
+    ContextBudgetExceeded,
+    ContextLengthExceeded,
+    ProviderError,
+    context_limit_from_message,
+    is_context_length_message,
+)
 from .events import (
     AgentEvent,
     AgentWarning,
@@ -56,11 +62,12 @@ from .messages import (
     Usage,
     normalize_stop_reason,
 )
-from .models import ModelProfile, reply_token_cap
+from .models import ModelProfile, prefer_learned_window, reply_token_cap, with_window
 from .paths import global_project_file
 from .providers.base import ChatRequest, Provider, ProviderSettings
 from .providers.pool import ProviderPool
 from .store import Conversation, ConversationStore, StoredMessage, ToolLog
+from .store.windows import remember_window, remembered_window
 from .tokens import TokenCounter, count_message, count_tools, default_counter
 from .tool_calls import ToolCallRunner, ToolOutcome, interrupted_result
 from .tools.base import ToolContext, ToolSet
@@ -163,7 +170,10 @@ class Agent:
 
     async def start(self) -> list[str]:
         """Load the model profile, tokenizer and workspace facts; return warnings to show."""
-        self.profile = await self.provider.profile()
+        # What the server says now, else a window an earlier context-length error taught, else the table.
+        profile = await self.provider.profile()
+        learned = remembered_window(self.store.db, self.provider.name, self.provider.model, self.provider.endpoint)
+        self.profile = prefer_learned_window(profile, learned)
         counter = await asyncio.to_thread(self.provider.token_counter)
         if counter is not None:
             self.counter = counter
@@ -300,8 +310,11 @@ class Agent:
     def budget(self) -> Budget:
         assert self.profile is not None, "call start() first"
         memory = self.config.memory
+        configured = memory.context_budget_tokens
+        if configured and not self.profile.window_is_guess:
+            configured = min(configured, self.profile.context_window)  # a budget above the real window cannot hold
         return compute_budget(
-            configured_tokens=memory.context_budget_tokens,
+            configured_tokens=configured,
             auto_budget=memory.auto_budget,
             window=self.profile.context_window,
             soft_threshold=memory.soft_compaction_threshold,
@@ -442,6 +455,10 @@ class Agent:
                     continue
                 self._dump_response(dump_id, builder, str(exc))
                 too_long = isinstance(exc, ContextLengthExceeded) or is_context_length_message(str(exc))
+                if too_long:
+                    learned = self._learn_window(exc)
+                    if learned:
+                        yield AgentWarning(learned)
                 if too_long and not builder.content and not builder.calls:
                     if context_retries < CONTEXT_LENGTH_RETRIES:
                         context_retries += 1
@@ -514,6 +531,24 @@ class Agent:
             async for event in self._run_calls(conversation, runner, parsed):
                 yield event
             await self.compactor.after_tool_round(conversation)
+
+    def _learn_window(self, exc: ProviderError) -> str | None:
+        """Remember the window a context-length error states (per provider, model and endpoint), so this
+        and every later request is budgeted for it; what to tell the user, or None when nothing was learned."""
+        limit = getattr(exc, "limit", None) or context_limit_from_message(str(exc))
+        assert self.profile is not None
+        if not limit or limit == self.profile.context_window:
+            return None
+        if limit > self.profile.context_window and not self.profile.window_is_guess:
+            return None  # the server or an earlier error stated a smaller window: keep it
+        source = "learned: the server's context-length error"
+        remember_window(self.store.db, self.provider.name, self.provider.model, self.provider.endpoint, limit, source)
+        previous = self.profile.context_window
+        self.profile = with_window(self.profile, limit, source)
+        return (
+            f"{self.provider.name} says the model's window is {limit:,} tokens (zeph assumed {previous:,}): "
+            "remembered, and every request is budgeted for it from now on"
+        )
 
     def _reply_cap(self, report: ContextReport) -> int:
         """`max_tokens` for a request: the configured cap, within what the budget leaves after the prompt."""
