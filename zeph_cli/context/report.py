@@ -36,6 +36,7 @@ class ContextReport:
     allocation: dict[str, int] = field(default_factory=dict)
     unsent_tokens: int = 0  # agent-visible history that did not fit and was not sent (calibrated)
     compaction: tuple[str, ...] = ()  # what was pruned or summarized just before this request
+    window_source: str = ""  # where `window` came from, e.g. "server: llama.cpp /props" ("" = not known)
 
     @property
     def used_tokens(self) -> int:
@@ -69,6 +70,7 @@ class ContextReport:
             "blocks": [{"name": b.name, "tokens": b.tokens, "detail": b.detail} for b in self.blocks],
             "used_tokens": self.used_tokens,
             "window": self.window,
+            "window_source": self.window_source,
             "budget": self.budget,
             "used_fraction": round(self.used_fraction, 4),
             "capacity": self.capacity,
