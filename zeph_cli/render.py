@@ -53,7 +53,7 @@ def _figure(tokens: int, estimated: bool) -> str:
 def length_cut_notice(limit: int) -> str:
     """What to say under a reply the length limit stopped (`limit`: the max_tokens it was sent with)."""
     at = f" of {limit:,} tokens" if limit > 0 else ""
-    return f"the reply was cut at the length limit{at}: raise llm.max_tokens for longer replies"
+    return f"the reply stopped at the length limit{at}: raise llm.max_tokens for longer replies"
 
 
 def message_label(stored: StoredMessage) -> str:
