@@ -612,6 +612,10 @@ async def test_a_reply_cut_by_the_length_limit_gets_a_notice_under_it(fake_serve
             await send(pilot, app, "again")  # a reply that ended normally has no such notice
             assert isinstance(app.transcript.entries()[-1], AssistantEntry)
             assert len([n for n in entries(app, Notice) if "length limit" in n.text]) == 1
+            await app.load_transcript()  # read back from the store, the cut reply keeps its mark
+            shown = app.transcript.entries()
+            assert [type(e) for e in shown] == [UserEntry, AssistantEntry, Notice, UserEntry, AssistantEntry]
+            assert "length limit" in shown[2].text and "llm.max_tokens" in shown[2].text
     finally:
         await session.aclose()
 

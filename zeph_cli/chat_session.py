@@ -68,6 +68,7 @@ class AssistantItem:
     partial: bool = False  # cut short; `error` says why ("interrupted", the provider's error)
     error: str | None = None
     model: str = ""
+    cut: bool = False  # stopped by the length limit (max_tokens)
     kind: Literal["assistant"] = "assistant"
 
 
@@ -208,7 +209,8 @@ def _row_items(index: int, row: StoredMessage, results: dict[str, deque], claime
         if message.content or not message.tool_calls:
             error = row.metadata.get("error")
             items.append(AssistantItem(row.id, message.content, row.created_at, row.partial,
-                                       str(error) if error else None, str(row.metadata.get("model", ""))))
+                                       str(error) if error else None, str(row.metadata.get("model", "")),
+                                       row.metadata.get("stop_reason") == "length"))
         for call in message.tool_calls:
             waiting = results.get(call.id, deque())
             while waiting and waiting[0][0] < index:

@@ -19,8 +19,9 @@ from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
 from ..errors import ZephError
-from ..log import current_log_path, get_logger
 from ..event_handler import dispatch
+from ..log import current_log_path, get_logger
+from ..render import length_cut_notice
 from ..tools.permissions import ApprovalDecision, ApprovalRequest
 from ..tools.registry import tool_subject
 from .prompt_input import PromptInput
@@ -119,8 +120,8 @@ class ZephApp(App[int]):
         transcript = self.transcript
         await transcript.remove_children()
         transcript.unmounted.clear()
-        entries = [entry_for(item) for item in self.session.transcript()]
-        await transcript.add(*[e for e in entries if e is not None])
+        entries = [entry for item in self.session.transcript() for entry in entries_for(item)]
+        await transcript.add(*entries)
         transcript.scroll_end(animate=False)
 
     def refresh_gauge(self) -> "ContextReport":
@@ -346,6 +347,14 @@ class ZephApp(App[int]):
         self.update_header()
         await self.load_transcript()
         self.refresh_gauge()
+
+
+def entries_for(item) -> list[object]:
+    """The widgets for one transcript item of the session: its entry, and a notice under a length-cut reply."""
+    entry = entry_for(item)
+    if item.kind == "assistant" and item.cut and not item.partial:
+        return [entry, Notice(length_cut_notice(0), "warning")]
+    return [] if entry is None else [entry]
 
 
 def entry_for(item) -> object | None:
