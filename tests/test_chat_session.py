@@ -170,6 +170,14 @@ def test_a_reused_call_id_is_paired_with_the_result_stored_after_each_call():
         ("echo 1", "out 1", "allowed", 0), ("echo 2", "out 2", "denied", None)]
 
 
+def test_a_reply_stopped_by_the_length_limit_is_marked_cut():
+    rows = [stored(1, Message.user("count")), stored(2, Message.assistant("one, two, thr"), stop_reason="length"),
+            stored(3, Message.user("again")), stored(4, Message.assistant("done."), stop_reason="stop")]
+    items = build_transcript(rows, lambda m: 0)
+    assert [(i.kind, getattr(i, "cut", None)) for i in items] == [
+        ("user", None), ("assistant", True), ("user", None), ("assistant", False)]
+
+
 async def test_compact_leaves_a_divider_after_the_compacted_messages(model, env, workspace):
     session = await open_session(env, workspace)
     assert [e async for e in session.compact()] == []  # nothing to compact before the first prompt

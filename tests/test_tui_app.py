@@ -16,6 +16,7 @@ from textual.worker import WorkerCancelled
 
 from zeph_cli.chat_session import ChatSession
 from zeph_cli.config import load_config
+from zeph_cli.render import human_tokens
 from zeph_cli.tui.app import HelpEntry, TuiApprover, ZephApp
 from zeph_cli.tui.prompt_input import PromptInput
 from zeph_cli.tui.screens import ConfirmScreen, ContextScreen, SessionsScreen
@@ -588,5 +589,55 @@ async def test_the_probe_shows_its_badge_while_it_validates(fake_server, model, 
             assert "Validating compaction quality…" in badges
             assert badges[-1] == ""  # cleared when done
             assert "probe Pass" in entries(app, Divider)[-1].text
+    finally:
+        await session.aclose()
+
+
+# ---- the reply's marks: cut by the length limit, usage estimated --------------------------
+
+
+async def test_a_reply_cut_by_the_length_limit_gets_a_notice_under_it(fake_server, model, workspace):
+    events = openai_wire.text_chunks(["One, two, thr"], finish_reason="length")
+    model.chat.append(openai_wire.stream_response(events))
+    model.say("Done.")
+    app, session = await open_app(fake_server, workspace, env={"ZEPH_LLM_MAX_TOKENS": "9"})
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "count")
+            shown = app.transcript.entries()
+            assert isinstance(shown[-2], AssistantEntry) and shown[-2].text == "One, two, thr"
+            notice = shown[-1]
+            assert isinstance(notice, Notice) and notice.kind == "warning"
+            assert "length limit of 9 tokens" in notice.text and "llm.max_tokens" in notice.text
+            await send(pilot, app, "again")  # a reply that ended normally has no such notice
+            assert isinstance(app.transcript.entries()[-1], AssistantEntry)
+            assert len([n for n in entries(app, Notice) if "length limit" in n.text]) == 1
+            await app.load_transcript()  # read back from the store, the cut reply keeps its mark
+            shown = app.transcript.entries()
+            assert [type(e) for e in shown] == [UserEntry, AssistantEntry, Notice, UserEntry, AssistantEntry]
+            assert "length limit" in shown[2].text and "llm.max_tokens" in shown[2].text
+    finally:
+        await session.aclose()
+
+
+async def test_unreported_input_is_the_request_estimate_marked(fake_server, model, workspace):
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(["word " * 40], usage=None)))
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            sent: list = []
+            original = app.status.show_usage
+
+            def spy(usage, request_tokens=None):
+                sent.append(request_tokens)
+                original(usage, request_tokens)
+
+            app.status.show_usage = spy
+            await send(pilot, app, "talk")
+            (request_tokens,) = sent
+            assert request_tokens > 500  # the request's own estimate: zeph's system prompt alone is more
+            line = app.status.line()
+            assert f"in ~{human_tokens(request_tokens)} · out ~50" in line
+            assert "in 0" not in line and "out 0" not in line
     finally:
         await session.aclose()

@@ -148,7 +148,7 @@ def test_gauge_for_without_a_budget():
 
 
 def test_usage_without_cache():
-    assert usage_text(Usage(input_tokens=1_234, output_tokens=340), context_tokens=1_100) == "in 1.2k · out 340"
+    assert usage_text(Usage(input_tokens=1_234, output_tokens=340), request_tokens=1_100) == "in 1.2k · out 340"
 
 
 def test_usage_with_cache_counts_every_prompt_token_as_in():
@@ -162,14 +162,14 @@ def test_usage_with_only_cache_reads():
 
 
 def test_the_local_estimate_stands_in_when_the_provider_reported_no_prompt_tokens():
-    assert usage_text(Usage(output_tokens=80), context_tokens=2_345) == "in ~2.3k · out 80"
-    assert usage_text(Usage(), context_tokens=2_345) == "in ~2.3k · out 0"
-    assert usage_text(Usage(output_tokens=80), context_tokens=None) == "in ? · out 80"
+    assert usage_text(Usage(output_tokens=80), request_tokens=2_345) == "in ~2.3k · out 80"
+    assert usage_text(Usage(), request_tokens=2_345) == "in ~2.3k · out 0"
+    assert usage_text(Usage(output_tokens=80), request_tokens=None) == "in ? · out 80"
 
 
 def test_the_streamed_estimate_stands_in_only_when_no_output_tokens_were_reported():
-    assert usage_text(Usage(), context_tokens=2_345, output_estimate=1_260) == "in ~2.3k · out ~1.3k"
-    assert usage_text(Usage(output_tokens=80), context_tokens=None, output_estimate=1_260) == "in ? · out 80"
+    assert usage_text(Usage(), request_tokens=2_345, output_estimate=1_260) == "in ~2.3k · out ~1.3k"
+    assert usage_text(Usage(output_tokens=80), request_tokens=None, output_estimate=1_260) == "in ? · out 80"
     assert usage_text(Usage(), None, output_estimate=40) == "in ? · out ~40"
 
 

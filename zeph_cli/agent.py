@@ -366,6 +366,8 @@ class Agent:
             calibration=self.store.calibration(self.provider.name, self.provider.model),
             pinned_id=self.pinned_id,
         )
+        if self.profile is not None:
+            report = dataclasses.replace(report, window_source=self.profile.window_source)
         return messages, report, report.raw_tokens
 
     # ---- one turn ---------------------------------------------------------------

@@ -18,15 +18,16 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from .agent import Agent
+from .agent_factory import build_agent, close_agent, set_mode
 from .config import LoadedConfig
 from .context.report import ContextReport
 from .errors import NotFound, UsageError, ZephError
 from .events import AgentEvent, TurnStarted
 from .log import get_logger, log_to
 from .messages import Message, ToolResultPart
+from .models import reply_token_cap
 from .paths import database_path
-from .providers import Provider, ProviderSettings, create_provider, resolve_settings
-from .providers.summary import side_job_settings
+from .providers import Provider
 from .render import compaction_metrics_lines, conversation_json, conversation_markdown
 from .store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
 from .tokens import count_message
@@ -66,6 +67,7 @@ class AssistantItem:
     partial: bool = False  # cut short; `error` says why ("interrupted", the provider's error)
     error: str | None = None
     model: str = ""
+    cut: bool = False  # stopped by the length limit (max_tokens)
     kind: Literal["assistant"] = "assistant"
 
 
@@ -206,7 +208,8 @@ def _row_items(index: int, row: StoredMessage, results: dict[str, deque], claime
         if message.content or not message.tool_calls:
             error = row.metadata.get("error")
             items.append(AssistantItem(row.id, message.content, row.created_at, row.partial,
-                                       str(error) if error else None, str(row.metadata.get("model", ""))))
+                                       str(error) if error else None, str(row.metadata.get("model", "")),
+                                       row.metadata.get("stop_reason") == "length"))
         for call in message.tool_calls:
             waiting = results.get(call.id, deque())
             while waiting and waiting[0][0] < index:
@@ -274,13 +277,11 @@ class ChatSession:
         """Resolve the provider, open the conversation to resume (if any) and start the agent."""
         if continue_last and session_id is not None:
             raise UsageError("continue either the last session or session ID, not both")
-        settings = resolve_settings(loaded.config, env, loaded.sources)
-        helpers = side_job_settings(loaded.config, env, settings)
         log_to(database_path(env).parent)
         store = ConversationStore(open_database(database_path(env)))
         try:
             conversation = _conversation_to_resume(store, session_id, continue_last)
-            agent, warnings = await _start_agent(loaded, settings, helpers, store, cwd, approver, mode)
+            agent, warnings = await build_agent(loaded, store=store, env=env, cwd=cwd, approver=approver, mode=mode)
         except BaseException:
             store.close()
             raise
@@ -314,6 +315,11 @@ class ChatSession:
             return []
         history = self.store.history(self.conversation.id)
         return build_transcript(history, lambda message: count_message(self.agent.counter, message))
+
+    def reply_limit(self) -> int:
+        """The `max_tokens` a reply is requested with (what a length-cut reply ran into)."""
+        assert self.agent.profile is not None, "the agent is started when the session opens"
+        return reply_token_cap(self.agent.config.llm.max_tokens, self.agent.profile)
 
     def context_report(self) -> ContextReport:
         """What the next request would carry (before the first prompt: the prompt layers and tools alone)."""
@@ -395,7 +401,7 @@ class ChatSession:
     # ---- settings ----------------------------------------------------------------------------
 
     def set_mode(self, mode: str) -> None:
-        _set_mode(self.agent, mode)
+        set_mode(self.agent, mode)
 
     def set_system(self, text: str) -> None:
         """The session prompt for this and later turns; empty text removes it."""
@@ -426,13 +432,11 @@ class ChatSession:
     async def _rebuild(self, overrides: dict[str, tuple[str, str]]) -> list[str]:
         """A new provider and agent with these overrides; on any failure the current ones stay."""
         loaded = _with_overrides(self.loaded, overrides)
-        settings = resolve_settings(loaded.config, self.env, loaded.sources)
-        helpers = side_job_settings(loaded.config, self.env, settings)
-        agent, warnings = await _start_agent(loaded, settings, helpers, self.store, self.cwd, self.approver, self.agent.mode)
+        agent, warnings = await build_agent(loaded, store=self.store, env=self.env, cwd=self.cwd,
+                                            approver=self.approver, mode=self.agent.mode)
         old = self.agent
         self.agent, self._overrides = agent, overrides
-        await old.aclose()
-        await old.provider.aclose()
+        await close_agent(old)
         new = [w for w in warnings if w not in self.warnings]
         self.warnings.extend(new)
         return new
@@ -479,43 +483,9 @@ class ChatSession:
             self._learning.cancel()
             await asyncio.gather(self._learning, return_exceptions=True)
         try:
-            await self.agent.aclose()
-            await self.agent.provider.aclose()
+            await close_agent(self.agent)
         finally:
             self.store.close()
-
-
-def _set_mode(agent: Agent, mode: str) -> None:
-    try:
-        agent.set_mode(mode.strip())
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-
-
-async def _start_agent(
-    loaded: LoadedConfig,
-    settings: ProviderSettings,
-    helpers: Mapping[str, ProviderSettings | None],
-    store: ConversationStore,
-    cwd: Path,
-    approver: Approver,
-    mode: str | None,
-) -> tuple[Agent, list[str]]:
-    """A started agent on a provider built from `settings`, and its start-up warnings;
-    whatever was built is closed again when anything fails."""
-    provider = create_provider(settings)
-    agent: Agent | None = None
-    try:
-        agent = Agent(config=loaded.config, store=store, provider=provider, cwd=cwd, approver=approver,
-                      helper_settings=helpers)
-        if mode is not None:
-            _set_mode(agent, mode)
-        return agent, await agent.start()
-    except BaseException:
-        if agent is not None:
-            await agent.aclose()
-        await provider.aclose()
-        raise
 
 
 def _conversation_to_resume(store: ConversationStore, session_id: int | None, continue_last: bool) -> Conversation | None:

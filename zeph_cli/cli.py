@@ -11,9 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -21,6 +19,7 @@ import typer
 
 from . import __version__
 from .errors import UsageError, ZephError
+from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
     from .config import LoadedConfig
@@ -39,10 +38,6 @@ sessions_app = typer.Typer(help="List, show, search, export and delete conversat
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
-
-
-def eprint(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 class State:
@@ -181,228 +176,11 @@ def ask(
         "agent.mode": (mode, "--mode"),
         "debug.dump_dir": (debug_dump, "--debug-dump"),
     })
-    options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes)
-    exit_code = asyncio.run(_ask(loaded, text, options))
+    from .ask_command import AskOptions, run_ask
+
+    options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes, stdout_is_terminal())
+    exit_code = asyncio.run(run_ask(loaded, text, options, open_store()))
     raise typer.Exit(exit_code)
-
-
-@dataclass(frozen=True)
-class AskOptions:
-    system: Optional[str]
-    continue_last: bool
-    session_id: Optional[int]
-    stream: bool
-    show_usage: bool
-    json_output: bool
-    approve_all: bool
-
-
-NOT_A_TERMINAL = "zeph ask is not running on a terminal, so no one could approve it; the user can rerun with -y/--yes"
-
-
-async def _ask(loaded: "LoadedConfig", text: str, options: AskOptions) -> int:
-    from asyncio import CancelledError
-
-    from .agent import (
-        Agent,
-        AgentWarning,
-        CompactionFinished,
-        CompactionStarted,
-        CompactionStatus,
-        ContextPrepared,
-        ReplyDelta,
-        ToolCallFinished,
-        ToolCallStarted,
-        TurnFailed,
-        TurnFinished,
-        TurnStarted,
-        UsageReported,
-    )
-    from .approval_prompt import TerminalApprover
-    from .errors import NotFound
-    from .providers import create_provider, resolve_settings
-    from .providers.summary import side_job_settings
-    from .render import (
-        compaction_finished_line,
-        compaction_started_line,
-        tool_finished_line,
-        tool_started_line,
-        usage_line,
-    )
-    from .tools.permissions import approve_all, deny_all
-
-    system, stream, show_usage, json_output = options.system, options.stream, options.show_usage, options.json_output
-    continue_last, session_id = options.continue_last, options.session_id
-    settings = resolve_settings(loaded.config, os.environ, loaded.sources)
-    store = open_store()
-    terminal = None
-    if options.approve_all:
-        approver = approve_all
-    else:
-        terminal = TerminalApprover.open()
-        approver = terminal or deny_all(NOT_A_TERMINAL)
-    if continue_last:
-        conversation = store.latest_conversation()
-        if conversation is None:
-            raise NotFound("no previous session to continue (start one without -c)")
-    elif session_id is not None:
-        conversation = store.get_conversation(session_id)
-    else:
-        conversation = None
-    helpers = side_job_settings(loaded.config, os.environ, settings)
-    provider = create_provider(settings)
-    agent = Agent(
-        config=loaded.config, store=store, provider=provider, cwd=Path.cwd(), approver=approver, helper_settings=helpers
-    )
-    if conversation is None:
-        conversation = agent.new_conversation(text, system)
-
-    def new_printer() -> ReplyPrinter:
-        return ReplyPrinter(markdown=stdout_is_terminal() and not json_output, live=stream and not json_output)
-
-    printer = new_printer()
-    result: dict[str, Any] = {"session": conversation.id, "tool_calls": []}
-    report = None
-    try:
-        async for event in agent.run_turn(conversation, text, system=system, stream=stream):
-            if isinstance(event, TurnStarted):
-                result["user_message_id"] = event.user_message_id
-            elif isinstance(event, ContextPrepared):
-                report = event.report
-            elif isinstance(event, ReplyDelta):
-                if not json_output:
-                    printer.feed(event.text)
-            elif isinstance(event, ToolCallStarted):
-                printer.finish()
-                printer = new_printer()
-                eprint(tool_started_line(event.call.name, event.subject))
-            elif isinstance(event, ToolCallFinished):
-                eprint(tool_finished_line(event.decision, event.summary, event.result))
-                result["tool_calls"].append(
-                    {
-                        "id": event.call.id,
-                        "name": event.call.name,
-                        "arguments": event.call.arguments,
-                        "decision": event.decision,
-                        "is_error": event.result.is_error,
-                        "exit_code": event.exit_code,
-                        "duration_ms": event.duration_ms,
-                    }
-                )
-            elif isinstance(event, AgentWarning):
-                eprint(warning_line(event.text))
-            elif isinstance(event, CompactionStarted) and event.kind != "soft":
-                printer.finish()
-                eprint(compaction_started_line(event.kind))
-            elif isinstance(event, CompactionStatus):
-                eprint(f"  ⎿  {event.text}")
-            elif isinstance(event, CompactionFinished):
-                eprint(compaction_finished_line(event.result))
-                result.setdefault("compactions", []).append(
-                    {"kind": event.result.kind, "description": event.result.describe(),
-                     "tokens_before": event.result.tokens_before, "tokens_after": event.result.tokens_after,
-                     "probe_verdict": event.result.probe_verdict}
-                )
-            elif isinstance(event, UsageReported):
-                if show_usage:
-                    printer.finish()
-                    eprint(usage_line(event.usage, event.report))
-            elif isinstance(event, TurnFailed):
-                printer.finish()
-                saved = " (the partial reply is saved too)" if event.partial_message_id else ""
-                eprint(f"zeph: error: {event.error}")
-                eprint(f"zeph: your prompt is saved in session {conversation.id}{saved}: zeph sessions show {conversation.id}")
-                return event.error.exit_code
-            elif isinstance(event, TurnFinished):
-                printer.finish()
-                if json_output:
-                    result.update(
-                        message_id=event.message_id,
-                        provider=provider.name,
-                        model=agent.model_label,
-                        content=event.text,
-                        stop_reason=event.stop_reason,
-                        usage=event.usage.to_dict(),
-                        context=report.to_dict() if report else None,
-                    )
-                    print(json.dumps(result, indent=2, ensure_ascii=False))
-    except (KeyboardInterrupt, CancelledError):
-        printer.finish()
-        if sys.stderr.isatty():
-            eprint("")  # off the line of a pending question or a partial reply
-        eprint(f"zeph: interrupted; what was received is saved in session {conversation.id}")
-        return 130
-    else:
-        await agent.guidelines.maybe_update()  # after the reply: learning never delays it
-    finally:
-        printer.finish()
-        if terminal is not None:
-            terminal.close()
-        await agent.aclose()
-        await provider.aclose()
-        store.close()
-    return 0
-
-
-class ReplyPrinter:
-    """Prints a streamed reply: raw text on a pipe, live Markdown on a terminal."""
-
-    REFRESH_SECONDS = 0.08
-
-    def __init__(self, *, markdown: bool, live: bool) -> None:
-        self.markdown = markdown
-        self.live = live
-        self.buffer: list[str] = []
-        self._live = None
-        self._last = 0.0
-        self._done = False
-
-    def feed(self, text: str) -> None:
-        self.buffer.append(text)
-        if not self.markdown:
-            if self.live:
-                sys.stdout.write(text)
-                sys.stdout.flush()
-            return
-        if not self.live:
-            return
-        if self._live is None:
-            self._start_live()
-        now = time.monotonic()
-        if now - self._last >= self.REFRESH_SECONDS:
-            self._live.update(self._markdown("".join(self.buffer)))
-            self._last = now
-
-    def _start_live(self) -> None:
-        """Import Rich's renderers once, on the first token (not at start-up, not per token)."""
-        from rich.live import Live
-        from rich.markdown import Markdown
-
-        self._markdown = Markdown
-        self._live = Live(Markdown(""), refresh_per_second=12, vertical_overflow="visible", transient=False)
-        self._live.start()
-
-    def finish(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        text = "".join(self.buffer)
-        if self.markdown:
-            from rich.markdown import Markdown
-
-            if self._live is not None:
-                self._live.update(Markdown(text))
-                self._live.stop()
-            elif text:
-                from rich.console import Console
-
-                Console().print(Markdown(text))
-            return
-        if not self.live and text:
-            sys.stdout.write(text)
-        if text and not text.endswith("\n"):
-            sys.stdout.write("\n")
-        sys.stdout.flush()
 
 
 # ---- sessions ----------------------------------------------------------------------
@@ -537,32 +315,21 @@ def compact(
     raise typer.Exit(asyncio.run(_compact(loaded, session)))
 
 
-def warning_line(text: str) -> str:
-    """`zeph: warning: …` (a warning already worded "Warning: …" is not said twice)."""
-    return "zeph: warning: " + text.removeprefix("Warning: ")
-
-
 @asynccontextmanager
 async def session_agent(loaded: "LoadedConfig", session_id: Optional[int]):
     """A started agent on a session (the most recent by default); closes provider and store."""
-    from .agent import Agent
-    from .providers import create_provider, resolve_settings
-    from .providers.summary import side_job_settings
+    from .agent_factory import build_agent, close_agent
 
     store = open_store()
     try:
         conversation = _resolve_session(store, session_id, session_id is None)
-        settings = resolve_settings(loaded.config, os.environ, loaded.sources)
-        helpers = side_job_settings(loaded.config, os.environ, settings)
-        provider = create_provider(settings)
+        agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=Path.cwd())
         try:
-            agent = Agent(config=loaded.config, store=store, provider=provider, cwd=Path.cwd(), helper_settings=helpers)
-            for warning in await agent.start():
-                eprint(f"zeph: warning: {warning}")
+            for warning in warnings:
+                eprint(warning_line(warning))
             yield agent, conversation
-            await agent.aclose()
         finally:
-            await provider.aclose()
+            await close_agent(agent)
     finally:
         store.close()
 
@@ -600,7 +367,7 @@ def context(
 
 
 async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_output: bool) -> None:
-    from .render import compaction_metrics_lines, context_rows, human_tokens
+    from .render import compaction_metrics_lines, context_head_lines, context_rows
     from .store import CompactionStore
 
     async with session_agent(loaded, session_id) as (agent, conversation):
@@ -614,12 +381,9 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     from rich.console import Console
     from rich.table import Table
 
-    budget = f"{human_tokens(report.budget)} budget" if report.budget else "no budget (no compaction)"
-    print(f"session {conversation.id} · {provider.name} {agent.model_label} · window {human_tokens(report.window)} · {budget}")
-    if report.capacity:
-        print(f"usage {report.usage:.0%} of the {human_tokens(report.capacity)} prompt budget "
-              f"({human_tokens(report.context_tokens)} tokens) · compaction at soft {report.soft_threshold:.0%} "
-              f"/ hard {report.hard_threshold:.0%} · strategy {agent.config.memory.compression.strategy}")
+    for line in context_head_lines(report, conversation.id, provider.name, agent.model_label,
+                                   agent.config.memory.compression.strategy):
+        print(line)
     table = Table(box=None, pad_edge=False)
     for column, justify in (("block", "left"), ("tokens", "right"), ("share", "right"), ("", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]

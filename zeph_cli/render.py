@@ -11,8 +11,9 @@ import re
 from typing import Any
 
 from .context.report import ContextReport
-from .messages import ToolResultPart, Usage, part_to_dict
+from .messages import ToolResultPart, part_to_dict
 from .store import Conversation, StoredMessage
+from .usage_estimate import ShownUsage
 
 
 def human_tokens(n: int) -> str:
@@ -27,17 +28,32 @@ def human_tokens(n: int) -> str:
     return str(n)
 
 
-def usage_line(usage: Usage, report: ContextReport | None) -> str:
-    parts = [f"tokens: {usage.prompt_tokens:,} in · {usage.output_tokens:,} out"]
+def usage_line(usage: ShownUsage, report: ContextReport | None) -> str:
+    """`tokens: 1,234 in · 56 out · context: …`; figures the provider did not report are zeph's
+    estimates, marked `~`."""
+    parts = [f"tokens: {_figure(usage.input_tokens, usage.input_estimated)} in · "
+             f"{_figure(usage.output_tokens, usage.output_estimated)} out"]
     if usage.cache_read_tokens or usage.cache_write_tokens:
         parts.append(f"cache: {usage.cache_read_tokens:,} read · {usage.cache_write_tokens:,} written")
     if report is not None:
-        used = usage.prompt_tokens or report.used_tokens
+        used = usage.input_tokens or report.used_tokens
+        mark = "~" if usage.input_estimated or not usage.input_tokens else ""
         if report.budget:
-            parts.append(f"context: {human_tokens(used)} / {human_tokens(report.budget)} ({used / report.budget:.0%})")
+            parts.append(f"context: {mark}{human_tokens(used)} / {human_tokens(report.budget)} ({used / report.budget:.0%})")
         else:
-            parts.append(f"context: {human_tokens(used)} (no budget)")
-    return " · ".join(parts)
+            parts.append(f"context: {mark}{human_tokens(used)} (no budget)")
+    line = " · ".join(parts)
+    return line + (" (~ estimated: the provider reported no usage)" if usage.estimated else "")
+
+
+def _figure(tokens: int, estimated: bool) -> str:
+    return f"~{tokens:,}" if estimated else f"{tokens:,}"
+
+
+def length_cut_notice(limit: int) -> str:
+    """What to say under a reply the length limit stopped (`limit`: the max_tokens it was sent with)."""
+    at = f" of {limit:,} tokens" if limit > 0 else ""
+    return f"the reply stopped at the length limit{at}: raise llm.max_tokens for longer replies"
 
 
 def message_label(stored: StoredMessage) -> str:
@@ -144,6 +160,25 @@ def conversation_json(conversation: Conversation, messages: list[StoredMessage])
             for m in messages
         ],
     }
+
+
+def window_text(report: ContextReport) -> str:
+    """`window 2.0k (server: llama.cpp /props)`: the model's window and, when known, where it came from."""
+    source = f" ({report.window_source})" if report.window_source else ""
+    return f"window {human_tokens(report.window)}{source}"
+
+
+def context_head_lines(report: ContextReport, session_id: int, provider: str, model: str, strategy: str) -> list[str]:
+    """The lines `zeph context` prints above its table: session, model, window, budget, usage, thresholds."""
+    budget = f"{human_tokens(report.budget)} budget" if report.budget else "no budget (no compaction)"
+    lines = [f"session {session_id} · {provider} {model} · {window_text(report)} · {budget}"]
+    if report.capacity:
+        lines.append(
+            f"usage {report.usage:.0%} of the {human_tokens(report.capacity)} prompt budget "
+            f"({human_tokens(report.context_tokens)} tokens) · compaction at soft {report.soft_threshold:.0%} "
+            f"/ hard {report.hard_threshold:.0%} · strategy {strategy}"
+        )
+    return lines
 
 
 def context_rows(report: ContextReport) -> list[tuple[str, int, str, str]]:

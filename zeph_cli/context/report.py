@@ -38,6 +38,7 @@ class ContextReport:
     compaction: tuple[str, ...] = ()  # what was pruned or summarized just before this request
     fixed_tokens: int = 0  # prompt layers, tool schemas and request framing: sent whatever the history
     pinned_tokens: int = 0  # the running turn's user message and its tool chain, sent verbatim
+    window_source: str = ""  # where `window` came from, e.g. "server: llama.cpp /props" ("" = not known)
 
     @property
     def used_tokens(self) -> int:
@@ -76,6 +77,7 @@ class ContextReport:
             "blocks": [{"name": b.name, "tokens": b.tokens, "detail": b.detail} for b in self.blocks],
             "used_tokens": self.used_tokens,
             "window": self.window,
+            "window_source": self.window_source,
             "budget": self.budget,
             "used_fraction": round(self.used_fraction, 4),
             "capacity": self.capacity,

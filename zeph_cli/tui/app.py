@@ -19,21 +19,9 @@ from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
 from ..errors import ZephError
+from ..event_handler import dispatch
 from ..log import current_log_path, get_logger
-from ..events import (
-    AgentWarning,
-    CompactionFinished,
-    CompactionStarted,
-    CompactionStatus,
-    ContextPrepared,
-    ReplyDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnFailed,
-    TurnFinished,
-    TurnStarted,
-    UsageReported,
-)
+from ..render import length_cut_notice
 from ..tools.permissions import ApprovalDecision, ApprovalRequest
 from ..tools.registry import tool_subject
 from .prompt_input import PromptInput
@@ -41,6 +29,7 @@ from .screens import ConfirmScreen, ContextScreen, SessionsScreen
 from .slash import SlashCommand, SlashError, complete, help_text, parse, unescape
 from .status_bar import StatusBar
 from .transcript import AssistantEntry, Divider, Notice, ToolEntry, Transcript, UserEntry
+from .turn_view import TurnView, failure_text
 
 log = get_logger("chat")
 
@@ -49,11 +38,6 @@ if TYPE_CHECKING:
     from ..context.report import ContextReport
 
 QUIT_WINDOW_SECS = 2.0  # a second Ctrl+C within this many seconds quits
-
-COMPACTION_BADGES = {
-    "soft": "pruning tool outputs…",
-    "reactive_retry": "compacting (the request did not fit)…",
-}
 
 
 class TuiApprover:
@@ -136,8 +120,8 @@ class ZephApp(App[int]):
         transcript = self.transcript
         await transcript.remove_children()
         transcript.unmounted.clear()
-        entries = [entry_for(item) for item in self.session.transcript()]
-        await transcript.add(*[e for e in entries if e is not None])
+        entries = [entry for item in self.session.transcript() for entry in entries_for(item)]
+        await transcript.add(*entries)
         transcript.scroll_end(animate=False)
 
     def refresh_gauge(self) -> "ContextReport":
@@ -210,55 +194,13 @@ class ZephApp(App[int]):
 
     async def run_turn(self, text: str) -> None:
         status = self.status
-        reply: AssistantEntry | None = None
-        tools: dict[str, ToolEntry] = {}
+        view = TurnView(self, self.session.reply_limit())
         status.set_streaming(True)
         try:
             async for event in self.session.run(text):
-                if isinstance(event, TurnStarted):
-                    self.update_header()
-                elif isinstance(event, ContextPrepared):
-                    status.show_report(event.report)
-                elif isinstance(event, ReplyDelta):
-                    if reply is None:
-                        reply = AssistantEntry()
-                        await self.transcript.add(reply)
-                    await reply.append(event.text)
-                    status.add_streamed(event.text)
-                elif isinstance(event, ToolCallStarted):
-                    if reply is not None:
-                        await reply.finish()
-                        reply = None
-                    entry = ToolEntry(event.call.name, event.subject, event.call.arguments)
-                    tools[event.call.id] = entry
-                    await self.transcript.add(entry)
-                elif isinstance(event, ToolCallFinished):
-                    entry = tools.get(event.call.id)
-                    if entry is not None:
-                        label = event.summary or event.decision
-                        if event.decision in ("denied", "blocked", "invalid"):
-                            label = f"{event.decision}: {event.summary}"
-                        entry.finish(label, event.result.content, failed=event.result.is_error)
-                elif isinstance(event, UsageReported):
-                    status.show_usage(event.usage)
-                elif isinstance(event, AgentWarning):
-                    await self.notice(event.text, "warning")
-                elif isinstance(event, TurnFailed):
-                    if reply is not None:
-                        await reply.finish(partial=str(event.error))
-                        reply = None
-                    await self.notice(failure_text(event.error), "error")
-                elif isinstance(event, TurnFinished):
-                    if reply is not None:
-                        await reply.finish(event.text)
-                        reply = None
-                    elif event.text:
-                        await self.transcript.add(AssistantEntry(event.text))
-                else:
-                    await self.show_compaction(event)
+                await dispatch(event, view)
         except asyncio.CancelledError:
-            if reply is not None:
-                await reply.finish(partial="cancelled")
+            await view.cancelled()
             await self.notice("cancelled: what was received is kept", "warning")
             raise
         except ZephError as exc:
@@ -272,19 +214,6 @@ class ZephApp(App[int]):
             status.set_streaming(False)
             status.show_badge("")
         self.turn_reports = [*self.turn_reports[-1:], self.refresh_gauge()]
-
-    async def show_compaction(self, event: object) -> None:
-        if isinstance(event, CompactionStarted):
-            self.status.show_badge(COMPACTION_BADGES.get(event.kind, "compacting…"))
-        elif isinstance(event, CompactionStatus):
-            self.status.show_badge(event.text)
-        elif isinstance(event, CompactionFinished):
-            self.status.show_badge("")
-            result = event.result
-            if result.skipped or result.rejected:
-                await self.notice(result.describe(), "warning" if result.rejected else "info")
-            else:
-                await self.transcript.add(Divider(result.describe()))
 
     # ---- cancel and quit --------------------------------------------------------------------
 
@@ -381,11 +310,9 @@ class ZephApp(App[int]):
 
     async def compact(self) -> None:
         try:
+            view = TurnView(self)
             async for event in self.session.compact():
-                if isinstance(event, AgentWarning):
-                    await self.notice(event.text, "warning")
-                else:
-                    await self.show_compaction(event)
+                await dispatch(event, view)
         except ZephError as exc:
             await self.notice(failure_text(exc), "error")
         finally:
@@ -422,9 +349,12 @@ class ZephApp(App[int]):
         self.refresh_gauge()
 
 
-def failure_text(error: Exception) -> str:
-    """A provider error inline, with what to do next."""
-    return f"{error}\nyour message is saved; press ↑ to edit it and send it again"
+def entries_for(item) -> list[object]:
+    """The widgets for one transcript item of the session: its entry, and a notice under a length-cut reply."""
+    entry = entry_for(item)
+    if item.kind == "assistant" and item.cut and not item.partial:
+        return [entry, Notice(length_cut_notice(0), "warning")]
+    return [] if entry is None else [entry]
 
 
 def entry_for(item) -> object | None:

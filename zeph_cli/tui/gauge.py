@@ -15,6 +15,7 @@ from ..context.compaction.tiers import decide
 from ..context.report import ContextReport
 from ..messages import Usage
 from ..render import human_tokens
+from ..usage_estimate import shown_usage
 
 Level = Literal["ok", "soft", "hard", "over"]
 
@@ -74,27 +75,20 @@ def gauge_for(report: ContextReport, width: int = 20) -> GaugeView:
     return gauge(report.context_tokens, report.capacity, report.soft_threshold, report.hard_threshold, width)
 
 
-def usage_text(usage: Usage, context_tokens: int | None, output_estimate: int = 0) -> str:
+def usage_text(usage: Usage, request_tokens: int | None, output_estimate: int = 0) -> str:
     """Last turn's tokens: "in 1.2k · out 340", plus " · cache 900 read / 120 written" when reported.
 
-    When the provider reported no prompt tokens, `context_tokens` (the local
-    estimate) stands in as "in ~1.2k"; when it reported no output tokens,
-    `output_estimate` (from the streamed text) stands in as "out ~340"; with
-    nothing at all, the text is empty.
+    When the provider reported no prompt tokens, `request_tokens` (the request's
+    own estimate) stands in as "in ~1.2k"; when it reported no output tokens,
+    `output_estimate` (from the streamed text) stands in as "out ~340" (the
+    rule of `shown_usage`); with nothing at all, the text is empty.
     """
-    if usage.prompt_tokens:
-        prompt = human_tokens(usage.prompt_tokens)
-    elif context_tokens is not None:
-        prompt = "~" + human_tokens(max(context_tokens, 0))
-    elif usage.output_tokens or output_estimate:
-        prompt = "?"
-    else:
+    shown = shown_usage(usage, request_tokens, output_estimate)
+    if not shown.input_tokens and not shown.output_tokens:
         return ""
-    if usage.output_tokens or not output_estimate:
-        output = human_tokens(usage.output_tokens)
-    else:
-        output = "~" + human_tokens(output_estimate)
+    prompt = ("~" if shown.input_estimated else "") + human_tokens(shown.input_tokens) if shown.input_tokens else "?"
+    output = ("~" if shown.output_estimated else "") + human_tokens(shown.output_tokens)
     text = f"in {prompt} · out {output}"
-    if usage.cache_read_tokens or usage.cache_write_tokens:
-        text += f" · cache {human_tokens(usage.cache_read_tokens)} read / {human_tokens(usage.cache_write_tokens)} written"
+    if shown.cache_read_tokens or shown.cache_write_tokens:
+        text += f" · cache {human_tokens(shown.cache_read_tokens)} read / {human_tokens(shown.cache_write_tokens)} written"
     return text

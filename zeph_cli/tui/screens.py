@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
 from ..context.report import ContextReport
-from ..render import context_rows, human_tokens
+from ..render import context_rows, human_tokens, window_text
 from ..tools.permissions import ApprovalRequest
 
 BAR_WIDTH = 24
@@ -110,7 +110,7 @@ class ContextScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         report = self.report
-        head = f"window {human_tokens(report.window)}"
+        head = window_text(report)
         if report.capacity:
             head += (
                 f" · budget {human_tokens(report.budget)} · usage {report.usage:.0%} of the "

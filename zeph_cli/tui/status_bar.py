@@ -14,10 +14,9 @@ from textual.widgets import Static
 from ..context.report import ContextReport
 from ..messages import Usage
 from ..render import human_tokens
-from ..tokens import ApproximateCounter
+from ..usage_estimate import reply_tokens
 from .gauge import gauge_for, usage_text
 
-ESTIMATE = ApproximateCounter()  # streamed text is only estimated: counting must cost nothing per token
 REDRAW_SECS = 0.25  # the live streamed-token figure is redrawn at most this often
 LEVEL_STYLES = {"ok": "green", "soft": "yellow", "hard": "red", "over": "bold red"}
 
@@ -31,6 +30,7 @@ class StatusBar(Static):
         super().__init__("", **kwargs)
         self.report: ContextReport | None = None
         self.usage: Usage | None = None
+        self.request_tokens: int | None = None  # the estimate of the request `usage` is for
         self.badge = ""
         self.streaming = False
         self.streamed_tokens = 0  # estimated from the reply text streamed this turn
@@ -38,7 +38,7 @@ class StatusBar(Static):
 
     def add_streamed(self, text: str) -> None:
         """Count streamed reply text; the line is redrawn at most every `REDRAW_SECS` for it."""
-        self.streamed_tokens += ESTIMATE.count(text)
+        self.streamed_tokens += reply_tokens(text)
         now = time.monotonic()
         if now - self._drawn_at >= REDRAW_SECS:
             self._render_line()
@@ -47,8 +47,11 @@ class StatusBar(Static):
         self.report = report
         self._render_line()
 
-    def show_usage(self, usage: Usage) -> None:
+    def show_usage(self, usage: Usage, request_tokens: int | None = None) -> None:
+        """The usage the provider reported for a request, with that request's own estimate
+        (`ContextReport.used_tokens`) to stand in for the input when none was reported."""
         self.usage = usage
+        self.request_tokens = request_tokens
         self._render_line()
 
     def show_badge(self, text: str) -> None:
@@ -60,6 +63,7 @@ class StatusBar(Static):
         if streaming:
             self.streamed_tokens = 0
             self.usage = None
+            self.request_tokens = None
         self._render_line()
 
     def line(self) -> str:
@@ -69,8 +73,10 @@ class StatusBar(Static):
             style = LEVEL_STYLES.get(view.level, "")
             parts.append(f"context [{style}]{escape(view.bar)}[/] {escape(view.label)}")
         if self.usage is not None or (self.streamed_tokens and not self.streaming):
-            context_tokens = self.report.context_tokens if self.report else None
-            text = usage_text(self.usage or Usage(), context_tokens, self.streamed_tokens)
+            request_tokens = self.request_tokens
+            if request_tokens is None and self.report is not None:
+                request_tokens = self.report.used_tokens
+            text = usage_text(self.usage or Usage(), request_tokens, self.streamed_tokens)
             if text:
                 parts.append(escape(text))
         if self.badge:
