@@ -144,3 +144,21 @@ async def test_history_counts_come_from_the_per_message_cache(fake_server, tmp_p
     _, after, raw = agent.context_for(conversation)
     assert after.block("history").tokens == before.block("history").tokens + 5000
     assert raw == after.raw_tokens and raw >= 5000
+
+
+async def test_no_room_for_tools_is_said_once_per_session_not_once_per_process(fake_server, tmp_path):
+    # `zeph ask -c` starts a new process every turn: the warning must not repeat on each.
+    replies = lambda request: openai_wire.stream_response(openai_wire.text_chunks(["ok"], usage=None))  # noqa: E731
+    fake_server.respond_with(replies)
+    first = make_agent(fake_server, tmp_path, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="2000")
+    conversation = first.new_conversation("small window")
+    said = [e.text for e in await collect(first, conversation, "hello") if isinstance(e, AgentWarning)]
+    assert len(said) == 1 and said[0].startswith("running without tools: their schemas take")
+    assert "more than a quarter of the 1,600-token prompt budget" in said[0]
+    assert "tools" not in fake_server.requests_to("/v1/chat/completions")[-1].json
+    second = make_agent(fake_server, tmp_path, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="2000")
+    again = await collect(second, second.store.get_conversation(conversation.id), "and again")
+    assert not [e for e in again if isinstance(e, AgentWarning)]
+    third = make_agent(fake_server, tmp_path, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS="2000")
+    other = third.new_conversation("another session")
+    assert [e for e in await collect(third, other, "hi") if isinstance(e, AgentWarning)]  # a new session hears it

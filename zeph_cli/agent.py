@@ -86,6 +86,7 @@ _NO_TOOL_SUPPORT = re.compile(
 _VALID_CALL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Spec ("Reactive Retry on Context Length Errors"): compact and retry, "max_attempts (default: 2)".
 CONTEXT_LENGTH_RETRIES = 2
+TOOLS_DROPPED_SAID = "tools_dropped_warning"  # conversation metadata: the no-room-for-tools warning given
 
 
 # ---- the agent ------------------------------------------------------------------
@@ -403,7 +404,11 @@ class Agent:
             yield AgentWarning(f"running without tools: {self.tools_unavailable}")
         if not self.offered_tools().tools and self._tools_dropped and not self._said_no_tools:
             self._said_no_tools = True
-            yield AgentWarning(self._tools_dropped)
+            if conversation.metadata.get(TOOLS_DROPPED_SAID) != self._tools_dropped:  # once per session, not per `ask -c`
+                self.store.update_conversation(
+                    conversation.id, metadata={**conversation.metadata, TOOLS_DROPPED_SAID: self._tools_dropped}
+                )
+                yield AgentWarning(self._tools_dropped)
 
         used_ids = self._call_ids(conversation)
         total = Usage()
