@@ -220,3 +220,17 @@ def test_cutting_a_summary_keeps_identifiers_paths_and_numbers_first_in_their_or
     assert COUNTER.count(cut) <= 40
     assert cut.splitlines() == ["- The parser lives in src/parser/lexer.rs and was rewritten.",
                                 "- The release code is FACT-R2D2 and ships on 2026-12-01."]
+
+
+def test_a_preserved_tail_too_big_for_the_soft_threshold_gives_its_oldest_groups_to_the_summary():
+    from zeph_cli.context.compaction import compaction_range
+
+    history = [HistoryItem(Message.user(f"m{i}"), 100, i + 1) for i in range(10)]
+    middle, tail = compaction_range(history, 4)
+    assert len(tail) == 4  # the spec's tail of 4 messages
+    middle, tail = compaction_range(history, 4, tail_tokens=250)
+    assert [i.id for i in tail] == [9, 10] and len(middle) == 8
+    middle, tail = compaction_range(history, 4, keep_from=7, tail_tokens=0)
+    assert [i.id for i in tail] == [8, 9, 10]  # never into the running turn
+    middle, tail = compaction_range(history, 4, tail_tokens=0)
+    assert [i.id for i in tail] == [10]  # the newest message always stays

@@ -148,7 +148,7 @@ class Compactor:
             report = self._report(conversation)
         if decide(report.context_tokens, report.capacity, soft, hard) != "hard" or self.guard.exhausted:
             return
-        if self._cooling_down(conversation) or self._in_cooldown():
+        if self._cooling_down(conversation, "hard") or self._in_cooldown():
             return
         async for event in self._automatic_summary(conversation, "hard", None):
             yield event
@@ -172,7 +172,7 @@ class Compactor:
                 f"take on their own ({fixed:,} tokens): proactive compression is off for this session"
             )
             return
-        if len(self._middle(conversation)) < 2 or self._cooling_down(conversation) or self._in_cooldown():
+        if len(self._middle(conversation, "proactive")) < 2 or self._cooling_down(conversation, "proactive") or self._in_cooldown():
             return  # nothing worth compressing yet: not a failure, the guard is not told
         async for event in self._automatic_summary(conversation, "proactive", compression.max_summary_tokens):
             yield event
@@ -194,17 +194,23 @@ class Compactor:
                 return index
         return turn_start
 
-    def _range(self, history: list[HistoryItem]) -> list[HistoryItem]:
-        """The messages an LLM compaction would summarize now."""
-        return compaction_range(history, self.deps.config.memory.compaction_preserve_tail, self._keep_from(history))[0]
+    def _middle(self, conversation: Conversation, kind: str) -> list[HistoryItem]:
+        """The messages an LLM compaction of `kind` would summarize now: all but the preserved tail and the
+        running turn; for the hard tier, a tail too large to leave usage under the soft threshold after the
+        summary is shortened, so the next turn does not compact again."""
+        memory = self.deps.config.memory
+        history = self.deps.history(conversation)
+        report = self._report(conversation)
+        tail_tokens = None
+        if report.capacity and kind == "hard":
+            cap = summary_cap(report.capacity, report.fixed_tokens, memory.compression.max_summary_tokens)
+            tail_tokens = max(int(memory.soft_compaction_threshold * report.capacity) - report.fixed_tokens - cap, 0)
+        return compaction_range(history, memory.compaction_preserve_tail, self._keep_from(history), tail_tokens)[0]
 
-    def _middle(self, conversation: Conversation) -> list[HistoryItem]:
-        return self._range(self.deps.history(conversation))
-
-    def _cooling_down(self, conversation: Conversation) -> bool:
+    def _cooling_down(self, conversation: Conversation, kind: str) -> bool:
         """After a probe HardFail, wait for new messages: the same range would be summarized (and rejected) again;
         with fewer than 2 messages to summarize, nothing can run."""
-        middle = self._middle(conversation)
+        middle = self._middle(conversation, kind)
         if len(middle) < 2:
             return False  # the attempt finds too little to summarize: that is the guard's to judge
         return bool(self._rejected_through) and middle[-1].id == self._rejected_through
@@ -311,7 +317,7 @@ class Compactor:
         """Summarize everything before the preserved tail; yields status events, then the result."""
         deps = self.deps
         before = self._report(conversation).context_tokens
-        middle = self._middle(conversation)
+        middle = self._middle(conversation, kind)
         if len(middle) < 2:
             yield CompactionResult(
                 kind, before, before, len(middle), skipped="fewer than 2 messages before the preserved tail"

@@ -24,6 +24,11 @@ from .report import ContextBlock, ContextReport
 from .untrusted import delimit_tool_results, delimiter_tokens
 
 
+# Blocks are calibrated one by one and history group by group: their roundings
+# may add up to a few tokens more than the allowance they were fitted to.
+ROUNDING_SLACK = 8
+
+
 @dataclass(frozen=True)
 class PromptLayer:
     name: str
@@ -129,7 +134,7 @@ def assemble(
                 f"the compaction summary uses {summary_tokens:,} tokens, more than its "
                 f"{allocation.shares['summaries']:.0%} share ({allocation.for_slot('summaries'):,})"
             )
-        allowance = max(shared - summary_tokens, 0)
+        allowance = max(shared - summary_tokens - ROUNDING_SLACK, 0)
     pinned_from = next((n for n, i in enumerate(recent) if pinned_id and i.id == pinned_id), None)
     kept, dropped = fit_history(recent, allowance, calibration, pinned_from)
     pinned_tokens = calibration.apply(sum(i.tokens for i in recent[pinned_from:])) if pinned_from is not None else 0

@@ -16,22 +16,40 @@ CHUNK_TOKENS = 4096  # spec: "split into ~4096-token chunks"
 
 
 def compaction_range(
-    history: list[HistoryItem], preserve_tail: int = COMPACTION_PRESERVE_TAIL, keep_from: int | None = None
+    history: list[HistoryItem],
+    preserve_tail: int = COMPACTION_PRESERVE_TAIL,
+    keep_from: int | None = None,
+    tail_tokens: int | None = None,
 ) -> tuple[list[HistoryItem], list[HistoryItem]]:
     """(middle, tail): `middle` is summarized, `tail` (at least `preserve_tail` messages) is kept.
 
     Everything from index `keep_from` on (the running turn) stays in the tail.
     When the boundary would fall inside a tool pair it moves back, so the whole
-    pair stays in the tail.
+    pair stays in the tail. With `tail_tokens`, a preserved tail larger than
+    that gives its oldest groups to the middle (never the running turn, never
+    the newest group), so a compaction leaves room for more than one turn.
     """
     boundary = max(len(history) - max(preserve_tail, 0), 0)
     if keep_from is not None:
         boundary = min(boundary, keep_from)
+    groups = message_groups(history)
     start = 0
-    for group in message_groups(history):
+    for group in groups:
         if start + len(group) > boundary:
             break
         start += len(group)
+    if tail_tokens is not None:
+        limit = len(history) - len(groups[-1]) if groups else 0  # the newest group always stays
+        if keep_from is not None:
+            limit = min(limit, keep_from)
+        position = 0
+        for group in groups:
+            end = position + len(group)
+            if position == start:
+                if end > limit or sum(i.tokens for i in history[position:]) <= tail_tokens:
+                    break
+                start = end
+            position = end
     return history[:start], history[start:]
 
 
