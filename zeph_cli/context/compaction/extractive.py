@@ -35,6 +35,8 @@ _DECISION = re.compile(
 )
 _MEMO = re.compile(r"\b(remember|don'?t forget|do not forget|important|note that|keep in mind)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\[\(\"'`])")
+_CLAUSE_END = re.compile(r"(?<=[:;,])\s+")
+LONG_SENTENCE_CHARS = 100  # longer sentences keep only their clauses worth keeping
 _HEADERS = (SUMMARY_MARKER, METADATA_HEADER, KEPT_LINES, "Messages compacted:", "Last user message:", "Last assistant message:")
 
 
@@ -50,13 +52,22 @@ def score(sentence: str) -> int:
     )
 
 
+def _tighten(sentence: str) -> str:
+    """A long sentence without its clauses that carry nothing worth keeping."""
+    if len(sentence) <= LONG_SENTENCE_CHARS:
+        return sentence
+    clauses = _CLAUSE_END.split(sentence)
+    kept = [c for c in clauses if score(c) > 0]
+    return "… " + " ".join(kept) if kept and len(kept) < len(clauses) else sentence
+
+
 def _sentences(text: str) -> list[str]:
     out = []
     for line in text.splitlines():
         line = line.strip().lstrip("-*• ").strip()
         if not line or line.startswith(_HEADERS):
             continue
-        out.extend(s.strip()[:SENTENCE_CHARS] for s in _SENTENCE_END.split(line) if s.strip())
+        out.extend(_tighten(s.strip())[:SENTENCE_CHARS] for s in _SENTENCE_END.split(line) if s.strip())
     return out
 
 
@@ -88,7 +99,7 @@ def pick(candidates: list[tuple[str, int]], budget_tokens: int, counter: TokenCo
             continue
         seen.add(key)
         ranked.append((score(sentence) + bonus, index, sentence))
-    ranked.sort(key=lambda r: (-r[0], -r[1]))  # best first; among equals, the newest
+    ranked.sort(key=lambda r: (-r[0], len(r[2]), -r[1]))  # best first; among equals the shortest, then the newest
     chosen: list[tuple[int, str]] = []
     used = 0
     for points, index, sentence in ranked:
