@@ -101,6 +101,27 @@ class Workspace:
     warnings: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _TurnState:
+    """What one turn carries from step to step."""
+
+    conversation: Conversation
+    system: str | None
+    stream: bool
+    used_ids: set[str]  # tool call ids already in the conversation
+    total: Usage = field(default_factory=Usage)
+    rounds: int = 0  # tool rounds run
+    context_retries: int = 0
+    changes: list[str] = field(default_factory=list)  # compaction since the last request, for its report
+    messages: list[Message] = field(default_factory=list)
+    report: ContextReport | None = None
+    raw_estimate: int = 0
+    dump_id: int | None = None
+    parsed: list[tuple[ToolCallPart, str | None]] = field(default_factory=list)
+    retry: bool = False  # send again (after compaction, a learned window or dropping tools)
+    ended: bool = False
+
+
 class Agent:
     def __init__(
         self,
@@ -397,147 +418,193 @@ class Agent:
     async def _turn(
         self, conversation: Conversation, user_message_id: int, system: str | None, stream: bool
     ) -> AsyncIterator[AgentEvent]:
+        """prepare → send → store the reply → run its tool calls, until the model answers without tools."""
         yield TurnStarted(conversation, user_message_id)
+        for warning in self._tool_warnings(conversation):
+            yield warning
+        turn = _TurnState(conversation, system, stream, self._call_ids(conversation))
+        self.compactor.start_turn()
+        while True:
+            tools = self.offered_tools()
+            async for event in self._prepare(turn, tools):
+                yield event
+            if turn.ended:
+                return
+            builder = ReplyBuilder()
+            async for event in self._send(turn, tools, builder):
+                yield event
+            if turn.ended:
+                return
+            if turn.retry:
+                continue
+            async for event in self._store_reply(turn, builder):
+                yield event
+            if turn.ended:
+                return
+            async for event in self._run_calls(turn.conversation, self._runner(turn.conversation, tools), turn.parsed):
+                yield event
+            await self.compactor.after_tool_round(turn.conversation)
 
+    def _tool_warnings(self, conversation: Conversation) -> list[AgentWarning]:
+        """Why no tools are offered, once: the model has none, or the budget leaves no room (once a session)."""
         if self.tools_unavailable and not self._said_no_tools:
             self._said_no_tools = True
-            yield AgentWarning(f"running without tools: {self.tools_unavailable}")
+            return [AgentWarning(f"running without tools: {self.tools_unavailable}")]
         if not self.offered_tools().tools and self._tools_dropped and not self._said_no_tools:
             self._said_no_tools = True
             if conversation.metadata.get(TOOLS_DROPPED_SAID) != self._tools_dropped:  # once per session, not per `ask -c`
                 self.store.update_conversation(
                     conversation.id, metadata={**conversation.metadata, TOOLS_DROPPED_SAID: self._tools_dropped}
                 )
-                yield AgentWarning(self._tools_dropped)
+                return [AgentWarning(self._tools_dropped)]
+        return []
 
-        used_ids = self._call_ids(conversation)
-        total = Usage()
-        rounds = 0
-        context_retries = 0
-        max_rounds = self.config.agent.max_tool_iterations
-        self.compactor.start_turn()
-        changes: list[str] = []  # compaction since the last request, for its report
-        while True:
-            tools = self.offered_tools()
-            messages, report, raw_estimate = self.context_for(conversation, system, tools)
-            compacted = False
-            async for event in self.compactor.before_request(conversation, report):
-                compacted = True
+    async def _prepare(self, turn: "_TurnState", tools: ToolSet) -> AsyncIterator[AgentEvent]:
+        """Compaction as the context needs it, then the request's messages and report; ends the turn
+        when the request cannot fit the budget (the one check before a request leaves)."""
+        conversation = turn.conversation
+        turn.messages, turn.report, turn.raw_estimate = self.context_for(conversation, turn.system, tools)
+        compacted = False
+        async for event in self.compactor.before_request(conversation, turn.report):
+            compacted = True
+            if isinstance(event, CompactionFinished):
+                turn.changes.append(event.result.describe())
+            yield event
+        if compacted:
+            turn.messages, turn.report, turn.raw_estimate = self.context_for(conversation, turn.system, tools)
+        if turn.changes:
+            turn.report, turn.changes = dataclasses.replace(turn.report, compaction=tuple(turn.changes)), []
+        yield ContextPrepared(turn.report)
+        for note in turn.report.notes:
+            yield AgentWarning(note)
+        problem = budget_problem(turn.report)
+        if problem is not None:
+            turn.ended = True
+            yield TurnFailed(ContextBudgetExceeded(problem))
+
+    async def _send(self, turn: "_TurnState", tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
+        """Stream one request into `builder`; a provider error ends the turn or asks for a retry."""
+        assert self.profile is not None and turn.report is not None
+        turn.retry = False
+        request = ChatRequest(
+            messages=tuple(turn.messages),
+            tools=tools.specs(),
+            max_tokens=self._reply_cap(turn.report),
+            temperature=self.config.llm.temperature,
+            stream=turn.stream,
+            context_window=turn.report.budget or self.profile.context_window,
+        )
+        dump = self.dump
+        turn.dump_id = dump.request(request, provider=self.provider.name, model=self.model_label, report=turn.report) if dump else None
+        try:
+            async for event in self.provider.stream(request):
+                builder.add(event)
+                if isinstance(event, TextDelta) and event.text:
+                    yield ReplyDelta(event.text)
+        except ProviderError as exc:
+            async for event in self._on_provider_error(turn, request, builder, exc):
+                yield event
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            self._save_partial(turn.conversation, builder, "interrupted")
+            raise
+
+    async def _on_provider_error(
+        self, turn: "_TurnState", request: ChatRequest, builder: ReplyBuilder, exc: ProviderError
+    ) -> AsyncIterator[AgentEvent]:
+        """A model without tools: again without them. Too long: learn the window, compact, again (twice at
+        most). Anything else ends the turn, keeping what arrived."""
+        nothing_yet = not builder.content and not builder.calls
+        if request.tools and nothing_yet and _NO_TOOL_SUPPORT.search(str(exc)):
+            self.tools_unavailable = f"{self.provider.name} model {self.model_label} does not support tools"
+            self._said_no_tools = True
+            turn.retry = True
+            yield AgentWarning(f"running without tools: {self.tools_unavailable}")
+            return
+        self._dump_response(turn.dump_id, builder, str(exc))
+        too_long = isinstance(exc, ContextLengthExceeded) or is_context_length_message(str(exc))
+        if too_long and nothing_yet and turn.context_retries < CONTEXT_LENGTH_RETRIES:
+            turn.context_retries += 1
+            learned = self._learn_window(exc)
+            if learned:  # the next request is budgeted for the real window: trimmed and compacted to fit it
+                yield AgentWarning(learned)
+                turn.retry = True
+                return
+            freed = False
+            async for event in self.compactor.compact(turn.conversation, "reactive_retry"):
                 if isinstance(event, CompactionFinished):
-                    changes.append(event.result.describe())
+                    turn.changes.append(event.result.describe())
+                    freed = freed or event.result.tokens_saved > 0
                 yield event
-            if compacted:
-                messages, report, raw_estimate = self.context_for(conversation, system, tools)
-            if changes:
-                report, changes = dataclasses.replace(report, compaction=tuple(changes)), []
-            yield ContextPrepared(report)
-            for note in report.notes:
-                yield AgentWarning(note)
-            problem = budget_problem(report)
-            if problem is not None:  # the one check before a request leaves: never above the budget
-                yield TurnFailed(ContextBudgetExceeded(problem))
+            if freed:
+                turn.retry = True
                 return
-
-            assert self.profile is not None
-            request = ChatRequest(
-                messages=tuple(messages),
-                tools=tools.specs(),
-                max_tokens=self._reply_cap(report),
-                temperature=self.config.llm.temperature,
-                stream=stream,
-                context_window=report.budget or self.profile.context_window,
+        elif too_long:
+            learned = self._learn_window(exc)
+            if learned:
+                yield AgentWarning(learned)
+        if too_long and nothing_yet:
+            attempts = turn.context_retries
+            exc = ContextLengthExceeded(
+                f"{exc} — the request still does not fit after compacting "
+                f"({attempts} attempt{'s' * (attempts != 1)}); start a new session "
+                "or lower [memory] context_budget_tokens to the model's real window",
+                provider=exc.provider,
+                status=exc.status,
             )
-            dump_id = self.dump.request(request, provider=self.provider.name, model=self.model_label, report=report) if self.dump else None
-            builder = ReplyBuilder()
-            try:
-                async for event in self.provider.stream(request):
-                    builder.add(event)
-                    if isinstance(event, TextDelta) and event.text:
-                        yield ReplyDelta(event.text)
-            except ProviderError as exc:
-                if request.tools and not builder.content and not builder.calls and _NO_TOOL_SUPPORT.search(str(exc)):
-                    self.tools_unavailable = f"{self.provider.name} model {self.model_label} does not support tools"
-                    self._said_no_tools = True
-                    yield AgentWarning(f"running without tools: {self.tools_unavailable}")
-                    continue
-                self._dump_response(dump_id, builder, str(exc))
-                too_long = isinstance(exc, ContextLengthExceeded) or is_context_length_message(str(exc))
-                if too_long:
-                    learned = self._learn_window(exc)
-                    if learned:
-                        yield AgentWarning(learned)
-                if too_long and not builder.content and not builder.calls:
-                    if context_retries < CONTEXT_LENGTH_RETRIES:
-                        context_retries += 1
-                        freed = False
-                        async for event in self.compactor.compact(conversation, "reactive_retry"):
-                            if isinstance(event, CompactionFinished):
-                                changes.append(event.result.describe())
-                                freed = freed or event.result.tokens_saved > 0
-                            yield event
-                        if freed:
-                            continue
-                    exc = ContextLengthExceeded(
-                        f"{exc} — the request still does not fit after compacting "
-                        f"({context_retries} attempt{'s' * (context_retries != 1)}); start a new session "
-                        "or lower [memory] context_budget_tokens to the model's real window",
-                        provider=exc.provider,
-                        status=exc.status,
-                    )
-                partial_id = self._save_partial(conversation, builder, str(exc))
-                yield TurnFailed(exc, partial_id)
-                return
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                self._save_partial(conversation, builder, "interrupted")
-                raise
+        partial_id = self._save_partial(turn.conversation, builder, str(exc))
+        turn.ended = True
+        yield TurnFailed(exc, partial_id)
 
-            parsed = [(self._unique_id(call, used_ids), problem) for call, problem in builder.parsed_tool_calls()]
-            calls = [call for call, _ in parsed]
-            usage = builder.usage
-            total = total + usage
-            stop_reason = normalize_stop_reason(builder.stop_reason)
-            reply_parts: list = ([TextPart(builder.content)] if builder.content else []) + calls
-            message_id = None
-            if reply_parts:
-                reply = Message("assistant", tuple(reply_parts))
-                message_id = self.store.add_message(
-                    conversation.id,
-                    reply,
-                    token_count=count_message(self.counter, reply),
-                    token_counter=self.counter.name,
-                    metadata={"usage": usage.to_dict(), "stop_reason": stop_reason, "model": self.model_label},
-                ).id
-                self.guidelines.after_reply(conversation, builder.content)
-            elif not calls:
-                yield AgentWarning("the model returned an empty reply")
-            self._calibrate(raw_estimate, usage)
-            self._dump_response(dump_id, builder)
-            yield UsageReported(usage, report)
-            warning = self._dump_warning()
-            if warning:
-                yield warning
+    async def _store_reply(self, turn: "_TurnState", builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
+        """Store the reply and its usage; end the turn when it calls no tools or the round limit is reached."""
+        conversation = turn.conversation
+        turn.parsed = [(self._unique_id(call, turn.used_ids), problem) for call, problem in builder.parsed_tool_calls()]
+        calls = [call for call, _ in turn.parsed]
+        usage = builder.usage
+        turn.total = turn.total + usage
+        stop_reason = normalize_stop_reason(builder.stop_reason)
+        reply_parts: list = ([TextPart(builder.content)] if builder.content else []) + calls
+        message_id = None
+        if reply_parts:
+            reply = Message("assistant", tuple(reply_parts))
+            message_id = self.store.add_message(
+                conversation.id,
+                reply,
+                token_count=count_message(self.counter, reply),
+                token_counter=self.counter.name,
+                metadata={"usage": usage.to_dict(), "stop_reason": stop_reason, "model": self.model_label},
+            ).id
+            self.guidelines.after_reply(conversation, builder.content)
+        elif not calls:
+            yield AgentWarning("the model returned an empty reply")
+        self._calibrate(turn.raw_estimate, usage)
+        self._dump_response(turn.dump_id, builder)
+        assert turn.report is not None
+        yield UsageReported(usage, turn.report)
+        warning = self._dump_warning()
+        if warning:
+            yield warning
 
-            if not calls:
-                yield TurnFinished(message_id, builder.content, total, stop_reason)
-                return
-            if rounds >= max_rounds:
-                for call in calls:
-                    self._save_result(
-                        conversation,
-                        interrupted_result(call, f"this turn reached its limit of {max_rounds} tool rounds"),
-                        {"decision": "limit"},
-                    )
-                yield AgentWarning(
-                    f"stopped after {max_rounds} tool rounds (agent.max_tool_iterations); "
-                    "the model wanted more: reply \"continue\" to let it go on, or raise the limit"
+        if not calls:
+            turn.ended = True
+            yield TurnFinished(message_id, builder.content, turn.total, stop_reason)
+            return
+        max_rounds = self.config.agent.max_tool_iterations
+        if turn.rounds >= max_rounds:
+            for call in calls:
+                self._save_result(
+                    conversation,
+                    interrupted_result(call, f"this turn reached its limit of {max_rounds} tool rounds"),
+                    {"decision": "limit"},
                 )
-                yield TurnFinished(message_id, builder.content, total, "max_tool_iterations")
-                return
-            rounds += 1
-            runner = self._runner(conversation, tools)
-            async for event in self._run_calls(conversation, runner, parsed):
-                yield event
-            await self.compactor.after_tool_round(conversation)
+            yield AgentWarning(
+                f"stopped after {max_rounds} tool rounds (agent.max_tool_iterations); "
+                "the model wanted more: reply \"continue\" to let it go on, or raise the limit"
+            )
+            turn.ended = True
+            yield TurnFinished(message_id, builder.content, turn.total, "max_tool_iterations")
+            return
+        turn.rounds += 1
 
     def _learn_window(self, exc: ProviderError) -> str | None:
         """Remember the window a context-length error states (per provider, model and endpoint), so this
