@@ -920,3 +920,30 @@ async def test_a_big_tool_output_mid_turn_never_separates_the_question_from_its_
     # The output was cut to the budget's share, the full text kept for read_overflow.
     (call,) = of(events, ToolCallFinished)
     assert "read_overflow(id=" in call.result.content and len(call.result.content) < 15_000
+
+
+async def test_a_context_length_error_teaches_the_window_and_every_later_request_fits_it(fake_server, model, workspace):
+    # Issue: "After 'maximum context length is 3000 tokens' the budget stays 64k, so every later overflow
+    # first pays a rejected request." The stated window is learned, remembered, and budgeted for at once.
+    agent = make_agent(fake_server, workspace)  # gpt-4o: 128k by the model table
+    conversation = agent.new_conversation("small real window")
+    await plain_turns(agent, conversation, model, range(8))
+    assert of(await run(agent, conversation, "warm"), ContextPrepared)[0].report.window == 128_000
+    model.fail(openai_wire.context_length_exceeded(limit=3000, used=4100))
+    model.say("Fits now.")
+    events = await run(agent, conversation, "and now?")
+
+    assert of(events, TurnFinished)
+    learned = [e.text for e in of(events, AgentWarning) if "window is 3,000 tokens" in e.text]
+    assert learned == ["compatible says the model's window is 3,000 tokens (zeph assumed 128,000): "
+                       "remembered, and every request is budgeted for it from now on"]
+    retry = of(events, ContextPrepared)[-1].report
+    assert (retry.window, retry.budget) == (3000, 3000) and retry.used_tokens <= retry.capacity == 2400
+    assert retry.window_source == "learned: the server's context-length error"
+    # A new process (zeph ask -c) starts from the learned window: no rejected request first.
+    again = make_agent(fake_server, workspace)
+    model.say("Still fits.")
+    before = len(chat_requests(fake_server))
+    events = await run(again, again.store.get_conversation(conversation.id), "one more")
+    assert of(events, TurnFinished) and len(chat_requests(fake_server)) == before + 1
+    assert of(events, ContextPrepared)[0].report.window == 3000
