@@ -139,3 +139,10 @@ def test_a_compact_schema_keeps_names_types_and_required_fields():
     assert compact.description == "Write a note."
     assert compact.parameters == {"type": "object", "properties": {"description": {"type": "string"},
                                   "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["description"]}
+
+
+def test_many_small_messages_under_a_calibration_above_1_still_fit_exactly():
+    history = [item(Message.user(f"m{i} " + "w" * 22), i) for i in range(1, 600)]
+    _, report = assemble([PromptLayer("base prompt", "B" * 400)], history, budget(4000), COUNTER, window=64_000,
+                         calibration=Calibration(1.1, 5))
+    assert report.trimmed_messages > 0 and not report.over_budget

@@ -234,3 +234,47 @@ def test_a_preserved_tail_too_big_for_the_soft_threshold_gives_its_oldest_groups
     assert [i.id for i in tail] == [8, 9, 10]  # never into the running turn
     middle, tail = compaction_range(history, 4, tail_tokens=0)
     assert [i.id for i in tail] == [10]  # the newest message always stays
+
+
+async def test_summary_chunks_are_sized_to_the_summarizers_window(session_factory):
+    from zeph_cli.context.compaction.ranges import CHUNK_TOKENS
+
+    session = session_factory(0, faithful)  # no budget: compaction on demand only
+    for i in range(40):
+        session.turn(i)
+    assert await session.compactor._chunk_tokens("summary", 512) == CHUNK_TOKENS  # window unknown
+
+    async def window(purpose: str) -> int:
+        return 2048
+
+    session.compactor.deps.summarizer_window = window
+    assert await session.compactor._chunk_tokens("summary", 512) == 2048 - 512 - 600
+    [e async for e in session.compactor.compact(session.conversation)]
+    chunk_prompts = [p for p in session.calls if "<conversation part=" in p]
+    assert len(chunk_prompts) > 1
+    assert all(COUNTER.count(p) + 512 <= 2048 for p in chunk_prompts)  # every call fits the summarizer
+
+
+def test_cutting_a_summary_of_plain_prose_keeps_what_fits_instead_of_nothing():
+    from zeph_cli.context.compaction import cut_summary
+
+    prose = "The user said their name is Alice. " + "They like quiet evenings by the sea. " * 40
+    cut = cut_summary(prose, 100, COUNTER)
+    assert cut and COUNTER.count(cut) <= 100
+
+
+async def test_the_cooldown_holds_across_processes(session_factory, tmp_path):
+    session = session_factory(4000, faithful)
+    for i in range(40):
+        session.turn(i)
+        events = await session.before_request()
+        if any(isinstance(e, CompactionFinished) and e.result.summary_id for e in events):
+            break
+    else:
+        raise AssertionError("no compaction in 40 turns")
+    session.turn(100)
+    fresh = Compactor(session.compactor.deps)  # `zeph ask -c`: a new process, nothing in memory
+    fresh.start_turn()
+    assert fresh._in_cooldown(session.conversation)  # 1 user turn since the summary, cooldown 2
+    session.turn(101)
+    assert not fresh._in_cooldown(session.conversation)

@@ -37,7 +37,7 @@ def is_gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def eventually_gone(pid: int, within: float = 5.0) -> bool:
+def eventually_gone(pid: int, within: float = 15.0) -> bool:
     """SIGKILL is delivered when the process is next scheduled: on a loaded machine
     that can take a moment after the sender returns."""
     deadline = time.monotonic() + within

@@ -11,6 +11,7 @@ turn is valid on every provider. Callers (CLI, TUI) only consume the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import re
 import uuid
@@ -86,6 +87,7 @@ _NO_TOOL_SUPPORT = re.compile(
 _VALID_CALL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Spec ("Reactive Retry on Context Length Errors"): compact and retry, "max_attempts (default: 2)".
 CONTEXT_LENGTH_RETRIES = 2
+REPLY_MARGIN_TOKENS, REPLY_MARGIN_SHARE = 32, 0.03  # kept free of prompt and reply, for server-side additions
 TOOLS_DROPPED_SAID = "tools_dropped_warning"  # conversation metadata: the no-room-for-tools warning given
 
 
@@ -173,6 +175,7 @@ class Agent:
                 report=lambda conversation: self.context_for(conversation)[1],
                 guidelines=self.guidelines.active_text,
                 helper_model=self.helper_model,
+                summarizer_window=self._side_job_window,
                 dump_probe=self.dump_probe,
                 dump_compaction=self.dump_compaction,
                 ensure_started=self._ensure_started,
@@ -269,6 +272,7 @@ class Agent:
         tokens = tool_output_allowance(self.context_for(conversation)[1])
         if tokens is None:
             return MAX_OUTPUT_CHARS
+        tokens = int(tokens / self.store.calibration(self.provider.name, self.provider.model).applied_factor)
         sample = text[: 4 * MAX_OUTPUT_CHARS]
         chars_per_token = len(sample) / max(self.counter.count(sample), 1)
         return min(MAX_OUTPUT_CHARS, int(tokens * chars_per_token))
@@ -297,6 +301,13 @@ class Agent:
             raise
         self._dump_response(dump_id, builder)
         return builder.content
+
+    async def _side_job_window(self, purpose: str) -> int:
+        """The context window of the provider a side job runs on (the main one: its learned window)."""
+        provider = self.providers.get(purpose)
+        if provider is self.provider:
+            return self.profile.context_window if self.profile else 0
+        return (await self.providers.profile(provider)).context_window
 
     def helper_model(self, purpose: str) -> str:
         return self.providers.label(purpose)
@@ -426,23 +437,28 @@ class Agent:
         self.compactor.start_turn()
         while True:
             tools = self.offered_tools()
-            async for event in self._prepare(turn, tools):
-                yield event
-            if turn.ended:
-                return
             builder = ReplyBuilder()
-            async for event in self._send(turn, tools, builder):
-                yield event
+            # Each step is closed in order when the caller stops early, so its clean-up (a partial reply,
+            # "not completed" results for unanswered calls) is written before the turn ends.
+            for step in (self._prepare(turn, tools), self._send(turn, tools, builder)):
+                async with contextlib.aclosing(step) as events:
+                    async for event in events:
+                        yield event
+                if turn.ended or turn.retry:
+                    break
             if turn.ended:
                 return
             if turn.retry:
                 continue
-            async for event in self._store_reply(turn, builder):
-                yield event
+            async with contextlib.aclosing(self._store_reply(turn, builder)) as events:
+                async for event in events:
+                    yield event
             if turn.ended:
                 return
-            async for event in self._run_calls(turn.conversation, self._runner(turn.conversation, tools), turn.parsed):
-                yield event
+            runner = self._runner(turn.conversation, tools)
+            async with contextlib.aclosing(self._run_calls(turn.conversation, runner, turn.parsed)) as events:
+                async for event in events:
+                    yield event
             await self.compactor.after_tool_round(turn.conversation)
 
     def _tool_warnings(self, conversation: Conversation) -> list[AgentWarning]:
@@ -628,8 +644,9 @@ class Agent:
         """`max_tokens` for a request: the configured cap, within what the budget leaves after the prompt."""
         assert self.profile is not None
         cap = reply_token_cap(self.config.llm.max_tokens, self.profile)
-        if report.budget:
-            cap = min(cap, max(report.budget - report.used_tokens, 1))
+        if report.budget:  # prompt + reply within the budget, with a margin for what servers add (templates)
+            margin = max(REPLY_MARGIN_TOKENS, int(report.budget * REPLY_MARGIN_SHARE))
+            cap = min(cap, max(report.budget - report.used_tokens - margin, 1))
         return cap
 
     def _dump_response(self, dump_id: int | None, builder: ReplyBuilder, error: str | None = None) -> None:

@@ -39,11 +39,11 @@ from .context.compaction import (
 )
 from .config import Config
 from .context.compaction.guidelines import with_guidelines
+from .context.compaction.ranges import CHUNK_TOKENS
 from .context.compaction.result import CompactionResult
 from .context.probe import VALIDATING_MESSAGE, blocks_compaction, run_probe
 from .context.assembler import HistoryItem
 from .context.report import ContextReport
-from .errors import ZephError
 from .events import AgentEvent, AgentWarning, CompactionFinished, CompactionStarted, CompactionStatus
 from .log import get_logger
 from .messages import Message
@@ -56,6 +56,8 @@ log = get_logger("compaction")
 __all__ = ["CompactionDeps", "CompactionResult", "Compactor"]
 
 HARD_SUMMARY_TOKENS = 4096  # reply cap of one hard-compaction summary call
+SUMMARY_PROMPT_TOKENS = 600  # the instructions around a chunk (about 340 tokens) and the guidelines, with room
+MIN_CHUNK_TOKENS = 256
 HISTORY_BLOCKS = ("history", "compaction summary")
 
 
@@ -79,6 +81,7 @@ class CompactionDeps:
     pinned: Callable[[], int | None] = lambda: None  # the running turn's user message id: never compacted
     guidelines: Callable[[], str] = lambda: ""  # learned preservation rules for summary prompts
     helper_model: Callable[[str], str] = lambda purpose: ""  # model label of a side job, for the probe record
+    summarizer_window: Callable[[str], Awaitable[int]] | None = None  # the window of the provider for a purpose
     dump_probe: Callable[[object], None] = _nothing
     dump_compaction: Callable[[dict], None] = _nothing
     ensure_started: Callable[[], Awaitable[object]] | None = None  # before compaction on demand
@@ -98,21 +101,24 @@ class Compactor:
         self.turn = TurnCompactionState()
         self._proactive_off = False
         self._rejected_through = 0  # last message id of a range the probe rejected
-        self._turns = 0  # turns started in this session
-        self._last_llm_compaction_turn: int | None = None  # for compaction_cooldown_turns
 
     def _report(self, conversation: Conversation) -> ContextReport:
         return self.deps.report(conversation)
 
     def start_turn(self) -> None:
         self.turn.start_turn()
-        self._turns += 1
 
-    def _in_cooldown(self) -> bool:
-        """Within `compaction_cooldown_turns` turns of the last automatic LLM compaction: no new one yet
-        (the assembler's trimming keeps every request within the budget meanwhile)."""
-        last = self._last_llm_compaction_turn
-        return last is not None and self._turns - last < self.deps.config.memory.compaction_cooldown_turns
+    def _in_cooldown(self, conversation: Conversation) -> bool:
+        """Fewer than `compaction_cooldown_turns` user turns since the newest compaction summary: no new one
+        yet (trimming keeps every request within the budget meanwhile). Read from the history, so it holds
+        across `zeph ask -c` processes too."""
+        history = self.deps.history(conversation)
+        summaries = [item.id for item in history if item.metadata.get(COMPACTION_SUMMARY)]
+        if not summaries:
+            return False
+        newest = max(summaries)
+        turns = sum(1 for item in history if item.id > newest and item.message.role == "user")
+        return turns < self.deps.config.memory.compaction_cooldown_turns
 
     # ---- the context-management phase before each request ---------------------------------
 
@@ -148,7 +154,7 @@ class Compactor:
             report = self._report(conversation)
         if decide(report.context_tokens, report.capacity, soft, hard) != "hard" or self.guard.exhausted:
             return
-        if self._cooling_down(conversation, "hard") or self._in_cooldown():
+        if self._cooling_down(conversation, "hard") or self._in_cooldown(conversation):
             return
         async for event in self._automatic_summary(conversation, "hard", None):
             yield event
@@ -172,7 +178,7 @@ class Compactor:
                 f"take on their own ({fixed:,} tokens): proactive compression is off for this session"
             )
             return
-        if len(self._middle(conversation, "proactive")) < 2 or self._cooling_down(conversation, "proactive") or self._in_cooldown():
+        if len(self._middle(conversation, "proactive")) < 2 or self._cooling_down(conversation, "proactive") or self._in_cooldown(conversation):
             return  # nothing worth compressing yet: not a failure, the guard is not told
         async for event in self._automatic_summary(conversation, "proactive", compression.max_summary_tokens):
             yield event
@@ -229,8 +235,6 @@ class Compactor:
                 yield item
         assert result is not None
         yield CompactionFinished(result)
-        if result.summary_id is not None:
-            self._last_llm_compaction_turn = self._turns
         if not result.rejected:  # a HardFail is a cooldown, not exhaustion
             self._check_progress(conversation, kind, result)
         warning = self.guard.warning_once()
@@ -332,7 +336,10 @@ class Compactor:
         async def summarize(prompt: str) -> str:
             return await deps.summarize(with_guidelines(prompt, guidelines), max_tokens=reply_cap, purpose=purpose)
 
-        outcome = await summarize_range(middle, summarize, counter=deps.counter(), limit_tokens=cap)
+        chunk_tokens = await self._chunk_tokens(purpose, reply_cap)
+        outcome = await summarize_range(
+            middle, summarize, counter=deps.counter(), limit_tokens=cap, chunk_tokens=chunk_tokens
+        )
         for error in outcome.errors:
             log.warning("%s summary call: %s", kind, error)
         provisional = outcome.method == "metadata"
@@ -399,6 +406,13 @@ class Compactor:
         yield CompactionResult(kind, before, after, len(middle), outcome.method, stored.id,
                                probe_verdict=verdict, probe_score=score)
 
+    async def _chunk_tokens(self, purpose: str, reply_cap: int) -> int:
+        """Chunks sized to the summarizer's own window: the chunk, its instructions and the reply must fit."""
+        window = await self.deps.summarizer_window(purpose) if self.deps.summarizer_window else 0
+        if not window:
+            return CHUNK_TOKENS
+        return max(min(CHUNK_TOKENS, window - reply_cap - SUMMARY_PROMPT_TOKENS), MIN_CHUNK_TOKENS)
+
     async def _fit_slot(self, text: str, cap: int, purpose: str) -> str:
         """`text` (a summary starting with its marker line) within `cap` tokens: as it is when it fits, else
         condensed by the summarizer, else cut to its most telling sentences. Never longer than the cap."""
@@ -408,7 +422,7 @@ class Compactor:
         body = text.removeprefix(SUMMARY_MARKER).strip()
         try:
             shorter = (await self.deps.summarize(condense_prompt(body, cap), max_tokens=cap, purpose=purpose)).strip()
-        except ZephError as exc:
+        except Exception as exc:  # whatever the summarizer does, the summary is cut instead
             log.warning("condensing an over-long summary failed, it is cut instead: %s", exc)
             shorter = ""
         candidate = f"{SUMMARY_MARKER}\n{shorter}"
@@ -462,7 +476,7 @@ class Compactor:
             return False
         try:
             reply = await deps.summarize(tool_pair_prompt(pair), max_tokens=256, purpose="summary")
-        except ZephError as exc:  # the pair stays unsummarized; the next round tries again
+        except Exception as exc:  # the pair stays unsummarized; the next round tries again
             log.warning("tool-pair summary failed, the pair stays as it is: %s", exc)
             return False
         text = clean_pair_summary(reply)

@@ -72,16 +72,16 @@ def fit_history(
         return history, 0
     groups = message_groups(history)
     kept: list[list[HistoryItem]] = []
-    used = 0
+    used_raw = 0  # calibrated as one total, the way the history block is: no rounding drift per group
     start = len(history)
     for group in reversed(groups):
         start -= len(group)
-        size = calibration.apply(sum(i.tokens for i in group))
+        size = sum(i.tokens for i in group)
         pinned = pinned_from is not None and start >= pinned_from
-        if not pinned and (kept or pinned_from is not None) and used + size > allowance:
+        if not pinned and (kept or pinned_from is not None) and calibration.apply(used_raw + size) > allowance:
             break
         kept.append(group)
-        used += size
+        used_raw += size
     kept_items = [i for g in reversed(kept) for i in g]
     return kept_items, len(history) - len(kept_items)
 

@@ -114,8 +114,16 @@ class BashTool(Tool):
         command: str = arguments["command"]
         requested = arguments.get("timeout_secs") or context.default_timeout_secs
         timeout = min(requested, context.max_timeout_secs)
-        process = await _spawn(command, context)
+        # A cancellation while the subprocess is still being set up would leave its children running
+        # (asyncio then kills the shell alone): the spawn finishes, shielded, and the group is stopped.
+        spawning = asyncio.ensure_future(_spawn(command, context))
         output = CappedOutput()
+        try:
+            process = await asyncio.shield(spawning)
+        except asyncio.CancelledError:
+            process = await spawning
+            await _stop_group(process, asyncio.create_task(_read_into(process.stdout, output)))
+            raise
         reader = asyncio.create_task(_read_into(process.stdout, output))
         try:
             ending = await _wait_for_shell(process, reader, timeout)

@@ -89,8 +89,11 @@ def _candidates(items: list[HistoryItem]) -> list[tuple[str, int]]:
     return out
 
 
-def pick(candidates: list[tuple[str, int]], budget_tokens: int, counter: TokenCounter) -> list[str]:
-    """The best-scoring distinct sentences that fit `budget_tokens`, in their original order."""
+def pick(
+    candidates: list[tuple[str, int]], budget_tokens: int, counter: TokenCounter, *, fill: bool = False
+) -> list[str]:
+    """The best-scoring distinct sentences that fit `budget_tokens`, in their original order;
+    with `fill`, sentences that score nothing fill what room is left (newest first)."""
     seen: set[str] = set()
     ranked = []
     for index, (sentence, bonus) in enumerate(candidates):
@@ -103,7 +106,7 @@ def pick(candidates: list[tuple[str, int]], budget_tokens: int, counter: TokenCo
     chosen: list[tuple[int, str]] = []
     used = 0
     for points, index, sentence in ranked:
-        if points <= 0:
+        if points <= 0 and not fill:
             break
         cost = counter.count(f"- {sentence}\n")
         if used + cost > budget_tokens:
@@ -133,7 +136,7 @@ def cut_summary(text: str, cap_tokens: int, counter: TokenCounter) -> str:
     """An over-long summary body cut to `cap_tokens` by keeping its most telling sentences."""
     if counter.count(text) <= cap_tokens:
         return text
-    lines = pick([(s, 0) for s in _sentences(text)], cap_tokens - 4, counter)
+    lines = pick([(s, 0) for s in _sentences(text)], cap_tokens - 4, counter, fill=True)
     return "\n".join(f"- {line}" for line in lines)
 
 
