@@ -436,6 +436,7 @@ class Agent:
         turn = _TurnState(conversation, system, stream, self._call_ids(conversation))
         self.compactor.start_turn()
         while True:
+            turn.retry = False
             tools = self.offered_tools()
             builder = ReplyBuilder()
             # Each step is closed in order when the caller stops early, so its clean-up (a partial reply,
@@ -501,7 +502,6 @@ class Agent:
     async def _send(self, turn: "_TurnState", tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
         """Stream one request into `builder`; a provider error ends the turn or asks for a retry."""
         assert self.profile is not None and turn.report is not None
-        turn.retry = False
         request = ChatRequest(
             messages=tuple(turn.messages),
             tools=tools.specs(),
