@@ -886,7 +886,7 @@ async def test_compaction_summaries_go_to_the_summary_provider(fake_server, mode
         assert {body["model"] for body in chat_requests(fake_server)} == {"gpt-4o"}
         (summary,) = summary_rows(agent, conversation)
         assert summary.message.content.startswith("[compaction summary]\n1. User Intent: a long test session.")
-        assert agent.helper_model("summary") == "small-summarizer" and agent.helper_model("compress") == "gpt-4o"
+        assert agent.side_jobs.label("summary") == "small-summarizer" and agent.side_jobs.label("compress") == "gpt-4o"
     finally:
         await agent.aclose()
         summarizer_server.close()

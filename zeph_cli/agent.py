@@ -67,6 +67,7 @@ from .models import ModelProfile, prefer_learned_window, reply_token_cap, with_w
 from .paths import global_project_file
 from .providers.base import ChatRequest, Provider, ProviderSettings
 from .providers.pool import ProviderPool
+from .side_jobs import SideJobs, record_response
 from .store import Conversation, ConversationStore, StoredMessage, ToolLog
 from .store.windows import remember_window, remembered_window
 from .tokens import TokenCounter, count_message, count_tools, default_counter
@@ -159,31 +160,33 @@ class Agent:
         self._tools_token_cache: dict[tuple[str, ...], int] = {}
         # The running turn's user message: it and its tool chain are sent verbatim (never trimmed or compacted).
         self.pinned_id: int | None = None
+        dump_dir = config.debug.dump_dir
+        self.dump = DebugDump(Path(dump_dir).expanduser()) if dump_dir else None
+        self._said_dump_problem = False
         # Summaries, probes and compress_context may use providers of their own.
-        self.providers = ProviderPool(provider, helper_settings)
+        self.side_jobs = SideJobs(
+            ProviderPool(provider, helper_settings), provider, lambda: self.profile, config.llm.max_tokens, self.dump
+        )
         self.guidelines = GuidelinesLearner(
-            LearnerDeps(store, config.memory.compression_guidelines, self.summarize_text, lambda: self.counter)
+            LearnerDeps(store, config.memory.compression_guidelines, self.side_jobs.complete, lambda: self.counter)
         )
         self.compactor = Compactor(
             CompactionDeps(
                 store=store,
                 config=config,
                 counter=lambda: self.counter,
-                summarize=self.summarize_text,
+                summarize=self.side_jobs.complete,
                 history=self.agent_history,
                 pinned=lambda: self.pinned_id,
                 report=lambda conversation: self.context_for(conversation)[1],
                 guidelines=self.guidelines.active_text,
-                helper_model=self.helper_model,
-                summarizer_window=self._side_job_window,
+                helper_model=self.side_jobs.label,
+                summarizer_window=self.side_jobs.window,
                 dump_probe=self.dump_probe,
                 dump_compaction=self.dump_compaction,
                 ensure_started=self._ensure_started,
             )
         )
-        dump_dir = config.debug.dump_dir
-        self.dump = DebugDump(Path(dump_dir).expanduser()) if dump_dir else None
-        self._said_dump_problem = False
 
     async def _ensure_started(self) -> None:
         if self.profile is None:
@@ -263,7 +266,7 @@ class Agent:
             log=self.tool_log,
             conversation_id=conversation.id,
             blocked_patterns=tuple(tools_config.blocked_commands),
-            summarizer=self.summarize_text if tools_config.summarize_output else None,
+            summarizer=self.side_jobs.complete if tools_config.summarize_output else None,
             output_limit=lambda text: self._output_chars(conversation, text),
         )
 
@@ -277,44 +280,9 @@ class Agent:
         chars_per_token = len(sample) / max(self.counter.count(sample), 1)
         return min(MAX_OUTPUT_CHARS, int(tokens * chars_per_token))
 
-    async def summarize_text(self, prompt: str, *, max_tokens: int = 2048, purpose: str = "summary") -> str:
-        """One plain completion (no tools) for a side job: "summary", "probe" or "compress"
-        (each on its configured provider, by default the main one)."""
-        provider = self.providers.get(purpose)
-        profile = self.profile if provider is self.provider else await self.providers.profile(provider)
-        assert profile is not None
-        request = ChatRequest(
-            messages=(Message.user(prompt),),
-            max_tokens=min(max_tokens, reply_token_cap(self.config.llm.max_tokens, profile)),
-            temperature=0.0,
-            stream=False,
-            context_window=profile.context_window,
-        )
-        label = getattr(provider, "display_model", provider.model)
-        dump_id = self.dump.request(request, provider=provider.name, model=label) if self.dump else None
-        builder = ReplyBuilder()
-        try:
-            async for event in provider.stream(request):
-                builder.add(event)
-        except ProviderError as exc:
-            self._dump_response(dump_id, builder, str(exc))
-            raise
-        self._dump_response(dump_id, builder)
-        return builder.content
-
-    async def _side_job_window(self, purpose: str) -> int:
-        """The context window of the provider a side job runs on (the main one: its learned window)."""
-        provider = self.providers.get(purpose)
-        if provider is self.provider:
-            return self.profile.context_window if self.profile else 0
-        return (await self.providers.profile(provider)).context_window
-
-    def helper_model(self, purpose: str) -> str:
-        return self.providers.label(purpose)
-
     async def aclose(self) -> None:
         """Close the side-job providers this agent built (the main provider is the caller's)."""
-        await self.providers.aclose()
+        await self.side_jobs.aclose()
 
     # ---- debug dump -------------------------------------------------------------
 
@@ -536,7 +504,7 @@ class Agent:
             turn.retry = True
             yield AgentWarning(f"running without tools: {self.tools_unavailable}")
             return
-        self._dump_response(turn.dump_id, builder, str(exc))
+        record_response(self.dump, turn.dump_id, builder, str(exc))
         too_long = isinstance(exc, ContextLengthExceeded) or is_context_length_message(str(exc))
         if too_long and nothing_yet and turn.context_retries < CONTEXT_LENGTH_RETRIES:
             turn.context_retries += 1
@@ -594,7 +562,7 @@ class Agent:
         elif not calls:
             yield AgentWarning("the model returned an empty reply")
         self._calibrate(turn.raw_estimate, usage)
-        self._dump_response(turn.dump_id, builder)
+        record_response(self.dump, turn.dump_id, builder)
         assert turn.report is not None
         yield UsageReported(usage, turn.report)
         warning = self._dump_warning()
@@ -648,17 +616,6 @@ class Agent:
             margin = max(REPLY_MARGIN_TOKENS, int(report.budget * REPLY_MARGIN_SHARE))
             cap = min(cap, max(report.budget - report.used_tokens - margin, 1))
         return cap
-
-    def _dump_response(self, dump_id: int | None, builder: ReplyBuilder, error: str | None = None) -> None:
-        if self.dump is not None and dump_id is not None:
-            self.dump.response(
-                dump_id,
-                text=builder.content,
-                tool_calls=[call for call, _ in builder.parsed_tool_calls()],
-                usage=builder.usage,
-                stop_reason=normalize_stop_reason(builder.stop_reason),
-                error=error,
-            )
 
     async def _run_calls(
         self, conversation: Conversation, runner: ToolCallRunner, parsed: list[tuple[ToolCallPart, str | None]]

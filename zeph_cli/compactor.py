@@ -42,7 +42,7 @@ from .context.compaction.guidelines import with_guidelines
 from .context.compaction.ranges import CHUNK_TOKENS
 from .context.compaction.result import CompactionResult
 from .context.probe import VALIDATING_MESSAGE, blocks_compaction, run_probe
-from .context.assembler import HistoryItem
+from .context.assembler import HistoryItem, pinned_index
 from .context.report import ContextReport
 from .events import AgentEvent, AgentWarning, CompactionFinished, CompactionStarted, CompactionStatus
 from .log import get_logger
@@ -185,8 +185,7 @@ class Compactor:
 
     def _keep_from(self, history: list[HistoryItem]) -> int | None:
         """Index of the running turn's user message in `history` (None outside a turn)."""
-        pinned = self.deps.pinned()
-        return next((n for n, item in enumerate(history) if pinned and item.id == pinned), None)
+        return pinned_index(history, self.deps.pinned())
 
     @staticmethod
     def _newest_round(history: list[HistoryItem], turn_start: int) -> int:

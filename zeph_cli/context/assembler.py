@@ -86,6 +86,11 @@ def fit_history(
     return kept_items, len(history) - len(kept_items)
 
 
+def pinned_index(history: list[HistoryItem], pinned_id: int | None) -> int | None:
+    """Index of the running turn's user message (stored id `pinned_id`) in `history`; None when absent."""
+    return next((n for n, i in enumerate(history) if pinned_id and i.id == pinned_id), None)
+
+
 def _as_sent(history: list[HistoryItem], counter: TokenCounter) -> list[HistoryItem]:
     """History items whose token counts include the untrusted-data wrapping of their tool results."""
     return [
@@ -135,7 +140,7 @@ def assemble(
                 f"{allocation.shares['summaries']:.0%} share ({allocation.for_slot('summaries'):,})"
             )
         allowance = max(shared - summary_tokens - ROUNDING_SLACK, 0)
-    pinned_from = next((n for n, i in enumerate(recent) if pinned_id and i.id == pinned_id), None)
+    pinned_from = pinned_index(recent, pinned_id)
     kept, dropped = fit_history(recent, allowance, calibration, pinned_from)
     pinned_tokens = calibration.apply(sum(i.tokens for i in recent[pinned_from:])) if pinned_from is not None else 0
     unsent = calibration.apply(sum(i.tokens for i in recent[: len(recent) - len(kept)])) if dropped else 0

@@ -8,7 +8,7 @@ reply block it opened is finished when the turn ends, fails or is cancelled.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..event_handler import AgentEventHandler
 from ..events import (
@@ -26,10 +26,22 @@ from ..events import (
     UsageReported,
 )
 from ..render import length_cut_notice
-from .transcript import AssistantEntry, Divider, ToolEntry
+from .status_bar import StatusBar
+from .transcript import AssistantEntry, Divider, ToolEntry, Transcript
 
-if TYPE_CHECKING:
-    from .app import ZephApp
+
+class TurnSurface(Protocol):
+    """What a turn draws on: the chat app, seen through the parts it uses (no import of the app)."""
+
+    @property
+    def status(self) -> StatusBar: ...
+
+    @property
+    def transcript(self) -> Transcript: ...
+
+    def update_header(self) -> None: ...
+
+    async def notice(self, text: str, kind: str = "info") -> None: ...
 
 COMPACTION_BADGES = {
     "soft": "pruning tool outputs…",
@@ -45,7 +57,7 @@ def failure_text(error: Exception) -> str:
 class TurnView(AgentEventHandler):
     """Renders the events of one turn into the app's transcript and status line."""
 
-    def __init__(self, app: "ZephApp", reply_limit: int = 0) -> None:
+    def __init__(self, app: TurnSurface, reply_limit: int = 0) -> None:
         self.app = app
         self.reply_limit = reply_limit  # the max_tokens requests carry (for the length-cut notice)
         self.reply: AssistantEntry | None = None  # the reply block being streamed

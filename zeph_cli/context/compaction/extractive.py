@@ -139,8 +139,3 @@ def cut_summary(text: str, cap_tokens: int, counter: TokenCounter) -> str:
     lines = pick([(s, 0) for s in _sentences(text)], cap_tokens - 4, counter, fill=True)
     return "\n".join(f"- {line}" for line in lines)
 
-
-def _cut_to(text: str, tokens: int, counter: TokenCounter) -> str:
-    while text and counter.count(text) > max(tokens, 0):
-        text = text[: int(len(text) * 0.9)]
-    return text
