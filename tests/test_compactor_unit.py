@@ -278,3 +278,58 @@ async def test_the_cooldown_holds_across_processes(session_factory, tmp_path):
     assert fresh._in_cooldown(session.conversation)  # 1 user turn since the summary, cooldown 2
     session.turn(101)
     assert not fresh._in_cooldown(session.conversation)
+
+
+async def test_the_hard_tier_prunes_outputs_a_summary_would_take_in_before_calling_the_summarizer(session_factory):
+    # Both outputs sit in the protected window (30% of the prompt budget), so the soft tier keeps them; the
+    # hard tier's first step protects only the preserved tail, and that alone brings usage under the hard line.
+    session = session_factory(8000, faithful, compaction_preserve_tail=2)
+    output = "word " * 900
+    capacity = session.report(session.conversation).capacity
+    i = 0
+    while session.report(session.conversation).context_tokens < 0.9 * capacity - 1900:
+        session.turn(i)
+        i += 1
+    session.turn(i, tool_output=output)
+    session.turn(i + 1, tool_output=output)
+    usage = session.report(session.conversation).context_tokens
+    assert 0.9 * capacity < usage <= capacity  # the hard tier is due
+    events = await session.before_request()
+    finished = [e.result for e in events if isinstance(e, CompactionFinished)]
+    assert [(r.kind, r.outputs_pruned) for r in finished] == [("soft", 1)]
+    assert session.calls == [] and not session.summaries()
+    tools = [r for r in session.store.history(session.conversation.id, agent_visible=True) if r.role == "tool"]
+    assert "read_overflow(id=" in tools[0].message.tool_results[0].content
+    assert tools[1].message.tool_results[0].content == output  # the preserved tail keeps its output
+
+
+@pytest.mark.parametrize("share, summarized", [(0.93, False), (1.05, True)])
+async def test_a_running_turn_over_the_hard_line_waits_for_its_end_unless_the_request_would_not_fit(
+    session_factory, share, summarized
+):
+    session = session_factory(4000, faithful, compaction_cooldown_turns=0)
+    for i in range(6):
+        session.turn(i)
+    session.pinned = session.add(Message.user("the running turn reads a big file"))
+    session.add(Message("assistant", (ToolCallPart("cx", "read_file", {"path": "x"}),)))
+    report = session.report(session.conversation)
+    words = int(share * report.capacity) - report.context_tokens  # " word" is one token
+    session.add(Message("tool", (ToolResultPart("cx", "word " * words, name="read_file"),)))
+    usage = session.report(session.conversation).context_tokens
+    assert usage > 0.9 * report.capacity and (usage > report.capacity) == summarized
+    events = [e async for e in session.compactor.before_request(session.conversation)]
+    hard = [e for e in events if isinstance(e, CompactionFinished) and e.result.kind == "hard"]
+    assert bool(hard) == summarized and len(session.calls) == int(summarized)
+
+
+async def test_a_summary_cut_at_its_reply_cap_fits_the_slot_without_a_condensing_call(session_factory):
+    async def verbose(prompt: str, max_tokens: int) -> str:
+        """Talks until the server stops it at max_tokens, as a real one does (" step" is one token)."""
+        return " ".join(["step"] * max_tokens)
+
+    session = session_factory(4000, verbose)
+    for i in range(12):
+        session.turn(i)
+    events = [e async for e in session.compactor.compact(session.conversation)]
+    assert any(isinstance(e, CompactionFinished) and e.result.summary_id for e in events)
+    assert len(session.calls) == 1

@@ -152,8 +152,17 @@ class Compactor:
             yield CompactionStarted(result.kind)
             yield CompactionFinished(result)
             report = self._report(conversation)
+        if decide(report.context_tokens, report.capacity, soft, hard) != "hard":
+            return
+        result = self.soft(conversation, before_summary=True)
+        if result is not None:
+            yield CompactionStarted(result.kind)
+            yield CompactionFinished(result)
+            report = self._report(conversation)
         if decide(report.context_tokens, report.capacity, soft, hard) != "hard" or self.guard.exhausted:
             return
+        if self._mid_turn(conversation) and report.context_tokens <= report.capacity:
+            return  # the running turn's own outputs: prunable once it ends, not worth a summary now
         if self._cooling_down(conversation, "hard") or self._in_cooldown(conversation):
             return
         async for event in self._automatic_summary(conversation, "hard", None):
@@ -186,6 +195,12 @@ class Compactor:
     def _keep_from(self, history: list[HistoryItem]) -> int | None:
         """Index of the running turn's user message in `history` (None outside a turn)."""
         return pinned_index(history, self.deps.pinned())
+
+    def _mid_turn(self, conversation: Conversation) -> bool:
+        """The running turn has had tool rounds: the next request answers tool results."""
+        history = self.deps.history(conversation)
+        start = self._keep_from(history)
+        return start is not None and start < len(history) - 1
 
     @staticmethod
     def _newest_round(history: list[HistoryItem], turn_start: int) -> int:
@@ -257,8 +272,14 @@ class Compactor:
 
     # ---- the soft tier ---------------------------------------------------------------------
 
-    def soft(self, conversation: Conversation) -> CompactionResult | None:
-        """Apply deferred tool-pair summaries and prune old tool outputs; None when there is nothing to do."""
+    def soft(self, conversation: Conversation, *, before_summary: bool = False) -> CompactionResult | None:
+        """Apply deferred tool-pair summaries and prune old tool outputs; None when there is nothing to do.
+
+        `before_summary`: the hard tier's first step. Only the preserved tail
+        (`compaction_preserve_tail` messages before the running turn) is
+        protected: every other output is one an LLM summary would take in
+        anyway, and pruning keeps it readable by its overflow id for free.
+        """
         deps = self.deps
         history = deps.history(conversation)
         keep_from = self._keep_from(history)
@@ -267,7 +288,9 @@ class Compactor:
         history = unpinned + pinned
         report = self._report(conversation)
         protect = protect_window(deps.config.memory.prune_protect_tokens, report.capacity)
-        prune_ids = plan_prune(history, protect, self._newest_round(history, len(unpinned)) if pinned else None)
+        preserved_from = max(len(unpinned) - deps.config.memory.compaction_preserve_tail, 0) if before_summary else None
+        newest_round = self._newest_round(history, len(unpinned)) if pinned else None
+        prune_ids = plan_prune(history, protect, newest_round, protected_from=preserved_from)
         if not applied and not prune_ids:
             return None
         by_id = {item.id: item for item in history}
@@ -328,7 +351,8 @@ class Compactor:
             return
         report = self._report(conversation)
         cap = summary_cap(report.capacity, report.fixed_tokens, limit_tokens or deps.config.memory.compression.max_summary_tokens)
-        reply_cap = min(HARD_SUMMARY_TOKENS, cap)
+        # The reply and its marker line fit the slot: a summary cut at max_tokens needs no condensing call.
+        reply_cap = max(min(HARD_SUMMARY_TOKENS, cap - deps.counter().count(SUMMARY_MARKER + "\n") - 2), 1)
 
         guidelines = deps.guidelines()  # learned from earlier losses ([memory.compression_guidelines])
 

@@ -46,16 +46,25 @@ def protect_window(protect_tokens: int, capacity: int) -> int:
 
 
 def plan_prune(
-    history: list[HistoryItem], protect_tokens: int = PRUNE_PROTECT_TOKENS, keep_from: int | None = None
+    history: list[HistoryItem],
+    protect_tokens: int = PRUNE_PROTECT_TOKENS,
+    keep_from: int | None = None,
+    protected_from: int | None = None,
 ) -> list[int]:
     """Ids of stored `tool` messages whose outputs may be pruned: those older than the protected
     tail, and inside it any single output larger than the whole protected window.
 
-    Nothing from index `keep_from` on (the running turn) is listed. Unstored
-    messages (id 0) are never listed: pruning is persisted before it is applied.
+    Nothing from index `keep_from` on (the running turn's newest round) is
+    listed. With `protected_from`, the protected tail instead starts at that
+    index, whatever its size (the hard tier's first step: prune the outputs an
+    LLM summary would take in anyway). Unstored messages (id 0) are never
+    listed: pruning is persisted before it is applied.
     """
-    boundary = _protected_from(history, protect_tokens)
     end = len(history) if keep_from is None else keep_from
+    if protected_from is not None:
+        boundary, protect_tokens = protected_from, sum(item.tokens for item in history)
+    else:
+        boundary = _protected_from(history, protect_tokens)
     return [
         item.id
         for index, item in enumerate(history[:end])
