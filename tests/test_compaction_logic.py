@@ -524,6 +524,13 @@ async def test_failed_chunked_summarization_falls_back_to_a_single_pass():
     assert "ProviderConnectionError: connection reset" in outcome.errors
 
 
+async def test_asking_a_summarizer_that_was_down_costs_one_call_when_it_still_fails():
+    history = [user(f"message {n}", tokens=3000) for n in range(3)]  # three chunks
+    recorder = Recorder(lambda prompt: ProviderConnectionError("connection refused"))
+    outcome = await summarize_range(history, recorder, counter=WORDS, concurrency=1, single_fallback=False)
+    assert (outcome.method, outcome.attempts, len(recorder.prompts)) == ("metadata", 1, 1)
+
+
 async def test_context_length_errors_retry_with_10_20_50_100_percent_removed_then_metadata():
     history = [user("start"), *pairs(10), assistant("end")]
     recorder = Recorder(lambda prompt: ContextLengthExceeded("prompt is too long"))

@@ -333,3 +333,50 @@ async def test_a_summary_cut_at_its_reply_cap_fits_the_slot_without_a_condensing
     events = [e async for e in session.compactor.compact(session.conversation)]
     assert any(isinstance(e, CompactionFinished) and e.result.summary_id for e in events)
     assert len(session.calls) == 1
+
+
+async def test_a_provisional_summary_is_redone_from_its_originals_once_the_summarizer_answers(session_factory):
+    state = {"down": True}
+
+    async def recovering(prompt: str, max_tokens: int) -> str:
+        if state["down"]:
+            raise ProviderError("fake: HTTP 500", provider="fake", status=500)
+        return await faithful(prompt, max_tokens)
+
+    session = session_factory(4000, recovering, compaction_cooldown_turns=2)
+    turn = 0
+    while not session.summaries():
+        session.turn(turn)
+        await session.before_request()
+        turn += 1
+    (provisional,) = session.summaries()
+    assert provisional.metadata["provisional"] is True and provisional.metadata["redo_wait_turns"] == 2
+    compacted = provisional.metadata["summary_of"]
+
+    session.turn(turn)  # one turn later: still waiting, no call
+    calls = len(session.calls)
+    assert not [e for e in await session.before_request() if isinstance(e, CompactionFinished)]
+    assert len(session.calls) == calls
+
+    session.turn(turn + 1)  # the wait is over but the summarizer is still down: the wait doubles
+    await session.before_request()
+    assert len(session.calls) == calls + 1
+    (still,) = [s for s in session.summaries() if s.id == provisional.id]
+    assert still.metadata["redo_wait_turns"] == 4
+
+    state["down"] = False
+    for k in range(2, 6):
+        session.turn(turn + k)
+        events = await session.before_request()
+        redone = [e.result for e in events if isinstance(e, CompactionFinished) and e.result.kind == "redo"]
+        if redone:
+            break
+    assert k == 5 and len(redone) == 1 and redone[0].messages_compacted == len(compacted)
+    newest = [s for s in session.summaries()]
+    assert provisional.id not in [s.id for s in newest]
+    summary = next(s for s in newest if s.metadata["summary_of"] == [provisional.id])
+    assert "provisional" not in summary.metadata and summary.metadata["method"] == "single"
+    planted = {f"FACT-T{i}Q" for i in range(0, turn) if i % 4 == 0 and any(f"FACT-T{i}Q" in p for p in session.calls[-1:])}
+    assert planted and all(fact in summary.message.content for fact in planted)
+    assert "detail 1.7 is settled" in session.calls[-1]  # made from the originals, not the provisional text
+    assert "detail 1.7 is settled" not in provisional.message.content

@@ -59,6 +59,10 @@ HARD_SUMMARY_TOKENS = 4096  # reply cap of one hard-compaction summary call
 SUMMARY_PROMPT_TOKENS = 600  # the instructions around a chunk (about 340 tokens) and the guidelines, with room
 MIN_CHUNK_TOKENS = 256
 HISTORY_BLOCKS = ("history", "compaction summary")
+PROVISIONAL = "provisional"  # on a summary made while the summarizer was down
+REDO_WAIT = "redo_wait_turns"  # user turns to wait before asking the summarizer again
+REDO_FROM = "redo_counted_after"  # message id the wait is counted from
+REDO_MAX_WAIT_TURNS = 32
 
 
 Summarize = Callable[..., Awaitable[str]]  # (prompt, *, max_tokens, purpose) -> text
@@ -134,6 +138,13 @@ class Compactor:
         report = report or self._report(conversation)
         if not report.capacity:
             return
+        if not self.turn.compacted_this_turn and not self._mid_turn(conversation):
+            redone = False
+            async for event in self._redo_provisional(conversation):
+                redone = True
+                yield event
+            if redone:
+                report = self._report(conversation)
         if memory.compression.strategy == "proactive" and not self.turn.compacted_this_turn:
             fired = False
             async for event in self._proactive(conversation, report):
@@ -141,32 +152,86 @@ class Compactor:
                 yield event
             if fired:
                 return
-        if self.turn.compacted_this_turn:
-            return
         soft, hard = memory.soft_compaction_threshold, memory.hard_compaction_threshold
         tier = decide(report.context_tokens, report.capacity, soft, hard)
         if tier == "none":
             return
-        result = self.soft(conversation)
-        if result is not None:
-            yield CompactionStarted(result.kind)
-            yield CompactionFinished(result)
-            report = self._report(conversation)
-        if decide(report.context_tokens, report.capacity, soft, hard) != "hard":
+        for before_summary in (False, True):  # the soft tier, then the hard tier's own pruning
+            result = self.soft(conversation, before_summary=before_summary)
+            if result is not None:
+                yield CompactionStarted(result.kind)
+                yield CompactionFinished(result)
+                report = self._report(conversation)
+            if decide(report.context_tokens, report.capacity, soft, hard) != "hard":
+                return
+        if self.guard.exhausted:
             return
-        result = self.soft(conversation, before_summary=True)
-        if result is not None:
-            yield CompactionStarted(result.kind)
-            yield CompactionFinished(result)
-            report = self._report(conversation)
-        if decide(report.context_tokens, report.capacity, soft, hard) != "hard" or self.guard.exhausted:
-            return
+        if self.turn.compacted_this_turn:
+            return  # one LLM compaction per turn; the soft tier above runs every round
         if self._mid_turn(conversation) and report.context_tokens <= report.capacity:
             return  # the running turn's own outputs: prunable once it ends, not worth a summary now
         if self._cooling_down(conversation, "hard") or self._in_cooldown(conversation):
             return
         async for event in self._automatic_summary(conversation, "hard", None):
             yield event
+
+    # ---- provisional summaries -----------------------------------------------------------------
+
+    def _redo_schedule(self, middle: list[HistoryItem], conversation: Conversation) -> dict:
+        """Metadata of a new provisional summary: when to try the summarizer again. It waits
+        `compaction_cooldown_turns` user turns (at least 1), twice as long as an earlier provisional summary
+        it takes in waited (the summarizer failed again), up to REDO_MAX_WAIT_TURNS."""
+        earlier = [item.metadata.get(REDO_WAIT, 0) for item in middle if item.metadata.get(PROVISIONAL)]
+        wait = max(self.deps.config.memory.compaction_cooldown_turns, 1)
+        if earlier:
+            wait = min(max(max(earlier) * 2, wait), REDO_MAX_WAIT_TURNS)
+        return {PROVISIONAL: True, REDO_WAIT: wait, REDO_FROM: self._newest_id(conversation)}
+
+    def _newest_id(self, conversation: Conversation) -> int:
+        return max((item.id for item in self.deps.history(conversation)), default=0)
+
+    def _originals(self, conversation: Conversation, summary: HistoryItem) -> list[HistoryItem]:
+        counter = self.deps.counter()
+        return [
+            HistoryItem(message, count_message(counter, message), message_id, metadata)
+            for message_id, message, metadata in self.store.originals(conversation.id, summary.id)
+        ]
+
+    def _provisional_due(self, conversation: Conversation) -> HistoryItem | None:
+        """The agent's provisional summary whose wait is over, if any."""
+        history = self.deps.history(conversation)
+        summary = next((i for i in reversed(history) if i.metadata.get(COMPACTION_SUMMARY) and i.metadata.get(PROVISIONAL)), None)
+        if summary is None:
+            return None
+        since = summary.metadata.get(REDO_FROM, summary.id)
+        turns = sum(1 for item in history if item.id > since and item.message.role == "user")
+        return summary if turns >= summary.metadata.get(REDO_WAIT, 1) else None
+
+    async def _redo_provisional(self, conversation: Conversation) -> AsyncIterator[AgentEvent]:
+        """A provisional summary (made while the summarizer was down) summarized again from its originals
+        once its wait is over; while the summarizer still fails, the wait doubles. Held in the summary's
+        metadata, so it holds across `zeph ask -c` processes."""
+        summary = self._provisional_due(conversation)
+        if summary is None:
+            return
+        result: CompactionResult | None = None
+        events: list[AgentEvent] = []
+        async for item in self._summarize(conversation, "redo", redo=summary):
+            if isinstance(item, CompactionResult):
+                result = item
+            else:
+                events.append(item)
+        assert result is not None
+        if result.skipped:
+            wait = min(summary.metadata.get(REDO_WAIT, 1) * 2, REDO_MAX_WAIT_TURNS)
+            self.store.update_metadata(summary.id, {REDO_WAIT: wait, REDO_FROM: self._newest_id(conversation)})
+            log.info("provisional summary %s: %s; next try in %d turns", summary.id, result.skipped, wait)
+            return
+        self.turn.mark_compacted()
+        yield CompactionStarted("redo")
+        for event in events:
+            yield event
+        yield CompactionFinished(result)
 
     async def _proactive(self, conversation: Conversation, report: ContextReport) -> AsyncIterator[AgentEvent]:
         """Proactive compression when the context exceeds `threshold_tokens` and there is history to compress.
@@ -339,12 +404,20 @@ class Compactor:
         *,
         limit_tokens: int | None = None,
         purpose: str = "summary",
+        redo: HistoryItem | None = None,
     ) -> AsyncIterator[AgentEvent | CompactionResult]:
-        """Summarize everything before the preserved tail; yields status events, then the result."""
+        """Summarize everything before the preserved tail; yields status events, then the result.
+
+        `redo`: a provisional summary to replace, summarized from its originals;
+        when the summarizer still fails, it stays as it is (result `skipped`).
+        """
         deps = self.deps
         before = self._report(conversation).context_tokens
-        middle = self._middle(conversation, kind)
-        if len(middle) < 2:
+        middle = self._middle(conversation, kind) if redo is None else self._originals(conversation, redo)
+        if redo is not None and not middle:
+            yield CompactionResult(kind, before, before, skipped="the provisional summary's originals are gone")
+            return
+        if len(middle) < 2 and redo is None:
             yield CompactionResult(
                 kind, before, before, len(middle), skipped="fewer than 2 messages before the preserved tail"
             )
@@ -360,14 +433,19 @@ class Compactor:
             return await deps.summarize(with_guidelines(prompt, guidelines), max_tokens=reply_cap, purpose=purpose)
 
         chunk_tokens = await self._chunk_tokens(purpose, reply_cap)
+        # A redo asks a summarizer that was down: one call at a time, and the first failure ends the attempt.
+        retry = {} if redo is None else {"concurrency": 1, "single_fallback": False}
         outcome = await summarize_range(
-            middle, summarize, counter=deps.counter(), limit_tokens=cap, chunk_tokens=chunk_tokens
+            middle, summarize, counter=deps.counter(), limit_tokens=cap, chunk_tokens=chunk_tokens, **retry
         )
         for error in outcome.errors:
             log.warning("%s summary call: %s", kind, error)
         provisional = outcome.method == "metadata"
+        if provisional and redo is not None:
+            yield CompactionResult(kind, before, before, skipped="the summarizer still does not answer")
+            return
         if provisional:
-            log.warning("%s: every summary call failed, so the metadata summary keeps their most telling sentences until the next compaction", kind)
+            log.warning("%s: every summary call failed, so the metadata summary keeps their most telling sentences until the summarizer answers again", kind)
             outcome = dataclasses.replace(outcome, text=f"{SUMMARY_MARKER}\n{extractive_summary(middle, cap, deps.counter())}")
         else:
             outcome = dataclasses.replace(outcome, text=await self._fit_slot(outcome.text, cap, purpose))
@@ -404,10 +482,10 @@ class Compactor:
         with write_transaction(deps.store.db):
             stored = self.store.replace_with_summary(
                 conversation.id,
-                [item.id for item in middle],
+                [item.id for item in middle] if redo is None else [redo.id],
                 summary,
                 metadata={COMPACTION_SUMMARY: True, "method": outcome.method, "attempts": outcome.attempts,
-                          **({"provisional": True} if provisional else {})},
+                          **(self._redo_schedule(middle, conversation) if provisional else {})},
                 token_count=count_message(deps.counter(), summary),
                 token_counter=deps.counter().name,
             )

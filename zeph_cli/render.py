@@ -122,6 +122,7 @@ COMPACTION_KINDS = {
     "reactive_retry": "the request did not fit: compacting the context",
     "manual": "compacting the context",
     "autonomous": "compacting the context (compress_context)",
+    "redo": "the summarizer answers again: redoing the provisional summary",
 }
 
 

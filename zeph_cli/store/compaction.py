@@ -42,7 +42,7 @@ from .transactions import write_transaction
 
 HISTORY_ORDER = "position, id"
 
-EVENT_KINDS: tuple[str, ...] = ("soft", "hard", "tool_pair", "proactive", "manual", "reactive_retry", "autonomous")
+EVENT_KINDS: tuple[str, ...] = ("soft", "hard", "tool_pair", "proactive", "manual", "reactive_retry", "autonomous", "redo")
 # The spec's verdict names (Pass, SoftFail, HardFail, Error), stored in snake case.
 PROBE_VERDICTS: dict[str, str] = {"pass": "pass", "softfail": "soft_fail", "hardfail": "hard_fail", "error": "error"}
 
@@ -194,14 +194,26 @@ class CompactionStore:
 
     def set_deferred_summary(self, message_id: int, text: str) -> None:
         """Store `metadata.deferred_summary` on a tool response, keeping its other metadata."""
+        self.update_metadata(message_id, {"deferred_summary": text}, purpose="attach a deferred summary to")
+
+    def update_metadata(self, message_id: int, fields: Mapping[str, Any], *, purpose: str = "update") -> None:
+        """Merge `fields` into a message's metadata, keeping the rest."""
         with write_transaction(self.db):
             rows = list(self.db.query("select metadata from messages where id = ?", [message_id]))
             if not rows:
-                raise NotFound(f"no message with id {message_id} to attach a deferred summary to")
-            metadata = {**_metadata(rows[0]), "deferred_summary": text}
+                raise NotFound(f"no message with id {message_id} to {purpose}")
+            metadata = {**_metadata(rows[0]), **fields}
             self.db.execute(
                 "update messages set metadata = ? where id = ?", [json.dumps(metadata, ensure_ascii=False), message_id]
             )
+
+    def originals(self, conversation_id: int, summary_id: int) -> list[tuple[int, Message, dict[str, Any]]]:
+        """(id, message, metadata) of what a summary stands in for, in history order (empty when unknown)."""
+        rows = self._rows(conversation_id, [summary_id])
+        ids = _metadata(rows[0]).get("summary_of") if rows else None
+        if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+            return []
+        return [(row["id"], _message(row), _metadata(row)) for row in self._rows(conversation_id, ids)]
 
     def _summarize(
         self,

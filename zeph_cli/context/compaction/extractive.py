@@ -4,7 +4,7 @@ Invariant: pure and infallible; the result never exceeds `cap_tokens` by the
 tokenizer given, keeps sentences in their original order, and prefers
 sentences carrying identifiers, paths, numbers and decisions — what a later
 turn cannot guess. Used when the summarizer is down (after the spec's metadata lines; the
-next compaction the summarizer answers summarizes them again) and to cut an
+summary is made again from its originals once the summarizer answers) and to cut an
 over-long summary to its slot.
 """
 
@@ -18,7 +18,7 @@ from ..assembler import HistoryItem
 from .fallback import METADATA_HEADER, metadata_summary
 from .markers import SUMMARY_MARKER, is_compaction_summary
 
-KEPT_LINES = "Kept sentences (extractive, provisional: the next compaction the summarizer answers redoes them):"
+KEPT_LINES = "Kept sentences (extractive, provisional):"  # summarized again once the summarizer answers
 SENTENCE_CHARS = 300  # one kept sentence is cut at this length
 PREVIEWS_FROM_TOKENS = 400  # smaller slots leave out the metadata summary's last-message previews
 
@@ -57,7 +57,8 @@ def _tighten(sentence: str) -> str:
     if len(sentence) <= LONG_SENTENCE_CHARS:
         return sentence
     clauses = _CLAUSE_END.split(sentence)
-    kept = [c for c in clauses if score(c) > 0]
+    best = max(score(c) for c in clauses)
+    kept = [c for c in clauses if score(c) > 0 and 2 * score(c) >= best]  # the clauses that carry the sentence
     return "… " + " ".join(kept) if kept and len(kept) < len(clauses) else sentence
 
 

@@ -51,4 +51,6 @@ class CompactionResult:
             "chunked": "chunked summary",
         }.get(self.method, "summary")
         probe = f" · probe {self.probe_verdict} ({self.probe_score:.2f})" if self.probe_verdict else ""
+        if self.kind == "redo":
+            return f"redid the provisional summary from its {self.messages_compacted} messages: {tokens}{probe}"
         return f"compacted {self.messages_compacted} messages into a {how}: {tokens}{probe}"

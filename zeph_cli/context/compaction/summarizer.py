@@ -57,6 +57,7 @@ class _Run:
     concurrency: int
     anchored: bool
     limit_tokens: int | None
+    single_fallback: bool = True  # a failed chunked pass is followed by a single pass
     attempts: int = 0
     produced_anchored: bool = False
     errors: list[str] = field(default_factory=list)
@@ -91,10 +92,18 @@ class _Run:
 
     async def chunked(self, parts: list[list[HistoryItem]]) -> str:
         gate = asyncio.Semaphore(max(self.concurrency, 1))
+        failed = False
 
         async def one(index: int, part: list[HistoryItem]) -> str:
+            nonlocal failed
             async with gate:
-                return await self.call(chunk_prompt(render_transcript(part), index, len(parts)))
+                if failed:  # the chunked pass has failed already: no more calls for it
+                    raise _CallFailed("an earlier chunk failed", False)
+                try:
+                    return await self.call(chunk_prompt(render_transcript(part), index, len(parts)))
+                except _CallFailed:
+                    failed = True
+                    raise
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -110,8 +119,9 @@ class _Run:
         if len(parts) > 1:
             try:
                 return await self.chunked(parts), "chunked"
-            except _CallFailed:
-                pass
+            except _CallFailed as failure:
+                if not self.single_fallback and not failure.context_length:
+                    raise
         return await self.single(items), "single"
 
 
@@ -124,12 +134,15 @@ async def summarize_range(
     concurrency: int = CHUNK_CONCURRENCY,
     anchored: bool = False,
     limit_tokens: int | None = None,
+    single_fallback: bool = True,
 ) -> SummaryOutcome:
     """Summarize `items` (a compaction range); see the module invariant for the order of attempts.
 
     `limit_tokens` (e.g. proactive `max_summary_tokens`) is stated in the prompt, not enforced.
+    `single_fallback=False` (with `concurrency=1`: one failed call ends the attempt) is for asking a
+    summarizer that was down whether it answers again.
     """
-    run = _Run(summarize, counter, chunk_tokens, concurrency, anchored, limit_tokens)
+    run = _Run(summarize, counter, chunk_tokens, concurrency, anchored, limit_tokens, single_fallback)
 
     def outcome(body: str, method: str, fraction: float = 0.0) -> SummaryOutcome:
         anchored_text = run.produced_anchored and method != "metadata"
