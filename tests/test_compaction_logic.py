@@ -679,3 +679,11 @@ def test_one_llm_compaction_per_turn():
     state.start_turn()
     assert not state.compacted_this_turn
     assert state.reactive_tier(700, 1000, 0.6, 0.9) == "soft"
+
+
+async def test_chunks_sized_to_a_known_window_get_no_single_pass_that_could_not_fit_it():
+    history = [user(f"message {n}", tokens=3000) for n in range(3)]
+    recorder = Recorder(lambda prompt: ProviderConnectionError("connection reset") if "part 2 of 3" in prompt else "x")
+    outcome = await summarize_range(history, recorder, counter=WORDS, single_fallback=False)
+    assert outcome.method == "metadata"
+    assert not any(p == compaction_prompt(render_transcript(history)) for p in recorder.prompts)

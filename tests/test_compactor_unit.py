@@ -242,13 +242,13 @@ async def test_summary_chunks_are_sized_to_the_summarizers_window(session_factor
     session = session_factory(0, faithful)  # no budget: compaction on demand only
     for i in range(40):
         session.turn(i)
-    assert await session.compactor._chunk_tokens("summary", 512) == CHUNK_TOKENS  # window unknown
+    assert await session.compactor._chunk_tokens("summary", 512) == (CHUNK_TOKENS, False)  # window unknown
 
     async def window(purpose: str) -> int:
         return 2048
 
     session.compactor.deps.summarizer_window = window
-    assert await session.compactor._chunk_tokens("summary", 512) == 2048 - 512 - 600
+    assert await session.compactor._chunk_tokens("summary", 512) == (2048 - 512 - 600, True)
     [e async for e in session.compactor.compact(session.conversation)]
     chunk_prompts = [p for p in session.calls if "<conversation part=" in p]
     assert len(chunk_prompts) > 1

@@ -138,13 +138,6 @@ class Compactor:
         report = report or self._report(conversation)
         if not report.capacity:
             return
-        if not self.turn.compacted_this_turn and not self._mid_turn(conversation):
-            redone = False
-            async for event in self._redo_provisional(conversation):
-                redone = True
-                yield event
-            if redone:
-                report = self._report(conversation)
         if memory.compression.strategy == "proactive" and not self.turn.compacted_this_turn:
             fired = False
             async for event in self._proactive(conversation, report):
@@ -152,6 +145,15 @@ class Compactor:
                 yield event
             if fired:
                 return
+        async for event in self._tiers(conversation, report):
+            yield event
+        if not self.turn.compacted_this_turn and not self._mid_turn(conversation):
+            async for event in self._redo_provisional(conversation):  # no summary ran this turn to redo it
+                yield event
+
+    async def _tiers(self, conversation: Conversation, report: ContextReport) -> AsyncIterator[AgentEvent]:
+        """The reactive tiers: soft (no LLM), the hard tier's pruning, then its LLM summary if still over."""
+        memory = self.deps.config.memory
         soft, hard = memory.soft_compaction_threshold, memory.hard_compaction_threshold
         tier = decide(report.context_tokens, report.capacity, soft, hard)
         if tier == "none":
@@ -413,14 +415,15 @@ class Compactor:
         """
         deps = self.deps
         before = self._report(conversation).context_tokens
-        middle = self._middle(conversation, kind) if redo is None else self._originals(conversation, redo)
+        visible = self._middle(conversation, kind) if redo is None else [redo]
+        if len(visible) < 2 and redo is None:
+            yield CompactionResult(
+                kind, before, before, len(visible), skipped="fewer than 2 messages before the preserved tail"
+            )
+            return
+        middle = visible if redo is None else self._originals(conversation, redo)
         if redo is not None and not middle:
             yield CompactionResult(kind, before, before, skipped="the provisional summary's originals are gone")
-            return
-        if len(middle) < 2 and redo is None:
-            yield CompactionResult(
-                kind, before, before, len(middle), skipped="fewer than 2 messages before the preserved tail"
-            )
             return
         report = self._report(conversation)
         cap = summary_cap(report.capacity, report.fixed_tokens, limit_tokens or deps.config.memory.compression.max_summary_tokens)
@@ -432,9 +435,10 @@ class Compactor:
         async def summarize(prompt: str) -> str:
             return await deps.summarize(with_guidelines(prompt, guidelines), max_tokens=reply_cap, purpose=purpose)
 
-        chunk_tokens = await self._chunk_tokens(purpose, reply_cap)
+        chunk_tokens, window_known = await self._chunk_tokens(purpose, reply_cap)
         # A redo asks a summarizer that was down: one call at a time, and the first failure ends the attempt.
-        retry = {} if redo is None else {"concurrency": 1, "single_fallback": False}
+        # Chunks sized to a known window: a single pass over all of them could not fit it either.
+        retry = {"concurrency": 1, "single_fallback": False} if redo is not None else {"single_fallback": not window_known}
         outcome = await summarize_range(
             middle, summarize, counter=deps.counter(), limit_tokens=cap, chunk_tokens=chunk_tokens, **retry
         )
@@ -475,17 +479,17 @@ class Compactor:
                     probe_verdict=verdict,
                     probe_score=score,
                 )
-                self._rejected_through = middle[-1].id
+                self._rejected_through = visible[-1].id
                 yield CompactionResult(kind, before, before, 0, outcome.method, probe_verdict=verdict, probe_score=score)
                 return
         summary = Message.context(outcome.text)
         with write_transaction(deps.store.db):
             stored = self.store.replace_with_summary(
                 conversation.id,
-                [item.id for item in middle] if redo is None else [redo.id],
+                [item.id for item in visible],
                 summary,
                 metadata={COMPACTION_SUMMARY: True, "method": outcome.method, "attempts": outcome.attempts,
-                          **(self._redo_schedule(middle, conversation) if provisional else {})},
+                          **(self._redo_schedule(visible, conversation) if provisional else {})},
                 token_count=count_message(deps.counter(), summary),
                 token_counter=deps.counter().name,
             )
@@ -495,24 +499,25 @@ class Compactor:
                 kind,
                 tokens_before=before,
                 tokens_after=after,
-                messages_compacted=len(middle),
+                messages_compacted=len(middle if redo else visible),
                 method=outcome.method,
                 probe_verdict=verdict,
                 probe_score=score,
             )
         deps.dump_compaction(
-            {"kind": kind, "tokens_before": before, "tokens_after": after, "messages_compacted": len(middle),
+            {"kind": kind, "tokens_before": before, "tokens_after": after, "messages_compacted": len(middle if redo else visible),
              "method": outcome.method, "attempts": outcome.attempts, "summary": outcome.text}
         )
-        yield CompactionResult(kind, before, after, len(middle), outcome.method, stored.id,
+        yield CompactionResult(kind, before, after, len(middle if redo else visible), outcome.method, stored.id,
                                probe_verdict=verdict, probe_score=score)
 
-    async def _chunk_tokens(self, purpose: str, reply_cap: int) -> int:
-        """Chunks sized to the summarizer's own window: the chunk, its instructions and the reply must fit."""
+    async def _chunk_tokens(self, purpose: str, reply_cap: int) -> tuple[int, bool]:
+        """(chunk tokens, whether the summarizer's window is known): chunks sized to that window, so the
+        chunk, its instructions and the reply fit it."""
         window = await self.deps.summarizer_window(purpose) if self.deps.summarizer_window else 0
         if not window:
-            return CHUNK_TOKENS
-        return max(min(CHUNK_TOKENS, window - reply_cap - SUMMARY_PROMPT_TOKENS), MIN_CHUNK_TOKENS)
+            return CHUNK_TOKENS, False
+        return max(min(CHUNK_TOKENS, window - reply_cap - SUMMARY_PROMPT_TOKENS), MIN_CHUNK_TOKENS), True
 
     async def _fit_slot(self, text: str, cap: int, purpose: str) -> str:
         """`text` (a summary starting with its marker line) within `cap` tokens: as it is when it fits, else
