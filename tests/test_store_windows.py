@@ -32,6 +32,21 @@ def test_remembered_across_connections(db_path):
         again.close()
 
 
+def test_an_unnamed_model_uses_the_endpoints_newest_learned_window(db_path):
+    # A compatible server whose listing did not answer in time leaves the model unnamed; what that
+    # endpoint taught before still holds, so the next request does not pay a rejection to learn it again.
+    db = open_database(db_path)
+    try:
+        assert remembered_window(db, "compatible", "", URL) is None
+        remember_window(db, "compatible", MODEL, URL, 4096, "the server's /props")
+        remember_window(db, "compatible", "other.gguf", URL, 2048, "the server's context-length error")
+        assert remembered_window(db, "compatible", "", URL) == (2048, "the server's context-length error")
+        assert remembered_window(db, "compatible", "", "http://127.0.0.1:9090/v1") is None
+        assert remembered_window(db, "local-gpu", "", URL) is None
+    finally:
+        db.close()
+
+
 def test_keyed_by_provider_model_and_endpoint(db_path):
     db = open_database(db_path)
     try:

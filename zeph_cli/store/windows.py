@@ -15,11 +15,22 @@ TABLE = "learned_windows"
 
 
 def remembered_window(db: Database, provider: str, model: str, base_url: str) -> tuple[int, str] | None:
-    """(tokens, source) learned earlier for this provider entry, model and endpoint; None if never."""
-    row = db.execute(
-        f"select tokens, source from {TABLE} where provider = ? and model = ? and base_url = ?",
-        [provider, model, base_url],
-    ).fetchone()
+    """(tokens, source) learned earlier for this provider entry, model and endpoint; None if never.
+
+    With no model name (none configured and the server did not say, e.g. it was
+    too busy to answer its listing in time), the endpoint's most recently
+    learned window stands in: such an endpoint serves one unnamed model.
+    """
+    if not model:
+        row = db.execute(
+            f"select tokens, source from {TABLE} where provider = ? and base_url = ? order by updated_at desc limit 1",
+            [provider, base_url],
+        ).fetchone()
+    else:
+        row = db.execute(
+            f"select tokens, source from {TABLE} where provider = ? and model = ? and base_url = ?",
+            [provider, model, base_url],
+        ).fetchone()
     return (int(row[0]), str(row[1])) if row else None
 
 
