@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from zeph_cli.tools.redact import REDACTED, TOKEN_RULES, is_secret_name, redact_arguments, redact_secrets
+from zeph_cli.tools.redact import (
+    REDACTED,
+    TOKEN_RULES,
+    is_secret_name,
+    redact_arguments,
+    redact_secrets,
+)
 
 OPENAI_KEY = "sk-abc123DEF456ghi789JKL012mno345PQR678stu901"
 OPENAI_PROJECT_KEY = "sk-proj-Ab12Cd34Ef56Gh78Ij90_Kl12-Mn34Op56Qr78St90"

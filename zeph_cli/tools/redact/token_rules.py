@@ -25,7 +25,10 @@ __all__ = ["TOKEN_RULES", "SecretRule", "redact_tokens"]
 
 @dataclass(frozen=True)
 class SecretRule:
+    """One shape of secret. The pattern runs only on text containing one of `keywords` (lower-case)."""
+
     name: str
+    keywords: tuple[str, ...]
     pattern: re.Pattern[str]
     is_secret: Callable[[str], bool]
 
@@ -69,6 +72,7 @@ _WORD_END = r"(?![A-Za-z0-9_-])"
 TOKEN_RULES: tuple[SecretRule, ...] = (
     SecretRule(
         "private-key-block",
+        ("private key",),
         re.compile(
             r"-----BEGIN (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----"
             r"(?P<secret>[\s\S]*?)"
@@ -76,60 +80,107 @@ TOKEN_RULES: tuple[SecretRule, ...] = (
         ),
         _unredacted_block,
     ),
-    SecretRule("openai-or-anthropic-key", re.compile(_WORD_START + r"(?P<secret>sk-[A-Za-z0-9_-]{20,})"), _has_digit),
-    SecretRule("stripe-key", re.compile(_WORD_START + r"(?P<secret>[rs]k_(?:live|test)_[A-Za-z0-9]{16,})"), _always),
+    SecretRule(
+        "openai-or-anthropic-key",
+        ("sk-",),
+        re.compile(_WORD_START + r"(?P<secret>sk-[A-Za-z0-9_-]{20,})"),
+        _has_digit,
+    ),
+    SecretRule(
+        "stripe-key",
+        ("k_live_", "k_test_"),
+        re.compile(_WORD_START + r"(?P<secret>[rs]k_(?:live|test)_[A-Za-z0-9]{16,})"),
+        _always,
+    ),
     SecretRule(
         "aws-access-key-id",
+        ("akia", "asia"),
         re.compile(r"(?<![A-Za-z0-9])(?P<secret>(?:AKIA|ASIA)[A-Z0-9]{16})(?![A-Za-z0-9])"),
         _always,
     ),
     SecretRule(
         "github-token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
         re.compile(r"(?<![A-Za-z0-9_])(?P<secret>gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
         _always,
     ),
-    SecretRule("gitlab-token", re.compile(_WORD_START + r"(?P<secret>gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_.-]{20,})"), _looks_random),
-    SecretRule("slack-token", re.compile(_WORD_START + r"(?P<secret>xox[abeprs]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,})"), _has_digit),
+    SecretRule(
+        "gitlab-token",
+        ("glpat-", "gldt-", "glptt-", "glrt-"),
+        re.compile(_WORD_START + r"(?P<secret>gl(?:pat|dt|ptt|rt)-[A-Za-z0-9_.-]{20,})"),
+        _looks_random,
+    ),
+    SecretRule(
+        "slack-token",
+        ("xox", "xapp-"),
+        re.compile(_WORD_START + r"(?P<secret>xox[abeprs]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,})"),
+        _has_digit,
+    ),
     SecretRule(
         "slack-webhook",
+        ("hooks.slack.com/",),
         re.compile(r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9_-]+/[A-Za-z0-9_/-]{8,})"),
         _has_digit,
     ),
-    SecretRule("google-api-key", re.compile(_WORD_START + r"(?P<secret>AIza[A-Za-z0-9_-]{35})" + _WORD_END), _looks_random),
-    SecretRule("hugging-face-token", re.compile(_WORD_START + r"(?P<secret>hf_[A-Za-z0-9]{34})" + _WORD_END), _looks_random),
-    SecretRule("npm-token", re.compile(_WORD_START + r"(?P<secret>npm_[A-Za-z0-9]{36})" + _WORD_END), _looks_random),
+    SecretRule(
+        "google-api-key",
+        ("aiza",),
+        re.compile(_WORD_START + r"(?P<secret>AIza[A-Za-z0-9_-]{35})" + _WORD_END),
+        _looks_random,
+    ),
+    SecretRule(
+        "hugging-face-token",
+        ("hf_",),
+        re.compile(_WORD_START + r"(?P<secret>hf_[A-Za-z0-9]{34})" + _WORD_END),
+        _looks_random,
+    ),
+    SecretRule(
+        "npm-token",
+        ("npm_",),
+        re.compile(_WORD_START + r"(?P<secret>npm_[A-Za-z0-9]{36})" + _WORD_END),
+        _looks_random,
+    ),
     SecretRule(
         "sendgrid-key",
+        ("sg.",),
         re.compile(r"(?<![A-Za-z0-9_.-])(?P<secret>SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})" + _WORD_END),
         _always,
     ),
     SecretRule(
         "json-web-token",
+        ("eyj",),
         re.compile(_WORD_START + r"(?P<secret>eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*)"),
         _always,
     ),
     SecretRule(
         "bearer-token",
+        ("bearer",),
         re.compile(_WORD_START + r"(?i:bearer)[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)"),
         _has_digit,
     ),
     SecretRule(
         "basic-auth-header",
-        re.compile(r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})"),
+        ("basic",),
+        re.compile(
+            r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})"
+        ),
         _user_and_password,
     ),
     SecretRule(
         "docker-config-auth",
+        ('"auth"',),
         re.compile(r"\"auth\"[ \t]*:[ \t]*\"(?P<secret>[A-Za-z0-9+/]{4,}={0,2})\""),
         _user_and_password,
     ),
     SecretRule(
         "azure-account-key",
+        ("accountkey=", "sharedaccesskey="),
         re.compile(r"(?<![A-Za-z0-9_])(?i:AccountKey|SharedAccessKey)=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"),
         _always,
     ),
     SecretRule(
         "mysql-password-option",
+        ("mysql", "mariadb"),
         # `mysql … -pVALUE` (a bare `-p` asks at the prompt); the scan for `-p`
         # stays within 200 characters of the same command.
         re.compile(
@@ -140,6 +191,7 @@ TOKEN_RULES: tuple[SecretRule, ...] = (
     ),
     SecretRule(
         "url-password",
+        ("://",),
         re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@]*:(?P<secret>[^\s/@]+)@"),
         lambda value: is_literal_secret(value, quoted=False, name=""),
     ),
@@ -149,9 +201,11 @@ TOKEN_RULES: tuple[SecretRule, ...] = (
 def redact_tokens(text: str) -> tuple[str, int]:
     """`text` with the secret of every rule's match replaced by the marker, and how many were."""
     total = 0
+    lowered = text.lower()  # redaction only removes text, so a keyword absent here stays absent
     for rule in TOKEN_RULES:
-        text, count = _redact_matches(rule, text)
-        total += count
+        if any(keyword in lowered for keyword in rule.keywords):
+            text, count = _redact_matches(rule, text)
+            total += count
     return text, total
 
 
