@@ -394,6 +394,25 @@ async def test_secrets_in_tool_output_never_reach_the_model_or_the_database(fake
     assert secret not in dump
 
 
+async def test_a_secret_in_the_models_own_call_runs_for_real_but_is_stored_redacted(fake_server, workspace):
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    arguments = {"path": "deploy.env", "content": f"GITHUB_TOKEN={token}\nREGION=eu\n"}
+    fake_server.queue(OPENAI.tool_reply([("call_env", "write_file", arguments)]))
+    fake_server.queue(OPENAI.text_reply("written"))
+    agent = make_agent(OPENAI, fake_server, workspace, approver=approve_all)
+    conversation = agent.new_conversation("x")
+    await run(agent, conversation, "write the deploy env")
+    assert (workspace / "deploy.env").read_text(encoding="utf-8") == f"GITHUB_TOKEN={token}\nREGION=eu\n"
+    stored_call, = [call for row in agent.store.history(conversation.id) for call in row.message.tool_calls]
+    assert stored_call.arguments == {"path": "deploy.env", "content": "GITHUB_TOKEN=[REDACTED]\nREGION=eu\n"}
+    for table in ("messages", "tool_runs"):
+        rows = "\n".join(str(row) for row in agent.store.db.query(f"select * from {table}"))
+        assert "REGION=eu" in rows and token not in rows, table
+    replayed = [m for m in fake_server.requests_to(OPENAI.path)[1].json["messages"] if m["role"] == "assistant"]
+    assert "[REDACTED]" in replayed[0]["tool_calls"][0]["function"]["arguments"]
+    assert token not in json.dumps(replayed)
+
+
 async def test_long_output_is_cut_and_read_overflow_pages_through_it(fake_server, workspace):
     command = "for i in $(seq 1 20000); do echo line-$i; done"
     fake_server.queue(OPENAI.tool_reply([("call_big", "bash", {"command": command})]))

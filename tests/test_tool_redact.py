@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from zeph_cli.tools.redact import REDACTED, is_secret_name, redact_secrets
+from zeph_cli.tools.redact import (
+    REDACTED,
+    TOKEN_RULES,
+    is_secret_name,
+    redact_arguments,
+    redact_secrets,
+)
 
 OPENAI_KEY = "sk-abc123DEF456ghi789JKL012mno345PQR678stu901"
 OPENAI_PROJECT_KEY = "sk-proj-Ab12Cd34Ef56Gh78Ij90_Kl12-Mn34Op56Qr78St90"
@@ -235,3 +241,201 @@ def test_a_megabyte_of_one_repeated_fragment_completes(unit):
     text = unit * (1_000_000 // len(unit))
     redacted_text, count = redact_secrets(text)
     assert len(redacted_text) <= len(text) + count * len(REDACTED)
+
+
+# ---- one example per rule of the table, and the look-alikes each must keep ----------------
+
+SLACK_APP_TOKEN = "xapp-1-A0123456789-1234567890123-" + "0a1b2c3d4e5f" * 5
+SLACK_WEBHOOK_PATH = "T0ABCD123/B0EFGH456/" + "aB3dE5gH7jK9mN1pQ3sT5vW7"
+GOOGLE_KEY = "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+HF_TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"
+GITLAB_TOKEN = "glpat-" + "xYz12AbCdEfGhIjKlMnO"
+NPM_TOKEN = "npm_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+SENDGRID_KEY = "SG." + "ngeVfQFYQlKU0ufo8x5d1A" + "." + "TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc-1s5cr"
+BASIC_CREDENTIALS = "dXNlcjpwYXNzd29yZA=="  # user:password
+AZURE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+DOCKER_AUTH = "Ym90OmdocF9zZWNyZXR0b2tlbjEyMzQ1"  # bot:ghp_secrettoken12345
+
+# Rule name -> (text with one secret, the text as the model must see it).
+RULE_EXAMPLES = {
+    "private-key-block": (
+        f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}-----END RSA PRIVATE KEY-----",
+        f"-----BEGIN RSA PRIVATE KEY-----\n{REDACTED}\n-----END RSA PRIVATE KEY-----",
+    ),
+    "openai-or-anthropic-key": (f"key {OPENAI_KEY}", f"key {REDACTED}"),
+    "stripe-key": ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", REDACTED),
+    "aws-access-key-id": (f"id {AWS_KEY_ID}", f"id {REDACTED}"),
+    "github-token": (f"push with {GITHUB_TOKENS[0]}", f"push with {REDACTED}"),
+    "gitlab-token": (f"curl --header 'PRIVATE-TOKEN: {GITLAB_TOKEN}' …", f"curl --header 'PRIVATE-TOKEN: {REDACTED}' …"),
+    "slack-token": (f"SLACK_APP {SLACK_APP_TOKEN} ok", f"SLACK_APP {REDACTED} ok"),
+    "slack-webhook": (
+        f"curl -X POST https://hooks.slack.com/services/{SLACK_WEBHOOK_PATH} -d @msg.json",
+        f"curl -X POST https://hooks.slack.com/services/{REDACTED} -d @msg.json",
+    ),
+    "google-api-key": (
+        f"GET https://maps.googleapis.com/maps/api/geocode/json?address=x&key={GOOGLE_KEY}&lang=en",
+        f"GET https://maps.googleapis.com/maps/api/geocode/json?address=x&key={REDACTED}&lang=en",
+    ),
+    "hugging-face-token": (f"huggingface-cli login --token {HF_TOKEN}", f"huggingface-cli login --token {REDACTED}"),
+    "npm-token": (f"//registry.npmjs.org/:_authToken={NPM_TOKEN}", f"//registry.npmjs.org/:_authToken={REDACTED}"),
+    "sendgrid-key": (f"using {SENDGRID_KEY} to send", f"using {REDACTED} to send"),
+    "json-web-token": (f"session={JWT}", f"session={REDACTED}"),
+    "bearer-token": ("Authorization: Bearer abc123def456ghi789jkl012", f"Authorization: Bearer {REDACTED}"),
+    "basic-auth-header": (
+        f'curl -H "Authorization: Basic {BASIC_CREDENTIALS}" https://x',
+        f'curl -H "Authorization: Basic {REDACTED}" https://x',
+    ),
+    "docker-config-auth": (
+        f'{{"auths": {{"ghcr.io": {{"auth": "{DOCKER_AUTH}"}}}}}}',
+        f'{{"auths": {{"ghcr.io": {{"auth": "{REDACTED}"}}}}}}',
+    ),
+    "azure-account-key": (
+        f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={AZURE_KEY};EndpointSuffix=core.windows.net",
+        f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={REDACTED};EndpointSuffix=core.windows.net",
+    ),
+    "mysql-password-option": ("mysql -h db -u root -pS3cretPass99 shop", f"mysql -h db -u root -p{REDACTED} shop"),
+    "url-password": ("postgres://app:s3cr3t-pw@db.local/app", f"postgres://app:{REDACTED}@db.local/app"),
+}
+
+
+def test_every_rule_of_the_table_has_an_example():
+    assert {rule.name for rule in TOKEN_RULES} == set(RULE_EXAMPLES)
+
+
+@pytest.mark.parametrize("rule_name", sorted(RULE_EXAMPLES))
+def test_each_rule_replaces_its_secret_with_the_marker(rule_name):
+    text, expected = RULE_EXAMPLES[rule_name]
+    assert redact_secrets(text) == (expected, 1)
+    rule = next(rule for rule in TOKEN_RULES if rule.name == rule_name)
+    assert rule.pattern.search(text), "the example must be found by its own rule, not another one"
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (f"token {SLACK_APP_TOKEN}", f"token {REDACTED}"),
+        (f"key: {GOOGLE_KEY}", f"key: {REDACTED}"),
+        (f"{GOOGLE_KEY}", REDACTED),
+        (f"id_token={JWT}&state=1", f"id_token={REDACTED}&state=1"),
+        (f"jwt: {JWT}", f"jwt: {REDACTED}"),
+        (f"Cookie: theme=dark; session={JWT}; lang=en", f"Cookie: theme=dark; session={REDACTED}; lang=en"),
+        (f"Set-Cookie: auth={JWT}; Path=/; HttpOnly", f"Set-Cookie: auth={REDACTED}; Path=/; HttpOnly"),
+        ("mysqldump -uroot -p'pass word' shop > dump.sql", f"mysqldump -uroot -p{REDACTED} shop > dump.sql"),
+        ("/usr/bin/mysql --user=root -phunter2x -e 'select 1'", f"/usr/bin/mysql --user=root -p{REDACTED} -e 'select 1'"),
+        ("mysql --password=hunter2 -u root", f"mysql --password={REDACTED} -u root"),
+        ("PGPASSWORD=hunter2x psql -h db -U app", f"PGPASSWORD={REDACTED} psql -h db -U app"),
+        ("export MYSQL_PWD='s3cret!'", f"export MYSQL_PWD='{REDACTED}'"),
+        ("Proxy-Authorization: basic Ym90OnMzY3JldA==", f"Proxy-Authorization: basic {REDACTED}"),
+        ("Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=" + AZURE_KEY,
+         f"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={REDACTED}"),
+        ("https://hooks.slack.com/workflows/T0ABCD123/A0123/4567/" + "aB3dE5gH7jK9",
+         f"https://hooks.slack.com/workflows/{REDACTED}"),
+    ],
+)
+def test_more_forms_of_the_new_kinds(line, expected):
+    assert redact_secrets(line) == (expected, 1)
+
+
+LOOK_ALIKES = """\
+commit 3f786850e387550fdab836ed7e6dc881de23001b
+Merge: 9fceb02 d0f3a1c
+request id 123e4567-e89b-12d3-a456-426614174000
+sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824
+data: iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==
+payload eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIn0
+The password is stored in the system keyring.
+mysql: [Warning] Using a password on the command line interface can be insecure.
+mysql -u root -p shop
+mysql -u root -p -e 'show databases'
+mysql -h db -p"$MYSQL_PASSWORD" shop
+psql -h db -p 5432 -U app
+PGPASSWORD=$PGPASSWORD psql
+PWD=/home/user/project
+OLDPWD=/tmp
+The Aizawl district; AIzawl; AIza is a prefix; CHAIzaQ1w2E3r4T5y6U7i8O9p0AsDfGhJkLzXcVbN
+hf_hub_download(repo_id="gpt2", filename="config.json")
+npm_config_registry=https://registry.npmjs.org/
+npm_package_version=1.2.3
+glpat-xxxxxxxxxxxxxxxxxxxx
+SG.example is not a key
+Authorization: Basic realm="staging"
+Authorization: Basic credentials are sent base64-encoded
+Authorization: Basic $CREDENTIALS
+"auth": "enabled"
+"auth": {"type": "basic"}
+AccountKey=$AZURE_STORAGE_KEY
+AccountKey=<your-account-key>
+https://hooks.slack.com/services/
+See https://hooks.slack.com/services/<your-webhook-path> for setup.
+Basic usage: run the tool with --help.
+eyJ is how base64 of JSON begins.
+"""
+
+
+def test_look_alikes_of_the_new_kinds_stay_untouched():
+    assert redact_secrets(LOOK_ALIKES) == (LOOK_ALIKES, 0)
+
+
+def thirty_thousand_characters_with_secrets() -> tuple[str, list[str]]:
+    """A long build-and-deploy log with a secret of each kind spread through ordinary lines."""
+    secrets = [
+        OPENAI_KEY, AWS_KEY_ID, GITHUB_TOKENS[0], GITLAB_TOKEN, SLACK_APP_TOKEN, GOOGLE_KEY, HF_TOKEN,
+        NPM_TOKEN, SENDGRID_KEY, JWT, BASIC_CREDENTIALS, AZURE_KEY, DOCKER_AUTH,
+    ]
+    lines = [
+        f"using {OPENAI_KEY}", f"id {AWS_KEY_ID}", f"push {GITHUB_TOKENS[0]}", f"PRIVATE-TOKEN: {GITLAB_TOKEN}",
+        f"slack {SLACK_APP_TOKEN}", f"maps?key={GOOGLE_KEY}", f"hf {HF_TOKEN}", f"npm {NPM_TOKEN}",
+        f"mail {SENDGRID_KEY}", f"Cookie: s={JWT}", f"Authorization: Basic {BASIC_CREDENTIALS}",
+        f"AccountKey={AZURE_KEY};", f'"auth": "{DOCKER_AUTH}"',
+    ]
+    filler = LOOK_ALIKES.splitlines()
+    out: list[str] = []
+    index = 0
+    while sum(len(line) + 1 for line in out) < 30_000:
+        out.append(filler[index % len(filler)])
+        if index % 17 == 0 and index // 17 < len(lines):
+            out.append(lines[index // 17])
+        index += 1
+    return "\n".join(out) + "\n", secrets
+
+
+def test_a_thirty_thousand_character_output_loses_every_secret_and_nothing_else():
+    text, secrets = thirty_thousand_characters_with_secrets()
+    assert len(text) >= 30_000
+    redacted_text, count = redact_secrets(text)
+    assert count == len(secrets)
+    for secret in secrets:
+        assert secret not in redacted_text
+    kept = [line for line in redacted_text.splitlines() if REDACTED not in line]
+    assert kept == [line for line in text.splitlines() if not any(secret in line for secret in secrets)]
+    assert redact_secrets(redacted_text) == (redacted_text, 0)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["mysql ", "mysql -p", "eyJ", "eyJabcdef.", "AIza", "hooks.slack.com/services/a/", '"auth": "', "AccountKey=a",
+     "Authorization: Basic ", "hf_", "npm_", "SG.", "glpat-", "xapp-"],
+)
+def test_a_megabyte_of_a_new_rule_fragment_completes(unit):
+    text = unit * (1_000_000 // len(unit))
+    redacted_text, count = redact_secrets(text)
+    assert len(redacted_text) <= len(text) + count * len(REDACTED)
+
+
+def test_tool_call_arguments_are_redacted_at_any_depth_and_the_original_is_kept():
+    arguments = {
+        "command": f"curl -H 'Authorization: Bearer {OPENAI_KEY}' https://api",
+        "env": {"HF_TOKEN": HF_TOKEN, "depth": [f"key={GOOGLE_KEY}", 3]},
+        "timeout": 30,
+        "flag": True,
+    }
+    redacted_arguments = redact_arguments(arguments)
+    assert redacted_arguments == {
+        "command": f"curl -H 'Authorization: Bearer {REDACTED}' https://api",
+        "env": {"HF_TOKEN": REDACTED, "depth": [f"key={REDACTED}", 3]},
+        "timeout": 30,
+        "flag": True,
+    }
+    assert arguments["command"].endswith("https://api") and OPENAI_KEY in arguments["command"]
+    assert arguments["env"]["HF_TOKEN"] == HF_TOKEN

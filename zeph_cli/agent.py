@@ -71,7 +71,7 @@ from .side_jobs import SideJobs, record_response
 from .store import Conversation, ConversationStore, StoredMessage, ToolLog
 from .store.windows import remember_window, remembered_window
 from .tokens import TokenCounter, count_message, count_tools, default_counter
-from .tool_calls import ToolCallRunner, ToolOutcome, interrupted_result
+from .tool_calls import ToolCallRunner, ToolOutcome, call_as_stored, interrupted_result
 from .tools.base import ToolContext, ToolSet
 from .tools.confinement import Confinement, workspace_root
 from .tools.output import MAX_OUTPUT_CHARS
@@ -547,7 +547,8 @@ class Agent:
         usage = builder.usage
         turn.total = turn.total + usage
         stop_reason = normalize_stop_reason(builder.stop_reason)
-        reply_parts: list = ([TextPart(builder.content)] if builder.content else []) + calls
+        stored_calls = [call_as_stored(call) for call in calls]  # the calls run with the real arguments
+        reply_parts: list = ([TextPart(builder.content)] if builder.content else []) + stored_calls
         message_id = None
         if reply_parts:
             reply = Message("assistant", tuple(reply_parts))

@@ -23,10 +23,15 @@ from .tools.blocklist import blocked_reason
 from .tools.failures import ToolFailure
 from .tools.output import MAX_OUTPUT_CHARS, summary_request_prompt, truncate_output
 from .tools.permissions import ApprovalRequest, Approver, PermissionPolicy, ToolCallSubject
-from .tools.redact import redact_secrets
+from .tools.redact import redact_arguments, redact_secrets
 from .tools.shell_syntax import parse_command
 
 Summarizer = Callable[[str], Awaitable[str]]
+
+
+def call_as_stored(call: ToolCallPart) -> ToolCallPart:
+    """The call as the store keeps it: its arguments with secrets redacted (the run gets the real ones)."""
+    return ToolCallPart(call.id, call.name, redact_arguments(call.arguments))
 
 
 @dataclass(frozen=True)
@@ -198,7 +203,7 @@ class ToolCallRunner:
         return outcome
 
     def _audit(self, call: ToolCallPart, outcome: ToolOutcome, output_chars: int, reason: str = "") -> None:
-        arguments = {k: (redact_secrets(v)[0] if isinstance(v, str) else v) for k, v in call.arguments.items()}
+        arguments = redact_arguments(call.arguments)
         self.log.record(
             self.conversation_id,
             tool_call_id=call.id,
