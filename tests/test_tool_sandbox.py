@@ -28,16 +28,10 @@ from zeph_cli.tools.shell import BashTool
 from tests.agent_helpers import AGENTS, close_agents  # noqa: F401  (autouse fixture)
 from tests.cli_helpers import err, out, run_zeph
 from tests.fakes import openai_wire
+from tests.tool_helpers import root as workspace  # noqa: F401  (fixture: an empty workspace)
 
 LANDLOCK_PROBLEM = probe_landlock()
 needs_landlock = pytest.mark.skipif(LANDLOCK_PROBLEM is not None, reason=f"Landlock: {LANDLOCK_PROBLEM}")
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
 
 
 @pytest.fixture

@@ -37,6 +37,8 @@ def writable_without_sandbox(path: Path) -> bool:
 
 def _denied_paths(output: str, cwd: Path) -> list[Path]:
     paths: list[Path] = []
+    if not _DENIED.search(output):  # the common case, without splitting a long output into lines
+        return paths
     for line in output.splitlines():
         if not _DENIED.search(line):
             continue
