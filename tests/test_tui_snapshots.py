@@ -48,14 +48,14 @@ def check(name: str, svg: str) -> None:
     received.unlink(missing_ok=True)
 
 
-async def scripted_exchange(fake_server, workspace):
+async def scripted_exchange(fake_server, workspace, **options):
     model = ScriptedModel()
     fake_server.respond_with(model)
     model.chat.append(openai_wire.stream_response(
         openai_wire.tool_call_chunks([("call_read", "read_file", ['{"path": "notes.txt"}'])], usage=(1500, 20, 0))))
     model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(
         ["The file says **42**.\n\n```python\nprint(42)\n```\n"], usage=(1600, 30, 0))))
-    return await open_app(fake_server, workspace)
+    return await open_app(fake_server, workspace, **options)
 
 
 async def test_main_screen_snapshot(fake_server, workspace):
@@ -71,7 +71,8 @@ async def test_main_screen_snapshot(fake_server, workspace):
 
 
 async def test_context_screen_snapshot(fake_server, workspace):
-    app, session = await scripted_exchange(fake_server, workspace)
+    # The sandbox line depends on the machine (Landlock or not): off, it reads the same everywhere.
+    app, session = await scripted_exchange(fake_server, workspace, env={"ZEPH_TOOLS_SANDBOX_ENABLED": "false"})
     try:
         async with app.run_test(size=(110, 34)) as pilot:
             app.prompt.cursor_blink = False

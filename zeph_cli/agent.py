@@ -77,6 +77,7 @@ from .tools.confinement import Confinement, workspace_root
 from .tools.output import MAX_OUTPUT_CHARS
 from .tools.permissions import Approver, PermissionPolicy, deny_all
 from .tools.registry import builtin_tool_names, tools_for_mode
+from .tools.sandbox import Sandbox
 from .workspace import environment_facts, find_project_files
 
 # What servers say when a model cannot take tools (Ollama, llama.cpp, vLLM...).
@@ -148,6 +149,7 @@ class Agent:
         self.tool_log = ToolLog(store.db)
         extra = [Path(p).expanduser() for p in config.tools.allowed_paths]
         self.confinement = Confinement(workspace_root(cwd), [p if p.is_absolute() else cwd / p for p in extra], cwd=cwd)
+        self.sandbox = Sandbox(config.tools.sandbox, self.confinement.allowed, cwd=cwd)
         self.profile: ModelProfile | None = None
         self.counter: TokenCounter = default_counter()
         self.workspace: Workspace | None = None
@@ -257,6 +259,7 @@ class Agent:
             read_overflow=lambda output_id: self.tool_log.read_output(conversation.id, output_id),
             default_timeout_secs=float(tools_config.bash_timeout_secs),
             compress=lambda strategy: self.compactor.on_request(conversation, strategy),
+            sandbox=self.sandbox,
         )
         return ToolCallRunner(
             tools=tools,
@@ -629,6 +632,9 @@ class Agent:
                 subject = tool.subject(call.arguments) if tool else ""
                 yield ToolCallStarted(call, tool.kind if tool else "", subject)
                 outcome: ToolOutcome = await runner.run(call, problem)
+                notice = self.sandbox.take_notice()  # once: commands are not confined here
+                if notice:
+                    yield AgentWarning(notice)
                 self._save_result(
                     conversation,
                     outcome.result,

@@ -469,10 +469,11 @@ class ChatSession:
         return target
 
     def metrics_lines(self) -> list[str]:
-        """The session's compaction metrics, one line each (empty before the first prompt)."""
+        """The sandbox state, then the session's compaction metrics, one line each (none before the first prompt)."""
+        sandbox = [self.agent.sandbox.state().line()]
         if self.conversation is None:
-            return []
-        return compaction_metrics_lines(CompactionStore(self.agent.store.db).metrics(self.conversation.id))
+            return sandbox
+        return sandbox + compaction_metrics_lines(CompactionStore(self.agent.store.db).metrics(self.conversation.id))
 
     async def aclose(self) -> None:
         """Close the side-job providers, the main provider and the store (once)."""

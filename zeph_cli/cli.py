@@ -374,9 +374,10 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         _, report, _ = agent.context_for(conversation)
         metrics = CompactionStore(agent.store.db).metrics(conversation.id)
         provider = agent.provider
+        sandbox = agent.sandbox.state().line()
     if json_output:
         print(json.dumps({"session": conversation.id, "provider": provider.name, "model": agent.model_label,
-                          "context": report.to_dict(), "compaction": metrics.__dict__}, indent=2))
+                          "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox}, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
@@ -384,6 +385,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     for line in context_head_lines(report, conversation.id, provider.name, agent.model_label,
                                    agent.config.memory.compression.strategy):
         print(line)
+    print(sandbox)
     table = Table(box=None, pad_edge=False)
     for column, justify in (("block", "left"), ("tokens", "right"), ("share", "right"), ("", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]

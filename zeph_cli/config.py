@@ -175,6 +175,23 @@ class AgentConfig:
     max_tool_iterations: int = setting(25, "Tool rounds allowed in one turn before the agent stops and says so.", lo=1, hi=1000)
 
 
+SANDBOX_PROFILES = ("workspace", "read-only", "off")
+
+
+@dataclass
+class SandboxConfig:
+    enabled: bool = setting(True, "Run shell commands in an OS sandbox (Linux Landlock, macOS sandbox-exec).")
+    profile: str = setting(
+        "workspace",
+        "workspace: write the workspace, tools.allowed_paths, allow_write and a private temp dir, read elsewhere; "
+        "read-only: write only the temp dir; off: no sandbox.",
+        choices=SANDBOX_PROFILES,
+    )
+    allow_write: tuple[str, ...] = setting((), "Extra directories sandboxed commands may write to.", kind=tuple)
+    allow_network: bool = setting(True, "Let sandboxed commands use the network (false needs bubblewrap on Linux).")
+    strict: bool = setting(False, "Refuse shell commands when no sandbox backend works here (or network isolation is asked for and unavailable).")  # noqa: E501
+
+
 @dataclass
 class ToolsConfig:
     summarize_output: bool = setting(False, "Summarize long tool outputs with the LLM (falls back to truncation).")
@@ -193,6 +210,7 @@ class ToolsConfig:
         (), "Extra regular expressions for shell commands to refuse, on top of the built-in list.", kind=tuple
     )
     bash_timeout_secs: int = setting(120, "Default timeout of one bash call, in seconds (the model may ask for up to 600).", lo=1, hi=600)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
 
 @dataclass

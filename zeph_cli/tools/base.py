@@ -13,11 +13,14 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..messages import ToolSpec
 from .confinement import Confinement
 from .failures import ToolFailure
+
+if TYPE_CHECKING:
+    from .sandbox import Sandbox
 
 __all__ = ["Tool", "ToolContext", "ToolFailure", "ToolKind", "ToolResult", "ToolSet", "validate_arguments"]
 
@@ -50,6 +53,8 @@ class ToolContext:
     env: Mapping[str, str] | None = None  # None = the process environment
     # Context compression on demand (compress_context): strategy in, a one-line outcome out.
     compress: ContextCompressor | None = None
+    # The OS sandbox every process a tool starts runs in; None = unconfined.
+    sandbox: "Sandbox | None" = None
 
 
 class Tool(abc.ABC):

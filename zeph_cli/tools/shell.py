@@ -1,6 +1,7 @@
 """The `bash` tool: one shell command in the workspace, output captured.
 
-Invariant: every call runs in its own process group with empty stdin; on
+Invariant: every call runs in its own process group with empty stdin, inside
+the context's sandbox when it has one (which may refuse it outright); on
 timeout or cancellation the whole group is killed, and after a normal exit no
 process of it is left holding the output. At most `HEAD_BYTES + TAIL_BYTES`
 of output are held in memory. Whether a command may run is decided before
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import dataclasses
 import os
 import shutil
 import signal
@@ -132,7 +134,13 @@ class BashTool(Tool):
             raise
         if ending != "exited":
             await _stop_group(process, reader)
-        return _result(output.text(), process.returncode, ending, timeout, requested, context.max_timeout_secs)
+        text = output.text()
+        result = _result(text, process.returncode, ending, timeout, requested, context.max_timeout_secs)
+        if context.sandbox is not None:
+            notes = context.sandbox.explain(text, context.cwd)
+            if notes:
+                result = dataclasses.replace(result, content="\n".join([result.content, *notes]))
+        return result
 
 
 async def _spawn(command: str, context: ToolContext) -> asyncio.subprocess.Process:
@@ -141,9 +149,14 @@ async def _spawn(command: str, context: ToolContext) -> asyncio.subprocess.Proce
     if not cwd.is_dir():
         raise ToolFailure(f"bash: the working directory {cwd} does not exist or is not a directory")
     shell = shutil.which("bash", path=env.get("PATH", os.defpath)) or "/bin/sh"
+    argv = [shell, "-c", command]
+    if context.sandbox is not None:
+        await asyncio.to_thread(context.sandbox.state)  # the first call probes the backends in a child
+        argv = context.sandbox.command(argv)
+        env = context.sandbox.environment(env)
     try:
         return await asyncio.create_subprocess_exec(
-            shell, "-c", command,
+            *argv,
             cwd=cwd, env=env, start_new_session=True,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )
