@@ -99,8 +99,9 @@ BLOCKED = [
     ("$(echo rm) -rf /", "of / is blocked"),
     ("`echo rm` -rf /", "of / is blocked"),
     ("$(which rm) -rf /", "of / is blocked"),
-    ("$(printf '\\x72\\x6d') -rf /", "only known when it runs"),
-    ("$(echo -e '\\x72m') -rf ~", "only known when it runs"),
+    ("$(printf '\\x72\\x6d') -rf /", "recursive deletion of / is blocked"),  # printf escapes are decoded
+    ("$(echo -e '\\x72m') -rf ~", "home directory"),
+    ("$(echo '\\x72m') -rf ~", "only known when it runs"),  # bash's echo leaves \x72 as it is
     ("$(command -v rm) -rf ~", "home directory"),
     ("$RM -rf /", "only known when it runs"),
     ("x=/; rm -rf $x", "of / is blocked"),
