@@ -164,10 +164,22 @@ class _Analyzer:
                 continue
             fed = next((t for t in map(echoed_text, reversed(before)) if t is not None), None)
             producer = next((c.name for c in reversed(before) if c.argv), "")
+            if fed is None and self.files_catted(before) is not None:
+                continue  # `cat script.sh | sh` runs a file, like `sh script.sh`
             if fed is None and not any(c.redirects and not c.argv for c in before):
                 self.opaque.append(f"the output of {producer or 'a command'} piped into {reader.name}")
             elif fed:
                 self.run_code(reader, fed, state)
+
+    def files_catted(self, stage: list[SimpleCommand]) -> list[str] | None:
+        """The files a plain `cat FILE…` stage prints, when none was written by this command line."""
+        real = [c for c in stage if c.argv]
+        if len(real) != 1 or real[0].name != "cat" or len(real[0].argv) < 2:
+            return None
+        files = list(real[0].argv[1:])
+        if any(f.startswith("-") or self.written.get(f) is not None for f in files):
+            return None
+        return files
 
     def run_code(self, reader: SimpleCommand, code: str, state: _State) -> None:
         """Analyse code a command reads as a program (from stdin, a file written earlier, …)."""

@@ -68,11 +68,12 @@ def _anywhere(argv: Sequence[str], names: tuple[str, ...]) -> list[str]:
     found = []
     for index, arg in enumerate(argv[1:], 1):
         for option in names:
-            if arg == option and index + 1 < len(argv):
+            bundled = not option.startswith("--") and re.fullmatch(r"-[A-Za-z]+", arg) and arg.endswith(option[1])
+            if (arg == option or bundled) and index + 1 < len(argv):
                 found.append(argv[index + 1])
             elif option.startswith("--") and arg.startswith(option + "="):
                 found.append(arg[len(option) + 1:])
-            elif not option.startswith("--") and arg.startswith(option) and len(arg) > 2 and not arg.startswith("--"):
+            elif not option.startswith("--") and arg.startswith(option) and len(arg) > 2:
                 found.append(arg[2:])
     return found
 
