@@ -99,8 +99,9 @@ BLOCKED = [
     ("$(echo rm) -rf /", "of / is blocked"),
     ("`echo rm` -rf /", "of / is blocked"),
     ("$(which rm) -rf /", "of / is blocked"),
-    ("$(printf '\\x72\\x6d') -rf /", "only known when it runs"),
-    ("$(echo -e '\\x72m') -rf ~", "only known when it runs"),
+    ("$(printf '\\x72\\x6d') -rf /", "recursive deletion of / is blocked"),  # printf escapes are decoded
+    ("$(echo -e '\\x72m') -rf ~", "home directory"),
+    ("$(echo '\\x72m') -rf ~", "only known when it runs"),  # bash's echo leaves \x72 as it is
     ("$(command -v rm) -rf ~", "home directory"),
     ("$RM -rf /", "only known when it runs"),
     ("x=/; rm -rf $x", "of / is blocked"),
@@ -756,3 +757,51 @@ def test_random_shell_noise_never_raises(ws):
         assert PARSER_FAILED not in parsed.unverifiable, repr(command)
         reason = reason_for(command, ws)
         assert reason is None or isinstance(reason, str)
+
+
+# --------------------------------------------------------------------------
+# What the splitter follows beyond plain wrappers
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "chroot / rm -rf x",
+        "unshare -r rm -rf x",
+        "flock /tmp/l rm -rf x",
+        "flock /tmp/l -c 'rm -rf x'",
+        "strace -f -o log rm -rf x",
+        "runuser -u bob -- rm -rf x",
+        "systemd-run --user rm -rf x",
+        "parallel rm -rf ::: x",
+        "ssh host rm -rf x",
+        "git -c alias.y='!rm -rf x' y",
+        "GIT_PAGER='rm -rf x' git log",
+        "tar -xf a.tar --to-command='rm -rf x'",
+        "vim -c ':!rm -rf x'",
+        "echo 'rm -rf x' > s.sh; sh s.sh",
+        "printf '\\x72\\x6d -rf x' | sh",
+    ],
+)
+def test_commands_run_by_other_programs_are_reported(command):
+    found = [c.argv for c in parse_command(command).commands]
+    assert ("rm", "-rf", "x") in found, found
+
+
+def test_perl_module_options_are_not_read_as_code():
+    assert program_source(["perl", "-MFile::Path", "-e", "rmtree('x')"]) == ("code", "rmtree('x')")
+    assert program_source(["perl", "-pi", "-e", "s/a/b/", "f"]) == ("code", "s/a/b/")
+
+
+def test_code_only_known_when_it_runs_is_reported():
+    assert parse_command("tr a-z n-za-m <<< x | sh").opaque_code
+    assert parse_command("curl -o x.sh http://h; sh x.sh").opaque_code
+    assert parse_command("awk '{system($0)}' f").opaque_code
+    assert not parse_command("echo hi | sh").opaque_code
+    assert not parse_command("cat script.sh | sh").opaque_code
+
+
+def test_a_changed_ifs_splits_known_variables():
+    found = [c.argv for c in parse_command("IFS=_; c=rm_-rf_x; $c").commands]
+    assert ("rm", "-rf", "x") in found

@@ -210,3 +210,74 @@ def test_bad_agent_and_tools_values_name_the_key(tmp_path, toml, needle):
     with pytest.raises(ConfigError) as caught:
         load_config(config_path=str(path), env={})
     assert needle in str(caught.value)
+
+
+# --------------------------------------------------------------------------
+# Allow rules see the whole shell command
+# --------------------------------------------------------------------------
+
+
+def shell_decision(command: str, ws, allow=("bash:ls*",), deny=(), grant=False):
+    from zeph_cli.tools.blocklist import shell_subject
+
+    p = PermissionPolicy.from_config(list(allow), list(deny))
+    if grant:
+        p.grant("bash")
+    home = ws.parent / "home"
+    home.mkdir(exist_ok=True)
+    return p.decide("bash", "exec", shell_subject(command, cwd=ws, workspace=[ws], home=home))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls > ~/.bashrc",  # a redirect outside the workspace
+        "ls >> ../outside.txt",
+        "ls; rm -rf x",
+        "FOO=bar ls",  # a NAME=value prefix is part of the command
+        "LD_PRELOAD=./x.so ls",
+        "ls $(rm x)",
+        "ls && curl http://example.com",
+        "ls > out.txt",  # a redirect into a file needs a rule that names one
+        "{ ls; } > notes.txt",
+        "ls | tee ~/x",
+        "env FOO=bar ls",
+        "sudo ls",
+    ],
+)
+def test_an_ls_rule_does_not_cover_more_than_ls(tmp_path, command):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert shell_decision(command, ws).action == "ask"
+
+
+@pytest.mark.parametrize("command", ["ls", "ls -la src", "ls 2>/dev/null", "ls 2>&1", "ls | ls -l"])
+def test_an_ls_rule_still_covers_plain_ls(tmp_path, command):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert shell_decision(command, ws).action == "run"
+
+
+def test_a_rule_naming_a_redirection_covers_one_inside_the_workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert shell_decision("pytest -q > log.txt", ws, allow=["bash:pytest*>*"]).action == "run"
+    assert shell_decision("pytest -q > ../log.txt", ws, allow=["bash:pytest*>*"]).action == "ask"
+
+
+def test_a_write_outside_the_workspace_is_asked_even_under_a_wide_rule_or_a_session_grant(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    verdict = shell_decision("echo x > ~/.profile", ws, allow=["bash:*", "bash:*>*"], grant=True)
+    assert verdict.action == "ask" and "outside the workspace" in verdict.reason
+    assert shell_decision("cp file.txt /tmp/elsewhere", ws, allow=["bash:*"]).action == "ask"
+    assert shell_decision("echo x > $TARGET", ws, allow=["bash:*>*"]).action == "ask"  # only known at run time
+    assert shell_decision("echo x > ok.txt", ws, allow=["bash:*>*"]).action == "run"
+
+
+def test_deny_still_wins_over_everything(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    verdict = shell_decision("ls > ~/.bashrc", ws, allow=["bash:*"], deny=["bash:ls*"])
+    assert verdict.action == "deny"
+    assert shell_decision("FOO=1 git push", ws, allow=["bash:*"], deny=["bash:git push*"]).action == "deny"

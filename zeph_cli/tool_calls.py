@@ -19,12 +19,11 @@ from typing import Any
 from .messages import ToolCallPart, ToolResultPart
 from .store import ToolLog
 from .tools.base import Tool, ToolContext, ToolResult, ToolSet, validate_arguments
-from .tools.blocklist import blocked_reason
+from .tools.blocklist import blocked_reason, shell_subject
 from .tools.failures import ToolFailure
 from .tools.output import MAX_OUTPUT_CHARS, summary_request_prompt, truncate_output
 from .tools.permissions import ApprovalRequest, Approver, PermissionPolicy, ToolCallSubject
 from .tools.redact import redact_arguments, redact_secrets
-from .tools.shell_syntax import parse_command
 
 Summarizer = Callable[[str], Awaitable[str]]
 
@@ -130,9 +129,9 @@ class ToolCallRunner:
     def subject(self, tool: Tool, arguments: dict[str, Any]) -> ToolCallSubject:
         whole = tool.subject(arguments)
         if tool.name == "bash":
-            parsed = parse_command(whole)
-            parts = tuple(" ".join(c.argv) for c in parsed.commands if c.argv)
-            return ToolCallSubject(whole, parts or (whole,), parsed.complete)
+            return shell_subject(
+                whole, cwd=self.context.cwd, workspace=self.context.confinement.allowed, home=self.home
+            )
         if "path" in arguments and isinstance(arguments["path"], str):
             spellings = {whole}
             try:

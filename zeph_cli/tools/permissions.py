@@ -4,6 +4,8 @@ Invariant: pure. A `deny` rule always wins; read tools run without asking
 (confinement is enforced by the tools themselves); write and exec tools run
 without asking only when an `allow` rule covers every command they contain, or
 the user said "always" for that tool in this session; otherwise the user is asked.
+A command that writes outside the workspace is always asked about, and a rule
+covers a command that redirects into a file only if the rule names a redirection.
 Blocked commands are refused before this policy is consulted.
 """
 
@@ -31,8 +33,11 @@ class Rule:
         tool, sep, glob = text.partition(":")
         return cls(tool.strip(), glob.strip() if sep else None, text)
 
-    def covers(self, tool: str, subject: str) -> bool:
+    def covers(self, tool: str, subject: str, *, redirects: bool = False) -> bool:
+        """Whether the rule matches; a subject that redirects into a file needs a rule naming `>`."""
         if not fnmatch.fnmatchcase(tool, self.tool):
+            return False
+        if redirects and (self.glob is None or ">" not in self.glob):
             return False
         return self.glob is None or fnmatch.fnmatchcase(subject, self.glob)
 
@@ -48,14 +53,22 @@ class ToolCallSubject:
     """What the rules look at for one call.
 
     `whole` is the full command or path as the model wrote it; `parts` are the
-    pieces that must each be allowed (every simple command of a shell command,
-    or the path spellings of a file); `complete` is False when a command could
-    not be fully parsed, so it can never be allowed by a rule.
+    pieces that must each be allowed (every simple command of a shell command
+    with its `NAME=value` prefixes and redirections, or the path spellings of a
+    file); `complete` is False when a command could not be fully parsed, so it
+    can never be allowed by a rule. `redirecting` names the parts that redirect
+    into a file; `outside_writes` the paths written outside the workspace (or
+    only known at run time), which always need the user's approval;
+    `bare_parts` are the same commands without prefixes and redirections, which
+    `deny` rules also match (a prefix never hides a denied command).
     """
 
     whole: str
     parts: tuple[str, ...] = ()
     complete: bool = True
+    redirecting: frozenset[str] = frozenset()
+    outside_writes: tuple[str, ...] = ()
+    bare_parts: tuple[str, ...] = ()
 
 
 @dataclass
@@ -77,17 +90,23 @@ class PermissionPolicy:
         ]
 
     def decide(self, tool: str, kind: str, subject: ToolCallSubject) -> Verdict:
-        candidates = (subject.whole, *subject.parts)
+        candidates = (subject.whole, *subject.parts, *subject.bare_parts)
         for rule in self.deny:
             if any(rule.covers(tool, s) for s in candidates):
                 return Verdict("deny", f"refused by the tools.deny rule {rule.text!r}")
         if kind == "read":
             return Verdict("run")
+        if subject.outside_writes:
+            shown = ", ".join(subject.outside_writes[:3])
+            return Verdict("ask", f"it writes outside the workspace ({shown})")
         if tool in self.session_grants:
             return Verdict("run", "allowed for this session")
         parts = subject.parts or (subject.whole,)
         if subject.complete and self.allow:
-            covering = [next((r for r in self.allow if r.covers(tool, p)), None) for p in parts]
+            covering = [
+                next((r for r in self.allow if r.covers(tool, p, redirects=p in subject.redirecting)), None)
+                for p in parts
+            ]
             if all(covering):
                 names = sorted({r.text for r in covering if r})
                 return Verdict("run", "allowed by tools.allow " + ", ".join(repr(n) for n in names))

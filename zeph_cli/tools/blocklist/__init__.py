@@ -16,8 +16,9 @@ from ..shell_syntax import parse_command
 from .patterns import compile_patterns, pattern_reason
 from .paths import Where
 from .rules import COMMAND_RULES, SCRIPT_RULES, builtin_reason
+from .subject import shell_subject
 
-__all__ = ["COMMAND_RULES", "SCRIPT_RULES", "blocked_reason", "compile_patterns"]
+__all__ = ["COMMAND_RULES", "SCRIPT_RULES", "blocked_reason", "compile_patterns", "shell_subject"]
 
 
 def blocked_reason(

@@ -167,14 +167,21 @@ def find_delete(command: SimpleCommand, where: Where) -> str | None:
     return None
 
 
+_FIND_CHANGERS = frozenset({"rm", "unlink", "shred", "chmod", "chown", "chgrp", "mv", "truncate", "dd"})
+
+
 def find_exec_delete(command: SimpleCommand, where: Where) -> str | None:
-    """find … -exec rm {} deletes every path find yields below its starting points."""
-    if not command.find_roots or tool_name(command) not in ("rm", "unlink", "shred"):
+    """find … -exec rm {} (or chmod, chown, mv, truncate, …) changes every path find yields
+    below its starting points."""
+    name = tool_name(command)
+    if not command.find_roots or name not in _FIND_CHANGERS:
         return None
     if not any("{}" in arg for arg in command.argv[1:]):
         return None
+    what = "deletion" if name in ("rm", "unlink", "shred") else name
     for start in command.find_roots:
-        problem = target_problem(f"find {start} -exec {verb_with_flags(command)}", start, command, where, contents=True)
+        label = f"find {start} -exec {verb_with_flags(command)}"
+        problem = target_problem(label, start, command, where, contents=True, what=what)
         if problem is not None:
             return problem
     return None

@@ -7,8 +7,7 @@ that hands commands to a shell is judged by these same rules, so it lives here.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 
 from ..shell_syntax import ParsedCommand, SimpleCommand, interpreter_family, parse_command, program_source
@@ -24,10 +23,12 @@ from .deletion import (
     xargs_deletion_fed_by_find,
 )
 from .devices import device_writes, disk_tools
+from .interpreter_code import Call, fork_loop, removals, shell_calls
 from .downloads import download_piped_to_interpreter, downloaded_code
 from .paths import Where
 from .system import crontab_removal, fork_bomb, kill_everything, power, system_file_changes
 from .tree_changes import moving_essential_directories, recursive_permissions
+from .unknown_code import unknown_code, unknown_command_words
 
 _MAX_NESTED_CHECKS = 2
 
@@ -49,47 +50,48 @@ def builtin_reason(parsed: ParsedCommand, where: Where) -> str | None:
     return None
 
 
-_CALL_ARGUMENTS = re.compile(
-    r"\b(?:system|popen|exec|execSync|spawn|spawnSync|execFile|execFileSync|shell_exec|passthru|"
-    r"check_output|check_call|call|run|Popen|getoutput|getstatusoutput)\s*\(([^()]*)\)"
-)
-_STRING_LITERAL = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\])*+)\1""", re.S)
-_BACKTICK_COMMAND = re.compile(r"`([^`]*)`")
-_TREE_REMOVAL = re.compile(
-    r"\b(?:rmtree|removedirs|rmSync|rmdirSync|remove_dir_all|rm_rf|rm_r)\s*\(\s*[rbuf]*(['\"])((?:\\.|(?!\1)[^\\])*+)\1"
-)
-
-
 def shell_in_interpreter_code(command: SimpleCommand, where: Where) -> str | None:
-    """python -c / perl -e / node -e code that hands a blocked command to the shell
-    (os.system, subprocess, backticks) or removes a tree it may not (shutil.rmtree)."""
+    """python -c / perl -e / node -e code that hands a blocked command (or one only known
+    when it runs) to the shell, removes files or trees it may not, or forks without end."""
     family = interpreter_family(tool_name(command))
     if family is None or where.nesting >= _MAX_NESTED_CHECKS:
         return None
     kind, code = program_source(command.argv)
     if kind != "code" or not code:
         return None
-    for match in _TREE_REMOVAL.finditer(code):
-        target = match.group(2)
-        problem = target_problem(f"{family} removing {target}", target, command, where)
-        if problem is not None:
-            return problem
-    nested = replace(where, nesting=where.nesting + 1)
-    for snippet in _shell_snippets(code, backticks=family in ("perl", "ruby", "php")):
-        reason = builtin_reason(parse_command(snippet), nested)
+    if fork_loop(code):
+        return f"{command.argv[0]} code that forks in an endless loop (a fork bomb) is blocked"
+    for call, tree in removals(code):
+        reason = _removal_problem(command, where, family, call, tree)
         if reason is not None:
-            return f"{command.argv[0]} code runs a shell command: {reason}"
+            return reason
+    nested = replace(where, nesting=where.nesting + 1)
+    for call in shell_calls(code, backticks=family in ("perl", "ruby", "php")):
+        if not call.known:
+            return f"{command.argv[0]} code runs a command only known when it runs ({call.name}): blocked, cannot verify what it runs"
+        if call.literals:
+            reason = builtin_reason(parse_command(" ".join(call.literals)), nested)
+            if reason is not None:
+                return f"{command.argv[0]} code runs a shell command: {reason}"
     return None
 
 
-def _shell_snippets(code: str, *, backticks: bool) -> Iterator[str]:
-    for call in _CALL_ARGUMENTS.finditer(code):
-        literals = [m.group(2) for m in _STRING_LITERAL.finditer(call.group(1))]
-        if literals:
-            yield " ".join(literals)
-    if backticks:
-        for match in _BACKTICK_COMMAND.finditer(code):
-            yield match.group(1)
+def _removal_problem(command: SimpleCommand, where: Where, family: str, call: Call, tree: bool) -> str | None:
+    if not call.known or not call.literals:
+        return f"{family} code removing files with {call.name}() is blocked: cannot verify what it deletes"
+    for target in call.literals:
+        label = f"{family} removing {target}"
+        if tree:
+            problem = target_problem(label, target, command, where)
+        else:
+            resolved = where.locate(target, command, follow_last=False)
+            problem = None if resolved is not None and where.inside(resolved) else (
+                f"{label} is blocked: it lies {where.outside_text()}" if resolved is not None
+                else f"{label} is blocked: cannot verify what it deletes"
+            )
+        if problem is not None:
+            return problem
+    return None
 
 
 def unverifiable(parsed: ParsedCommand, where: Where) -> str | None:
@@ -123,5 +125,7 @@ SCRIPT_RULES: tuple[ScriptRule, ...] = (
     fork_bomb,
     download_piped_to_interpreter,
     xargs_deletion_fed_by_find,
+    unknown_code,
+    unknown_command_words,
     unverifiable,
 )

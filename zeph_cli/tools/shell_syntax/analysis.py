@@ -11,14 +11,17 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .argv import basename, split_find
+from .argv import basename, getopt, split_find
 from .commands import ParsedCommand, SimpleCommand
 from .effects import cd_target, echoed_text, substituted_output
+from .embedded import Embedded, embedded_commands, recipes, variable_command
 from .expansion import ASSIGNED_NAME, BracesTooComplex, first_brace_group, split_assignments, split_fields
 from .lexer import MAX_DEPTH, Report, TooDeep
 from .parser import parse
 from .tree import Compound, For, Function, Group, List, Pipeline, Redirect, Simple, Word
+from .programs import STDIN_PATHS, interpreter_family, program_source
 from .wrappers import WRAPPERS, scripts_run_by, shell_reads_stdin
+from .written import WrittenFiles, stdin_program
 
 MAX_BRACE_WORDS = 1024  # words one brace expansion may produce
 MAX_BRACE_WORK = 1_000_000  # characters brace expansion may build per command line
@@ -27,13 +30,14 @@ MAX_LOOP_VALUES = 16  # a `for` loop over more literal values is analysed once, 
 TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep"
 TOO_MANY_BRACE_WORDS = "a brace expansion is too large to check"
 PARSER_FAILED = "the shell parser failed on it"
+DEFAULT_IFS = " \t\n"
 
 
 def parse_command(command: str) -> ParsedCommand:
     """Every simple command `command` could run, as bash would split and unquote it."""
     analyzer = _Analyzer()
     try:
-        analyzer.script(command, _State({}, ()))
+        analyzer.script(command, _State({"IFS": DEFAULT_IFS}, ()))
     except RecursionError:
         analyzer.flag(TOO_DEEP)
     except Exception:  # a parser defect must surface as "unverifiable", never as a pass
@@ -99,6 +103,9 @@ class _Analyzer:
         self.defined: dict[str, _FunctionTrace] = {}
         self.looping = False
         self.brace_work = 0
+        self.opaque: list[str] = []
+        self.written = WrittenFiles()
+        self.source = ""
 
     def result(self) -> ParsedCommand:
         return ParsedCommand(
@@ -107,6 +114,8 @@ class _Analyzer:
             not self.report.incomplete,
             tuple(self.unverifiable),
             tuple(dict.fromkeys(self.fork_bombs)),
+            tuple(dict.fromkeys(self.opaque)),
+            self.source,
         )
 
     def flag(self, what: str) -> None:
@@ -125,6 +134,8 @@ class _Analyzer:
 
     def script(self, text: str, state: _State) -> None:
         """Analyse `text` as a shell script run `self.depth` levels deep."""
+        if not self.source:
+            self.source = text
         if self.depth >= MAX_DEPTH:
             self.flag(TOO_DEEP)
             return
@@ -148,10 +159,44 @@ class _Analyzer:
         if flat:
             self.pipelines.append(flat)
         for before, after in zip(stages, stages[1:]):
-            if any(shell_reads_stdin(c) and not c.from_xargs for c in after):
-                fed = next((t for t in map(echoed_text, reversed(before)) if t is not None), None)
-                if fed:
-                    self.script(fed, state.copy())
+            reader = next((c for c in after if stdin_program(c) and not c.from_xargs), None)
+            if reader is None:
+                continue
+            fed = next((t for t in map(echoed_text, reversed(before)) if t is not None), None)
+            producer = next((c.name for c in reversed(before) if c.argv), "")
+            if fed is None and self.files_catted(before) is not None:
+                continue  # `cat script.sh | sh` runs a file, like `sh script.sh`
+            if fed is None and not any(c.redirects and not c.argv for c in before):
+                self.opaque.append(f"the output of {producer or 'a command'} piped into {reader.name}")
+            elif fed:
+                self.run_code(reader, fed, state)
+
+    def files_catted(self, stage: list[SimpleCommand]) -> list[str] | None:
+        """The files a plain `cat FILE…` stage prints, when none was written by this command line."""
+        real = [c for c in stage if c.argv]
+        if len(real) != 1 or real[0].name != "cat" or len(real[0].argv) < 2:
+            return None
+        files = list(real[0].argv[1:])
+        if any(f.startswith("-") or self.written.get(f) is not None for f in files):
+            return None
+        return files
+
+    def run_code(self, reader: SimpleCommand, code: str, state: _State) -> None:
+        """Analyse code a command reads as a program (from stdin, a file written earlier, …)."""
+        kind = stdin_program(reader) or _file_program(reader)
+        if kind == "make":
+            for found in recipes(code, "a makefile"):
+                self.embedded(found, reader, state)
+        elif kind in ("shell", None):
+            self.script(code, _State(dict(state.env), reader.cd_path))
+        else:
+            self.commands.append(_command((reader.name, "-c" if kind == "python" else "-e", code), (), code, cd_path=reader.cd_path))
+
+    def embedded(self, found: Embedded, command: SimpleCommand, state: _State) -> None:
+        if found.script is None:
+            self.opaque.append(f"{found.what} (in {command.name})")
+        elif found.script.strip():
+            self.script(found.script, _State(dict(state.env), command.cd_path))
 
     def walk_command(self, node: object, state: _State, parallel: bool) -> list[SimpleCommand]:
         mark = len(self.commands)
@@ -235,10 +280,13 @@ class _Analyzer:
         if not argv:
             for name, value in assigned:
                 self.assign(state, name, value)
+                found = variable_command(name, value)
+                if found is not None:
+                    self.embedded(found, SimpleCommand((), (), text, cd_path=state.cd), state)
             if redirects:
                 self.commands.append(SimpleCommand((), redirects, text, cd_path=state.cd))
             return
-        command = _command(argv, redirects, text, cd_path=state.cd)
+        command = _command(argv, redirects, text, cd_path=state.cd, assignments=tuple(assigned))
         self.emit(command, _Origin(node.src, spans, node.end), state, parallel, 0)
 
     def redirect(self, redirect: Redirect, state: _State) -> tuple[str, str]:
@@ -259,14 +307,26 @@ class _Analyzer:
         self.track_state(command, state)
         argv = command.argv
         for text in scripts_run_by(argv):
+            if command.from_xargs and "{}" in text:
+                text = text.replace("{}", "$XARGS_INPUT")  # xargs -I puts its input into the script
             if argv[0] == "eval":
                 self.script(text, state)
             else:
                 self.script(text, _State(dict(state.env), command.cd_path))
-        if shell_reads_stdin(command):
+        if command.from_xargs and program_source(argv)[0] == "missing":
+            self.opaque.append(f"a script {command.name} -c takes from xargs' input")
+        for name, value in [*command.assignments, *_env_assignments(argv)]:
+            found = variable_command(name, value)
+            if found is not None:
+                self.embedded(found, command, state)
+        for found in embedded_commands(argv):
+            self.embedded(found, command, state)
+        if stdin_program(command):
             for op, target in command.redirects:
                 if op in ("<<", "<<-", "<<<") and target:
-                    self.script(target, _State(dict(state.env), command.cd_path))
+                    self.run_code(command, target, state)
+        self.run_generated(command, state)
+        self.written.record(command)
         if layers >= MAX_DEPTH:
             self.flag(TOO_DEEP)
             return
@@ -287,6 +347,8 @@ class _Analyzer:
         if inner is None:
             return
         cd_path = command.cd_path + ((inner.chdir,) if inner.chdir is not None else ())
+        if inner.elsewhere:
+            cd_path += (None,)
         if inner.script is not None:
             self.script(inner.script, _State(dict(state.env), cd_path))
         elif inner.index < len(command.argv):
@@ -295,6 +357,28 @@ class _Analyzer:
                 cd_path=cd_path, from_xargs=command.from_xargs or inner.from_xargs, find_roots=command.find_roots,
             )
             self.emit(wrapped, origin.tail(inner.index), state, parallel, layers + 1)
+
+    def run_generated(self, command: SimpleCommand, state: _State) -> None:
+        """A file this same command line wrote earlier, now run as a program: analyse what was written."""
+        for path in _programs_run(command):
+            written = self.written.get(path, command.cd_path)
+            if written is None:
+                continue
+            writer, content = written
+            if content is None:
+                self.opaque.append(f"{path}, written by {writer} earlier in this command")
+            else:
+                self.run_code(command, content, state)
+        for word in _programs_run(command, substitutions=True):
+            if word.startswith("<(") and word.endswith(")"):
+                inner = _Analyzer()
+                inner.depth = self.depth
+                inner.script(word[2:-1], state.copy())
+                output = _plain_output(inner.commands)
+                if output is None:
+                    self.opaque.append(f"the output of {word[:40]} run by {command.name}")
+                else:
+                    self.run_code(command, output, state)
 
     def track_state(self, command: SimpleCommand, state: _State) -> None:
         """What a command changes in its shell: the directory, known variables."""
@@ -308,7 +392,11 @@ class _Analyzer:
                 match = ASSIGNED_NAME.match(arg)
                 if match:
                     value = arg[match.end():]
-                    self.assign(state, match.group(1), None if "$" in value or "`" in value else value)
+                    known = None if "$" in value or "`" in value else value
+                    self.assign(state, match.group(1), known)
+                    found = variable_command(match.group(1), known)
+                    if found is not None:
+                        self.embedded(found, command, state)
                 elif _IDENTIFIERS.fullmatch(arg) and name != "export":
                     self.assign(state, arg, None)
         elif name in _VARIABLE_SETTERS or (name == "printf" and "-v" in args):
@@ -339,8 +427,9 @@ class _Analyzer:
         text, flags, quoted = self.expand_parts(word.parts, state)
         pieces = self.brace_expand(text, flags)
         fields: list[str] = []
+        ifs = state.env.get("IFS", DEFAULT_IFS)
         for piece_text, piece_flags in pieces:
-            fields.extend(split_fields(piece_text, piece_flags, quoted))
+            fields.extend(split_fields(piece_text, piece_flags, quoted, ifs))
         return fields, "2" in flags
 
     def expand_parts(self, parts: list, state: _State) -> tuple[str, str, bool]:
@@ -426,6 +515,53 @@ class _Analyzer:
             if len(todo) + len(results) > MAX_BRACE_WORDS:
                 raise BracesTooComplex
         return results
+
+
+def _env_assignments(argv: Sequence[str]) -> list[tuple[str, str | None]]:
+    """NAME=value words `env` sets for the command it runs."""
+    if not argv or argv[0] != "env":
+        return []
+    found = []
+    for arg in argv[1:]:
+        match = ASSIGNED_NAME.match(arg)
+        if match:
+            found.append((match.group(1), arg[match.end():]))
+        elif not arg.startswith("-"):
+            break
+    return found
+
+
+def _programs_run(command: SimpleCommand, substitutions: bool = False) -> list[str]:
+    """Files `command` runs as a program: itself, a shell's or interpreter's script, a sourced file,
+    make's makefile; with `substitutions`, only those written as `<( … )`."""
+    argv = command.argv
+    if not argv:
+        return []
+    found = [] if substitutions else [command.program or argv[0]]
+    kind, program = program_source(argv)
+    if kind == "file" and program:
+        found.append(program)
+    if argv[0] in ("source", ".") and len(argv) > 1:
+        found.append(argv[1])
+    if argv[0] in ("make", "gmake"):
+        makefiles = [v for option, v in getopt(argv, "fCIEjlLoOW", {"--file", "--makefile"})[1] if option in ("-f", "--file", "--makefile") and v]
+        found += makefiles or ([] if substitutions else ["Makefile", "makefile", "GNUmakefile"])
+    if substitutions:
+        return [word for word in found if word.startswith("<(")]
+    return found
+
+
+def _plain_output(commands: list[SimpleCommand]) -> str | None:
+    """What a substitution prints, when it is one echo/printf/cat-heredoc."""
+    real = [c for c in commands if c.argv]
+    return echoed_text(real[0]) if len(real) == 1 else None
+
+
+def _file_program(command: SimpleCommand) -> str | None:
+    """How a command runs a program file: "make", an interpreter family, else None (a shell)."""
+    if command.name in ("make", "gmake"):
+        return "make"
+    return interpreter_family(command.name)
 
 
 def _command(argv: Sequence[str], redirects: Sequence[tuple[str, str]], text: str, **fields: object) -> SimpleCommand:

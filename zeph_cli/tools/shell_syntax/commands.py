@@ -25,6 +25,8 @@ class SimpleCommand:
     find_roots: tuple[str, ...] = ()
     # Directories changed into (cd, pushd, env -C) before this command ran, in order; None where unknown.
     cd_path: tuple[str | None, ...] = ()
+    # Leading `NAME=value` words, the value None where only known at run time.
+    assignments: tuple[tuple[str, str | None], ...] = ()
 
     @property
     def name(self) -> str:
@@ -42,3 +44,8 @@ class ParsedCommand:
     unverifiable: tuple[str, ...] = ()
     # Functions whose bodies run copies of themselves in parallel (`:(){ :|:& };:`).
     fork_bombs: tuple[str, ...] = ()
+    # Code that runs but whose text is only known at run time: the output of `tr` piped
+    # into `sh`, a file written by `base64 -d` then run, `awk '{system($0)}'`, …
+    opaque_code: tuple[str, ...] = ()
+    # The command line as given.
+    source: str = ""

@@ -49,13 +49,14 @@ def first_brace_group(text: str, flags: str) -> tuple[int, int, list[int]] | Non
     return None
 
 
-def split_fields(text: str, flags: str, quoted: bool) -> list[str]:
+def split_fields(text: str, flags: str, quoted: bool, ifs: str = " \t\n") -> list[str]:
+    """Fields of an expanded word: only characters of known unquoted variables split, on `ifs`."""
     if "3" not in flags:
         return [text] if text or quoted else []
     fields: list[str] = []
     current: list[str] = []
     for char, flag in zip(text, flags):
-        if flag == "3" and char in " \t\n":
+        if flag == "3" and char in ifs:
             if current:
                 fields.append("".join(current))
                 current = []

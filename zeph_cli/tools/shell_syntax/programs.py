@@ -21,13 +21,14 @@ class _Interpreter:
     code: str = ""  # short options whose value is the program text
     module: str = ""  # short options naming a module or file to run
     values: str = ""  # other short options taking a value
+    attached: str = ""  # short options whose value, if any, is the rest of the same word (perl -MFile::Path)
     long_code: frozenset[str] = frozenset()
     long_values: frozenset[str] = frozenset()
 
 
 _INTERPRETERS = {
     "python": _Interpreter(code="c", module="m", values="WX"),
-    "perl": _Interpreter(code="eE"),
+    "perl": _Interpreter(code="eE", values="I", attached="MmlDd0iCxF"),
     "ruby": _Interpreter(code="e", values="rIC"),
     "node": _Interpreter(
         code="ep",
@@ -138,6 +139,8 @@ def _interpreter_source(argv: Sequence[str], spec: _Interpreter) -> tuple[str, s
                 if char in spec.values:
                     if not rest:
                         i += 1
+                    break
+                if char in spec.attached:
                     break
             i += 1
             continue
