@@ -142,3 +142,21 @@ def test_without_the_local_extra_the_error_says_what_to_do(monkeypatch, capsys):
     assert "ANTHROPIC_API_KEY" in message and "OPENAI_API_KEY" in message and "ollama" in message
     assert main(["ask", "hello"]) == 2
     assert capsys.readouterr().err.startswith("zeph: error: the local provider needs llama-cpp-python")
+
+
+@pytest.mark.parametrize("device, layers", [("cpu", 0), ("metal", 0x7FFFFFFF)])  # llama.cpp's "all layers"
+async def test_a_providers_device_decides_how_many_layers_llama_cpp_offloads(tmp_path, device, layers):
+    # The spec's summary-provider example: type = "candle" (the embedded model), device = "metal".
+    model = resolve_settings(load_config(env={}).config, env={}).model
+    config_file = tmp_path / "config.toml"
+    config_file.write_text(f'[[llm.providers]]\nname = "here"\ntype = "local"\nmodel = "{model}"\ndevice = "{device}"\n')
+    loaded = load_config(config_path=str(config_file), env={"ZEPH_LLM_PROVIDER": "here"})
+    assert loaded.warnings == []
+    settings = resolve_settings(loaded.config, env={})
+    assert (settings.name, settings.extra) == ("here", {"device": device})
+    local = create_provider(settings)
+    try:
+        await local.profile()  # loads the model
+        assert local._llama.model_params.n_gpu_layers == layers
+    finally:
+        await local.aclose()

@@ -60,8 +60,8 @@ class ProviderEntry:
     model: str = setting("", "Model name (for a summary provider of type compatible: the entry name).")
     base_url: str = setting("", "Endpoint URL.")
     api_key_env: str = setting("", "Environment variable holding the API key (default: the backend's own).")
-    embedding_model: str = setting("", "Embedding model override (ollama and openai only).")
-    device: str = setting("", "Inference device for local models: cpu, cuda or metal.", choices=("", "cpu", "cuda", "metal"))
+    embedding_model: str = setting("", "Embedding model override (ollama and openai only); not used yet.")
+    device: str = setting("", "Inference device for local models: cpu, or cuda / metal to offload every layer.", choices=("", "cpu", "cuda", "metal"))
 
     @property
     def backend(self) -> str:
@@ -131,11 +131,6 @@ class CompressionGuidelinesConfig:
 
 
 @dataclass
-class GraphConfig:
-    enabled: bool = setting(False, "Knowledge-graph memory (entity facts).")
-
-
-@dataclass
 class MemoryConfig:
     context_budget_tokens: int = setting(0, "Context budget in tokens; 0 = auto (the model's context window).", lo=0, hi=100_000_000)
     auto_budget: bool = setting(True, "With context_budget_tokens = 0, use the model's window (false = unlimited, no compaction).")
@@ -156,7 +151,6 @@ class MemoryConfig:
     routing: RoutingConfig = field(default_factory=RoutingConfig)
     compression: CompressionConfig = field(default_factory=CompressionConfig)
     compression_guidelines: CompressionGuidelinesConfig = field(default_factory=CompressionGuidelinesConfig)
-    graph: GraphConfig = field(default_factory=GraphConfig)
 
 
 @dataclass
@@ -452,6 +446,10 @@ def _section_paths() -> set[str]:
     return sections
 
 
+# Keys a config may carry that this version does not act on: setting them warns instead of failing.
+NOT_BUILT = {"memory.graph": "knowledge-graph memory is not part of zeph yet"}
+
+
 def _provider_entry(raw: Any, where: str, label: str, warnings: list[str]) -> ProviderEntry:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: {label} must be a table, got {raw!r}")
@@ -464,7 +462,12 @@ def _provider_entry(raw: Any, where: str, label: str, warnings: list[str]) -> Pr
         values[name] = _check(dataclasses.replace(key, path=f"{label}.{name}"), value, where)
     if not values.get("type"):
         raise ConfigError(f"{where}: {label}.type is required: expected one of " + ", ".join(PROVIDER_TYPES))
-    return ProviderEntry(**values)
+    entry = ProviderEntry(**values)
+    if entry.embedding_model:
+        warnings.append(f"{where}: {label}.embedding_model does nothing yet (zeph makes no embeddings); it is ignored")
+    if entry.device and entry.backend != "local":
+        warnings.append(f"{where}: {label}.device applies to local models only; it is ignored for {entry.type}")
+    return entry
 
 
 def parse_summary_model(text: str, where: str = "config") -> ProviderEntry:
@@ -530,6 +533,10 @@ def load_config(
         if key_path == "llm.summary_provider":
             config.llm.summary_provider = _provider_entry(value, where, "llm.summary_provider", warnings)
             sources[key_path] = "file"
+            continue
+        inert = next((k for k in NOT_BUILT if key_path == k or key_path.startswith(k + ".")), None)
+        if inert is not None:
+            warnings.append(f"{where}: {key_path} does nothing ({NOT_BUILT[inert]}); it is ignored")
             continue
         key = KEYS.get(key_path)
         if key is None and value == {}:  # an empty table: fine if known, else a typo

@@ -144,6 +144,7 @@ def resolve_settings(
         api_key_env=key_env,
         timeout_secs=llm.timeout_secs,
         max_retries=llm.max_retries,
+        extra={"device": entry.device} if entry is not None and entry.device else {},
     )
 
 

@@ -50,6 +50,12 @@ def to_local_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return out
 
 
+def gpu_layers(device: str) -> int:
+    """llama.cpp's n_gpu_layers for a configured `device`: "cpu" keeps every layer on the CPU, "cuda" and
+    "metal" offload all of them (a build without that backend runs them on the CPU); unset: llama.cpp's 0."""
+    return -1 if device in ("cuda", "metal") else 0
+
+
 class LocalProvider(Provider):
     kind = "local"
     supports_tools = False
@@ -82,6 +88,7 @@ class LocalProvider(Provider):
                         model_path=self.settings.model,
                         n_ctx=self._n_ctx,
                         n_threads=max(os.cpu_count() or 1, 1),
+                        n_gpu_layers=gpu_layers(self.settings.extra.get("device", "")),
                         verbose=False,
                     )
                 except (ValueError, RuntimeError, OSError) as exc:

@@ -144,7 +144,7 @@ def _resolve(
     chosen = model or fallback.model or DEFAULT_MODELS.get(kind, "")
     if kind == "local":
         chosen = local_model_file(chosen, _model_key(model, fallback, where), ConfigError)
-    extra = {k: v for k, v in (("device", spec.device), ("embedding_model", spec.embedding_model)) if v}
+    extra = {"device": spec.device} if spec.device else {}
     return ProviderSettings(
         kind=kind,
         name=name,
