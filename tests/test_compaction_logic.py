@@ -687,3 +687,25 @@ async def test_chunks_sized_to_a_known_window_get_no_single_pass_that_could_not_
     outcome = await summarize_range(history, recorder, counter=WORDS, single_fallback=False)
     assert outcome.method == "metadata"
     assert not any(p == compaction_prompt(render_transcript(history)) for p in recorder.prompts)
+
+
+async def test_a_chunk_too_long_for_the_summarizer_goes_to_the_removal_tiers_not_a_longer_single_pass():
+    history = [user("start", tokens=3000), *[i for n in range(4) for i in pair(n, tokens=1000)], assistant("end")]
+
+    def answer(prompt):
+        if "OUT-2" in prompt:  # the chunk holding this output is too long for the summarizer
+            return ContextLengthExceeded("This model's maximum context length is 4096 tokens")
+        return "merged" if "<partial_summary" in prompt else "part"
+
+    recorder = Recorder(answer)
+    outcome = await summarize_range(history, recorder, counter=WORDS, single_fallback=False)
+    assert outcome.method == "chunked" and outcome.removal_fraction > 0
+    assert compaction_prompt(render_transcript(history)) not in recorder.prompts
+
+
+def test_a_long_sentence_keeps_only_the_clauses_that_carry_it():
+    from zeph_cli.context.compaction.extractive import _tighten
+
+    sentence = ("Session tool me try update number use budget class type file token call looks still is config "
+                "this move: remember this code for later: FACT-DME6.")
+    assert _tighten(sentence) == "… remember this code for later: FACT-DME6."

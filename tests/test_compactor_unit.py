@@ -242,13 +242,13 @@ async def test_summary_chunks_are_sized_to_the_summarizers_window(session_factor
     session = session_factory(0, faithful)  # no budget: compaction on demand only
     for i in range(40):
         session.turn(i)
-    assert await session.compactor._chunk_tokens("summary", 512) == (CHUNK_TOKENS, False)  # window unknown
+    assert await session.compactor._chunk_tokens("summary", 512) == (CHUNK_TOKENS, 0)  # window unknown
 
     async def window(purpose: str) -> int:
         return 2048
 
     session.compactor.deps.summarizer_window = window
-    assert await session.compactor._chunk_tokens("summary", 512) == (2048 - 512 - 600, True)
+    assert await session.compactor._chunk_tokens("summary", 512) == (2048 - 512 - 600, 2048)
     [e async for e in session.compactor.compact(session.conversation)]
     chunk_prompts = [p for p in session.calls if "<conversation part=" in p]
     assert len(chunk_prompts) > 1
@@ -380,3 +380,45 @@ async def test_a_provisional_summary_is_redone_from_its_originals_once_the_summa
     assert planted and all(fact in summary.message.content for fact in planted)
     assert "detail 1.7 is settled" in session.calls[-1]  # made from the originals, not the provisional text
     assert "detail 1.7 is settled" not in provisional.message.content
+
+
+async def test_when_pruning_is_not_enough_the_summary_reads_the_outputs_whole(session_factory):
+    session = session_factory(8000, faithful, compaction_preserve_tail=2)
+    capacity = session.report(session.conversation).capacity
+    i = 0
+    while session.report(session.conversation).context_tokens < 0.9 * capacity - 800:
+        session.turn(i)
+        i += 1
+    session.turn(i, tool_output="FACT-OUT1Q " + "word " * 900)  # pruning it alone leaves usage over the line
+    session.turn(i + 1, tool_output="word " * 900)
+    assert session.report(session.conversation).context_tokens > 0.9 * capacity
+    events = await session.before_request()
+    assert [e.result.kind for e in events if isinstance(e, CompactionFinished)] == ["hard"]
+    assert any("FACT-OUT1Q" in prompt for prompt in session.calls)  # not a pruned placeholder
+
+
+async def test_a_summary_made_after_an_outage_reads_what_the_provisional_ones_only_sampled(session_factory):
+    state = {"down": True}
+
+    async def recovering(prompt: str, max_tokens: int) -> str:
+        if state["down"]:
+            raise ProviderError("fake: HTTP 500", provider="fake", status=500)
+        return await faithful(prompt, max_tokens)
+
+    session = session_factory(4000, recovering, compaction_cooldown_turns=1)
+    turn = 0
+    while len(session.store.history(session.conversation.id)) < 3 or sum(
+        1 for r in session.store.history(session.conversation.id) if r.metadata.get("provisional")
+    ) < 2:  # two provisional summaries, the second taking in the first
+        session.turn(turn)
+        await session.before_request()
+        turn += 1
+    state["down"] = False
+    failed_calls = len(session.calls)
+    for k in range(turn, turn + 16):
+        session.turn(k)
+        await session.before_request()
+        if len(session.calls) > failed_calls and not any(s.metadata.get("provisional") for s in session.summaries()):
+            break
+    made = session.calls[failed_calls:]
+    assert made and any("detail 1.7 is settled" in prompt for prompt in made)  # turn 1, under both provisionals

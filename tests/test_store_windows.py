@@ -38,9 +38,12 @@ def test_an_unnamed_model_uses_the_endpoints_newest_learned_window(db_path):
     db = open_database(db_path)
     try:
         assert remembered_window(db, "compatible", "", URL) is None
-        remember_window(db, "compatible", MODEL, URL, 4096, "the server's /props")
-        remember_window(db, "compatible", "other.gguf", URL, 2048, "the server's context-length error")
+        remember_window(db, "compatible", MODEL, URL, 2048, "the server's context-length error")
         assert remembered_window(db, "compatible", "", URL) == (2048, "the server's context-length error")
+        remember_window(db, "compatible", "other.gguf", URL, 4096, "the server's /props")
+        assert remembered_window(db, "compatible", "", URL) is None  # the window depends on the model: no guess
+        remember_window(db, "compatible", "", URL, 1024, "the server's context-length error")
+        assert remembered_window(db, "compatible", "", URL) == (1024, "the server's context-length error")
         assert remembered_window(db, "compatible", "", "http://127.0.0.1:9090/v1") is None
         assert remembered_window(db, "local-gpu", "", URL) is None
     finally:

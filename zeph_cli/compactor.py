@@ -63,6 +63,7 @@ PROVISIONAL = "provisional"  # on a summary made while the summarizer was down
 REDO_WAIT = "redo_wait_turns"  # user turns to wait before asking the summarizer again
 REDO_FROM = "redo_counted_after"  # message id the wait is counted from
 REDO_MAX_WAIT_TURNS = 32
+ORIGINALS_GONE = "the provisional summary's originals are gone"
 
 
 Summarize = Callable[..., Awaitable[str]]  # (prompt, *, max_tokens, purpose) -> text
@@ -158,24 +159,41 @@ class Compactor:
         tier = decide(report.context_tokens, report.capacity, soft, hard)
         if tier == "none":
             return
-        for before_summary in (False, True):  # the soft tier, then the hard tier's own pruning
-            result = self.soft(conversation, before_summary=before_summary)
+        result = self.soft(conversation)
+        if result is not None:
+            yield CompactionStarted(result.kind)
+            yield CompactionFinished(result)
+            report = self._report(conversation)
+        if decide(report.context_tokens, report.capacity, soft, hard) != "hard":
+            return
+        # The hard tier prunes the outputs a summary would take in when that alone is enough, or when no
+        # summary may run now; otherwise the summary reads them whole.
+        summary_now = self._summary_allowed(conversation, report)
+        pruning = self._pruning_saves(conversation)
+        if not summary_now or decide(report.context_tokens - pruning, report.capacity, soft, hard) != "hard":
+            result = self.soft(conversation, before_summary=True)
             if result is not None:
                 yield CompactionStarted(result.kind)
                 yield CompactionFinished(result)
-                report = self._report(conversation)
-            if decide(report.context_tokens, report.capacity, soft, hard) != "hard":
-                return
-        if self.guard.exhausted:
-            return
-        if self.turn.compacted_this_turn:
-            return  # one LLM compaction per turn; the soft tier above runs every round
-        if self._mid_turn(conversation) and report.context_tokens <= report.capacity:
-            return  # the running turn's own outputs: prunable once it ends, not worth a summary now
-        if self._cooling_down(conversation, "hard") or self._in_cooldown(conversation):
             return
         async for event in self._automatic_summary(conversation, "hard", None):
             yield event
+
+    def _summary_allowed(self, conversation: Conversation, report: ContextReport) -> bool:
+        """Whether the hard tier may run an LLM summary now."""
+        if self.guard.exhausted or self.turn.compacted_this_turn:  # one LLM compaction per turn at most
+            return False
+        if self._mid_turn(conversation) and report.context_tokens <= report.capacity:
+            return False  # the running turn's own outputs: prunable once it ends, not worth a summary now
+        return not (self._cooling_down(conversation, "hard") or self._in_cooldown(conversation))
+
+    def _pruning_saves(self, conversation: Conversation) -> int:
+        """Tokens the hard tier's pruning would free (without doing it)."""
+        history = self.deps.history(conversation)
+        ids = self._prune_plan(conversation, history, before_summary=True)
+        counter = self.deps.counter()
+        by_id = {item.id: item for item in history}
+        return sum(max(by_id[i].tokens - count_message(counter, pruned_message(by_id[i].message, "o" * 12)), 0) for i in ids)
 
     # ---- provisional summaries -----------------------------------------------------------------
 
@@ -198,6 +216,16 @@ class Compactor:
             HistoryItem(message, count_message(counter, message), message_id, metadata)
             for message_id, message, metadata in self.store.originals(conversation.id, summary.id)
         ]
+
+    def _sources(self, conversation: Conversation, items: list[HistoryItem], depth: int = 0) -> list[HistoryItem]:
+        """`items` with each provisional summary replaced by its originals (and theirs, while the summarizer
+        stayed down): a summary made while the summarizer answers is made from what was said, not from the
+        sentences a provisional one kept."""
+        out: list[HistoryItem] = []
+        for item in items:
+            originals = self._originals(conversation, item) if item.metadata.get(PROVISIONAL) and depth < 64 else []
+            out.extend(self._sources(conversation, originals, depth + 1) if originals else [item])
+        return out
 
     def _provisional_due(self, conversation: Conversation) -> HistoryItem | None:
         """The agent's provisional summary whose wait is over, if any."""
@@ -224,7 +252,10 @@ class Compactor:
             else:
                 events.append(item)
         assert result is not None
-        if result.skipped:
+        if result.skipped == ORIGINALS_GONE:
+            self.store.update_metadata(summary.id, {PROVISIONAL: False})  # nothing to redo it from
+            return
+        if result.skipped or result.rejected:
             wait = min(summary.metadata.get(REDO_WAIT, 1) * 2, REDO_MAX_WAIT_TURNS)
             self.store.update_metadata(summary.id, {REDO_WAIT: wait, REDO_FROM: self._newest_id(conversation)})
             log.info("provisional summary %s: %s; next try in %d turns", summary.id, result.skipped, wait)
@@ -354,10 +385,7 @@ class Compactor:
         unpinned, applied = apply_deferred(unpinned, deps.counter())
         history = unpinned + pinned
         report = self._report(conversation)
-        protect = protect_window(deps.config.memory.prune_protect_tokens, report.capacity)
-        preserved_from = max(len(unpinned) - deps.config.memory.compaction_preserve_tail, 0) if before_summary else None
-        newest_round = self._newest_round(history, len(unpinned)) if pinned else None
-        prune_ids = plan_prune(history, protect, newest_round, protected_from=preserved_from)
+        prune_ids = self._prune_plan(conversation, history, before_summary=before_summary, pinned_from=len(unpinned))
         if not applied and not prune_ids:
             return None
         by_id = {item.id: item for item in history}
@@ -385,6 +413,19 @@ class Compactor:
                 conversation.id, "soft", tokens_before=before, tokens_after=after, outputs_pruned=len(pruned)
             )
         return CompactionResult("soft", before, after, outputs_pruned=len(pruned), summaries_applied=len(applied))
+
+    def _prune_plan(
+        self, conversation: Conversation, history: list[HistoryItem], *, before_summary: bool, pinned_from: int | None = None
+    ) -> list[int]:
+        """Ids of the tool messages in `history` to prune (`pinned_from`: where the running turn starts)."""
+        memory = self.deps.config.memory
+        if pinned_from is None:
+            start = self._keep_from(history)
+            pinned_from = len(history) if start is None else start
+        protect = protect_window(memory.prune_protect_tokens, self._report(conversation).capacity)
+        preserved_from = max(pinned_from - memory.compaction_preserve_tail, 0) if before_summary else None
+        newest_round = self._newest_round(history, pinned_from) if pinned_from < len(history) else None
+        return plan_prune(history, protect, newest_round, protected_from=preserved_from)
 
     def _kept_output(self, conversation: Conversation, item: HistoryItem) -> str | None:
         """The overflow id the full output of a tool message is kept under (kept now if it was not yet),
@@ -421,9 +462,10 @@ class Compactor:
                 kind, before, before, len(visible), skipped="fewer than 2 messages before the preserved tail"
             )
             return
-        middle = visible if redo is None else self._originals(conversation, redo)
+        # What is summarized: a provisional summary stands for its originals, which the summarizer now sees.
+        middle = self._sources(conversation, visible if redo is None else self._originals(conversation, redo))
         if redo is not None and not middle:
-            yield CompactionResult(kind, before, before, skipped="the provisional summary's originals are gone")
+            yield CompactionResult(kind, before, before, skipped=ORIGINALS_GONE)
             return
         report = self._report(conversation)
         cap = summary_cap(report.capacity, report.fixed_tokens, limit_tokens or deps.config.memory.compression.max_summary_tokens)
@@ -435,10 +477,11 @@ class Compactor:
         async def summarize(prompt: str) -> str:
             return await deps.summarize(with_guidelines(prompt, guidelines), max_tokens=reply_cap, purpose=purpose)
 
-        chunk_tokens, window_known = await self._chunk_tokens(purpose, reply_cap)
+        chunk_tokens, window = await self._chunk_tokens(purpose, reply_cap)
         # A redo asks a summarizer that was down: one call at a time, and the first failure ends the attempt.
-        # Chunks sized to a known window: a single pass over all of them could not fit it either.
-        retry = {"concurrency": 1, "single_fallback": False} if redo is not None else {"single_fallback": not window_known}
+        # A failed chunked pass is followed by a single pass only when the whole range fits the window.
+        fits = not window or sum(item.tokens for item in middle) + reply_cap + SUMMARY_PROMPT_TOKENS <= window
+        retry = {"concurrency": 1, "single_fallback": False} if redo is not None else {"single_fallback": fits}
         outcome = await summarize_range(
             middle, summarize, counter=deps.counter(), limit_tokens=cap, chunk_tokens=chunk_tokens, **retry
         )
@@ -479,7 +522,8 @@ class Compactor:
                     probe_verdict=verdict,
                     probe_score=score,
                 )
-                self._rejected_through = visible[-1].id
+                if redo is None:
+                    self._rejected_through = visible[-1].id
                 yield CompactionResult(kind, before, before, 0, outcome.method, probe_verdict=verdict, probe_score=score)
                 return
         summary = Message.context(outcome.text)
@@ -511,13 +555,13 @@ class Compactor:
         yield CompactionResult(kind, before, after, len(middle if redo else visible), outcome.method, stored.id,
                                probe_verdict=verdict, probe_score=score)
 
-    async def _chunk_tokens(self, purpose: str, reply_cap: int) -> tuple[int, bool]:
-        """(chunk tokens, whether the summarizer's window is known): chunks sized to that window, so the
+    async def _chunk_tokens(self, purpose: str, reply_cap: int) -> tuple[int, int]:
+        """(chunk tokens, the summarizer's window, 0 when unknown): chunks sized to that window, so the
         chunk, its instructions and the reply fit it."""
         window = await self.deps.summarizer_window(purpose) if self.deps.summarizer_window else 0
         if not window:
-            return CHUNK_TOKENS, False
-        return max(min(CHUNK_TOKENS, window - reply_cap - SUMMARY_PROMPT_TOKENS), MIN_CHUNK_TOKENS), True
+            return CHUNK_TOKENS, 0
+        return max(min(CHUNK_TOKENS, window - reply_cap - SUMMARY_PROMPT_TOKENS), MIN_CHUNK_TOKENS), window
 
     async def _fit_slot(self, text: str, cap: int, purpose: str) -> str:
         """`text` (a summary starting with its marker line) within `cap` tokens: as it is when it fits, else

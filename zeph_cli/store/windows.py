@@ -18,19 +18,21 @@ def remembered_window(db: Database, provider: str, model: str, base_url: str) ->
     """(tokens, source) learned earlier for this provider entry, model and endpoint; None if never.
 
     With no model name (none configured and the server did not say, e.g. it was
-    too busy to answer its listing in time), the endpoint's most recently
-    learned window stands in: such an endpoint serves one unnamed model.
+    too busy to answer its listing in time), what the unnamed model taught
+    comes first; else the endpoint's named models' window, when they all agree
+    on it (such an endpoint usually serves one model; a disagreement means the
+    window depends on the model, and none is guessed).
     """
-    if not model:
-        row = db.execute(
-            f"select tokens, source from {TABLE} where provider = ? and base_url = ? order by updated_at desc limit 1",
+    row = db.execute(
+        f"select tokens, source from {TABLE} where provider = ? and model = ? and base_url = ?",
+        [provider, model, base_url],
+    ).fetchone()
+    if row is None and not model:
+        rows = db.execute(
+            f"select tokens, source from {TABLE} where provider = ? and base_url = ? order by updated_at desc",
             [provider, base_url],
-        ).fetchone()
-    else:
-        row = db.execute(
-            f"select tokens, source from {TABLE} where provider = ? and model = ? and base_url = ?",
-            [provider, model, base_url],
-        ).fetchone()
+        ).fetchall()
+        row = rows[0] if rows and len({r[0] for r in rows}) == 1 else None
     return (int(row[0]), str(row[1])) if row else None
 
 

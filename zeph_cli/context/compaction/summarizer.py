@@ -109,7 +109,8 @@ class _Run:
             async with asyncio.TaskGroup() as group:
                 tasks = [group.create_task(one(n, part)) for n, part in enumerate(parts, 1)]
         except ExceptionGroup as failure:
-            raise _CallFailed(str(failure.exceptions[0]), False) from failure
+            too_long = any(isinstance(e, _CallFailed) and e.context_length for e in failure.exceptions)
+            raise _CallFailed(str(failure.exceptions[0]), too_long) from failure
         partials = [task.result() for task in tasks]
         return await self.final(anchored_merge_prompt(partials), merge_prompt(partials, limit_tokens=self.limit_tokens))
 
@@ -119,8 +120,8 @@ class _Run:
         if len(parts) > 1:
             try:
                 return await self.chunked(parts), "chunked"
-            except _CallFailed as failure:
-                if not self.single_fallback and not failure.context_length:
+            except _CallFailed:
+                if not self.single_fallback:  # a chunk too long goes to the removal tiers, not a longer pass
                     raise
         return await self.single(items), "single"
 
