@@ -7,14 +7,28 @@ directly, never by spawning a process.
 
 from __future__ import annotations
 
+import os
 import platform
 from pathlib import Path
 
 from .context.environment import EnvironmentFacts
 from .context.project import ProjectFile
+from .errors import ZephError
 
 PROJECT_FILE_NAMES = ("ZEPH.md", "ZEPH.local.md", ".zeph/config.md")
 MAX_PROJECT_FILE_BYTES = 1_000_000
+
+
+def current_directory() -> Path:
+    """The working directory; a `ZephError` naming it when it no longer exists (deleted under the shell)."""
+    try:
+        return Path(os.getcwd())
+    except OSError as exc:
+        shown = os.environ.get("PWD") or "the current directory"
+        raise ZephError(
+            f"the working directory {shown} cannot be used ({exc.strerror or exc}; was it deleted?): "
+            "cd to an existing directory and run zeph again"
+        ) from None
 
 
 def os_name() -> str:
