@@ -74,3 +74,31 @@ def test_a_database_locked_past_the_busy_timeout_keeps_the_prompt_in_a_file(fake
     assert rescue.parent == database.parent / "unsaved-prompts"
     assert rescue.read_text() == "a prompt the locked database cannot take\n"
     assert fake_server.requests_to("/v1/chat/completions") == []
+
+
+def _unreadable(path: Path) -> None:
+    """A project file reading fails on: mode 000, or (root reads any mode) a link to /proc/self/mem (EIO)."""
+    if os.geteuid() == 0:
+        path.symlink_to("/proc/self/mem")
+    else:
+        path.write_text("secret")
+        path.chmod(0)
+
+
+def test_project_files_too_big_binary_or_unreadable_are_warnings_in_ask(fake_server, compatible, tmp_path):
+    project = tmp_path / "proj"
+    (project / "sub" / ".zeph").mkdir(parents=True)
+    (project / "ZEPH.md").write_bytes(b"huge " * 200_001)
+    (project / "sub" / "ZEPH.md").write_text("Answer in haiku.")
+    (project / "sub" / "ZEPH.local.md").write_bytes(b"\x7fELF\x00\x01binary")
+    _unreadable(project / "sub" / ".zeph" / "config.md")
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Fine."])))
+    result = run_zeph("ask", "hello", env=compatible, cwd=project / "sub")
+    assert result.returncode == 0, err(result)
+    warnings = [line for line in err(result).splitlines() if line.startswith("zeph: warning: ")]
+    assert any(f"{project / 'ZEPH.md'}: larger than 1,000,000 bytes" in w for w in warnings), warnings
+    assert any(f"{project / 'sub' / 'ZEPH.local.md'}: binary" in w for w in warnings), warnings
+    assert any(f"{project / 'sub' / '.zeph' / 'config.md'}: cannot be read" in w for w in warnings), warnings
+    system = "\n".join(m["content"] for m in fake_server.requests_to("/v1/chat/completions")[0].json["messages"]
+                       if m["role"] == "system")
+    assert "Answer in haiku." in system and "huge" not in system and "ELF" not in system

@@ -41,7 +41,11 @@ def _read_text(path: Path, warnings: list[str]) -> str | None:
         if path.stat().st_size > MAX_PROJECT_FILE_BYTES:
             warnings.append(f"{path}: larger than {MAX_PROJECT_FILE_BYTES:,} bytes, not used as project context")
             return None
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
+        if "\x00" in text:
+            warnings.append(f"{path}: binary (contains NUL bytes), not used as project context")
+            return None
+        return text
     except UnicodeDecodeError:
         warnings.append(f"{path}: not valid UTF-8, not used as project context")
     except OSError as exc:
