@@ -102,3 +102,13 @@ def test_project_files_too_big_binary_or_unreadable_are_warnings_in_ask(fake_ser
     system = "\n".join(m["content"] for m in fake_server.requests_to("/v1/chat/completions")[0].json["messages"]
                        if m["role"] == "system")
     assert "Answer in haiku." in system and "huge" not in system and "ELF" not in system
+
+
+def test_ask_on_a_database_from_a_newer_zeph_refuses_in_one_line(fake_server, compatible):
+    assert run_zeph("sessions", "list").returncode == 0
+    database = Path(os.environ["ZEPH_HOME"]) / "zeph.db"
+    with sqlite3.connect(database) as conn:
+        conn.execute("insert into _zeph_migrations values ('m042_newer', '2030-01-01')")
+    result = run_zeph("ask", "hello", env=compatible)
+    assert_one_line_error(result, 1, str(database), "newer zeph", "m042_newer")
+    assert db_rows("select id from messages") == [] and fake_server.requests_to("/v1/chat/completions") == []
