@@ -387,6 +387,20 @@ async def test_slow_server_times_out(fake_server, make_provider):
     assert fake_server.url in str(caught.value) and "0.3s" in str(caught.value)
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_server_that_never_answers_is_given_up_on_within_the_timeout_retries_included(
+    fake_server, make_provider, stream
+):
+    for _ in range(3):  # every attempt would hang: the SDK retries a timed-out attempt max_retries times
+        fake_server.queue(FakeResponse(delay=3.0, body=b"{}"))
+    started = time.monotonic()
+    with pytest.raises(errors.ProviderTimeout) as caught:
+        await collect(make_provider(timeout_secs=0.5, max_retries=2), ask(stream=stream))
+    waited = time.monotonic() - started
+    assert 0.45 <= waited < 1.4, waited  # not 3 x 0.5 s plus backoff
+    assert "sent nothing for 0.5s" in str(caught.value) and "llm.timeout_secs" in str(caught.value)
+
+
 async def test_stream_that_stalls_mid_reply_times_out(fake_server, make_provider):
     fake_server.queue(wire.sse_response(wire.text_events(["a", "b", "c"]), chunk_delay=1.0))
 

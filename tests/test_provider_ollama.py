@@ -518,6 +518,21 @@ async def test_timeout(fake_server, stream):
     assert fake_server.url in str(info.value) and "0.3s" in str(info.value)
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_timed_out_attempt_is_not_retried(fake_server, stream):
+    for _ in range(3):
+        fake_server.queue(FakeResponse(delay=3.0, body=b"{}"), path="/api/chat")
+    p = make_provider(fake_server.url, timeout=0.5, max_retries=2)
+    started = time.monotonic()
+    try:
+        with pytest.raises(errors.ProviderTimeout, match="sent nothing for 0.5s"):
+            await collect(p, request(stream=stream))
+    finally:
+        await p.aclose()
+    assert time.monotonic() - started < 1.4
+    assert len(fake_server.requests_to("/api/chat")) == 1
+
+
 async def test_stream_dropped_midway(fake_server, provider):
     fake_server.queue(wire.chat_stream("a", "b", "c", drop_after=2), path="/api/chat")
 

@@ -438,6 +438,19 @@ async def test_no_answer_within_the_timeout(fake_server):
     assert "0.3s" in str(caught.value)
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_server_that_never_answers_is_given_up_on_within_the_timeout_retries_included(fake_server, stream):
+    for _ in range(3):  # every attempt would hang: the SDK retries a timed-out attempt max_retries times
+        fake_server.queue(FakeResponse(status=200, body=b"{}", delay=3.0), path=PATH)
+    provider = make_provider(fake_server.url, timeout_secs=0.5, max_retries=2)
+    started = time.monotonic()
+    with pytest.raises(errors.ProviderTimeout) as caught:
+        await collect(provider, ask(stream=stream))
+    waited = time.monotonic() - started
+    assert 0.45 <= waited < 1.4, waited  # not 3 x 0.5 s plus backoff
+    assert "sent nothing for 0.5s" in str(caught.value) and "llm.timeout_secs" in str(caught.value)
+
+
 async def test_stream_that_stalls_mid_reply_times_out(fake_server):
     events = wire.text_chunks(["slow"])
     fake_server.queue(wire.stream_response(events, chunk_delay=1.5), path=PATH)

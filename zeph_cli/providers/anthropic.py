@@ -33,7 +33,9 @@ from ..messages import (
     Usage,
     UsageUpdate,
 )
-from .base import ChatRequest, Provider, ProviderSettings, connection_error, describe_status_error, timeout_error
+from .base import (
+    ChatRequest, Provider, ProviderSettings, answer_within, connection_error, describe_status_error, timeout_error,
+)
 
 SYSTEM_SEPARATOR = "\n---\n"
 
@@ -198,14 +200,15 @@ class AnthropicProvider(Provider):
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         kwargs = self._request_kwargs(request)
         client = self._get_client()
+        timeout = self.settings.timeout_secs
         try:
             if not request.stream:
-                reply = await client.messages.create(**kwargs)
+                reply = await answer_within(client.messages.create(**kwargs), timeout)
                 for event in self._reply_events(reply):
                     yield event
                 return
             translator = _StreamTranslator()
-            async with await client.messages.create(stream=True, **kwargs) as events:
+            async with await answer_within(client.messages.create(stream=True, **kwargs), timeout) as events:
                 async for raw in events:
                     for event in translator.feed(raw):
                         yield event
@@ -216,8 +219,8 @@ class AnthropicProvider(Provider):
                 )
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc) from exc
-        except (anthropic.APITimeoutError, _http.TimeoutException) as exc:
-            raise timeout_error(self.name, self.endpoint, self.settings.timeout_secs) from exc
+        except (anthropic.APITimeoutError, _http.TimeoutException, TimeoutError) as exc:
+            raise timeout_error(self.name, self.endpoint, timeout) from exc
         except anthropic.APIConnectionError as exc:
             raise connection_error(self.name, self.endpoint, str(exc.__cause__ or exc)) from exc
         except _http.HTTPError as exc:

@@ -8,8 +8,10 @@ typed errors in `zeph_cli.errors`, with a message naming what to fix.
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .. import errors
 from ..messages import Message, StreamEvent, ToolSpec
@@ -149,8 +151,19 @@ def connection_error(provider: str, url: str, reason: str) -> errors.ProviderCon
     )
 
 
+T = TypeVar("T")
+
+
+async def answer_within(opening: Awaitable[T], timeout: float) -> T:
+    """`opening` (a request up to its answer, the SDK's own retries included) given `timeout`
+    seconds in all; past it, `TimeoutError`. The SDKs retry a timed-out attempt, which would
+    turn one `llm.timeout_secs` of silence into (1 + max_retries) of them."""
+    return await asyncio.wait_for(opening, timeout)
+
+
 def timeout_error(provider: str, url: str, timeout: float) -> errors.ProviderTimeout:
     return errors.ProviderTimeout(
-        f"{provider} at {url} did not answer within {timeout:g}s (raise llm.timeout_secs or ZEPH_LLM_TIMEOUT_SECS)",
+        f"{provider} at {url} sent nothing for {timeout:g}s, so zeph gave up waiting "
+        "(llm.timeout_secs: raise it or ZEPH_LLM_TIMEOUT_SECS)",
         provider=provider,
     )

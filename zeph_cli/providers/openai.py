@@ -37,6 +37,7 @@ from .base import (
     ChatRequest,
     Provider,
     ProviderSettings,
+    answer_within,
     connection_error,
     describe_status_error,
     timeout_error,
@@ -252,15 +253,17 @@ class OpenAIProvider(Provider):
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         params = self._params(request)
+        timeout = self.settings.timeout_secs
         started = False
         try:
             if not request.stream:
-                reply = await self._sdk().chat.completions.create(**params, stream=False)
+                reply = await answer_within(self._sdk().chat.completions.create(**params, stream=False), timeout)
                 for event in self._reply_events(reply):
                     yield event
                 return
-            stream = await self._sdk().chat.completions.create(
-                **params, stream=True, stream_options={"include_usage": True}
+            stream = await answer_within(
+                self._sdk().chat.completions.create(**params, stream=True, stream_options={"include_usage": True}),
+                timeout,
             )
             started = True
             finish: str | None = None
@@ -287,8 +290,8 @@ class OpenAIProvider(Provider):
             yield StreamEnd(finish)
         except openai.APIStatusError as exc:
             raise self._api_error(exc, exc.status_code) from exc
-        except openai.APITimeoutError as exc:
-            raise timeout_error(self.name, self.endpoint, self.settings.timeout_secs) from exc
+        except (openai.APITimeoutError, TimeoutError) as exc:
+            raise timeout_error(self.name, self.endpoint, timeout) from exc
         except openai.APIConnectionError as exc:
             reason = str(exc.__cause__ or exc.message)
             if started:
