@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.fakes import anthropic_wire as wire
-from tests.fakes.server import FakeResponse, closed_port_url
+from tests.fakes.server import FakeResponse, closed_port_url, html_page
 from zeph_cli import errors
 from zeph_cli.messages import (
     Message,
@@ -498,3 +498,22 @@ async def test_aclose_then_reuse_creates_a_new_client(fake_server, make_provider
     _, second = await collect(provider, ask())
 
     assert (first.content, second.content) == ("one", "two")
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_an_html_page_with_status_200_is_not_an_api_reply(fake_server, make_provider, stream):
+    fake_server.queue(html_page(), html_page())
+    with pytest.raises(errors.BadResponse) as caught:
+        await collect(make_provider(), ask(stream=stream))
+    message = str(caught.value)
+    assert "/v1/messages sent an HTML page ('Guest Wi-Fi \u2013 sign in'), not an API reply" in message
+
+
+async def test_a_connection_reset_mid_reply_says_what_happened(fake_server, make_provider):
+    response = wire.sse_response(wire.text_events(["one ", "two ", "three"]))
+    response.reset_after = 3
+    fake_server.queue(response)
+    with pytest.raises(errors.ProviderConnectionError) as caught:
+        await collect(make_provider(), ask())
+    reason = str(caught.value).split("broke off mid-reply: ", 1)[1]
+    assert reason.strip() and "reset" in reason.lower()

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.fakes import ollama_wire as wire
-from tests.fakes.server import FakeResponse, closed_port_url
+from tests.fakes.server import FakeResponse, closed_port_url, html_page
 from zeph_cli import errors
 from zeph_cli.messages import (
     Message,
@@ -639,3 +639,28 @@ def test_retry_after_parsing():
     assert 8 <= _parse_retry_after(formatdate(time.time() + 10, usegmt=True)) <= 10
     assert _parse_retry_after("soon") is None
     assert _parse_retry_after(None) is None
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_an_html_page_with_status_200_is_not_an_api_reply(fake_server, stream):
+    fake_server.queue(html_page(), path="/api/chat")
+    p = make_provider(fake_server.url, max_retries=0)
+    try:
+        with pytest.raises(errors.BadResponse) as caught:
+            await collect(p, request(stream=stream))
+    finally:
+        await p.aclose()
+    assert f"{fake_server.url} sent an HTML page" in str(caught.value) and "not an API reply" in str(caught.value)
+
+
+async def test_a_connection_reset_mid_reply_says_what_happened(fake_server):
+    response = wire.chat_stream("one ", "two ", "three")
+    response.reset_after = 2
+    fake_server.queue(response, path="/api/chat")
+    p = make_provider(fake_server.url, max_retries=0)
+    try:
+        with pytest.raises(errors.ProviderConnectionError) as caught:
+            await collect(p, request())
+    finally:
+        await p.aclose()
+    assert "ReadError: )" not in str(caught.value) and "reset" in str(caught.value).lower()

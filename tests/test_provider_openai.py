@@ -11,7 +11,7 @@ from contextlib import aclosing
 import pytest
 
 from tests.fakes import openai_wire as wire
-from tests.fakes.server import FakeResponse, closed_port_url
+from tests.fakes.server import FakeResponse, closed_port_url, html_page
 from zeph_cli import errors
 from zeph_cli.messages import (
     Message,
@@ -560,3 +560,26 @@ async def test_aclose_is_safe_before_and_after_use(fake_server):
     assert ReplyBuilder.from_events(await collect(provider, ask())).content == "a"
     assert ReplyBuilder.from_events(await collect(provider, ask())).content == "b"  # a fresh client after aclose()
     await provider.aclose()
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("content_type", ["text/html; charset=utf-8", "application/octet-stream"])
+async def test_an_html_page_with_status_200_is_not_an_api_reply(fake_server, stream, content_type):
+    fake_server.queue(html_page(content_type), html_page(content_type), path=PATH)  # a portal answers every request
+    provider = make_provider(fake_server.url, kind="compatible")
+    with pytest.raises(errors.BadResponse) as caught:
+        await collect(provider, ask(stream=stream))
+    message = str(caught.value)
+    assert f"{fake_server.url}/v1 sent an HTML page ('Guest Wi-Fi \u2013 sign in'), not an API reply" in message
+    assert "base_url" in message
+
+
+async def test_a_connection_reset_mid_reply_says_what_happened(fake_server):
+    response = wire.stream_response(wire.text_chunks(["one ", "two ", "three"]))
+    response.reset_after = 2
+    fake_server.queue(response, path=PATH)
+    with pytest.raises(errors.ProviderConnectionError) as caught:
+        await collect(make_provider(fake_server.url), ask())
+    message = str(caught.value)
+    assert "broke mid-reply: " in message and not message.rstrip().endswith(":")
+    assert "reset" in message.split("broke mid-reply: ", 1)[1].lower()

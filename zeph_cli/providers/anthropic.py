@@ -34,7 +34,8 @@ from ..messages import (
     UsageUpdate,
 )
 from .base import (
-    ChatRequest, Provider, ProviderSettings, answer_within, connection_error, describe_status_error, timeout_error,
+    ChatRequest, Provider, ProviderSettings, answer_within, connection_error, describe_status_error, html_page_error,
+    refuse_html_page, timeout_error,
 )
 
 SYSTEM_SEPARATOR = "\n---\n"
@@ -209,6 +210,7 @@ class AnthropicProvider(Provider):
                 return
             translator = _StreamTranslator()
             async with await answer_within(client.messages.create(stream=True, **kwargs), timeout) as events:
+                await refuse_html_page(self.name, self._url, events.response)
                 async for raw in events:
                     for event in translator.feed(raw):
                         yield event
@@ -222,10 +224,11 @@ class AnthropicProvider(Provider):
         except (anthropic.APITimeoutError, _http.TimeoutException, TimeoutError) as exc:
             raise timeout_error(self.name, self.endpoint, timeout) from exc
         except anthropic.APIConnectionError as exc:
-            raise connection_error(self.name, self.endpoint, str(exc.__cause__ or exc)) from exc
+            raise connection_error(self.name, self.endpoint, errors.reason_of(exc.__cause__ or exc)) from exc
         except _http.HTTPError as exc:
             raise errors.ProviderConnectionError(
-                f"the stream from {self.name} at {self._url} broke off mid-reply: {exc}", provider=self.name
+                f"the stream from {self.name} at {self._url} broke off mid-reply: {errors.reason_of(exc)}",
+                provider=self.name,
             ) from exc
         except (json.JSONDecodeError, anthropic.APIResponseValidationError) as exc:
             raise errors.BadResponse(
@@ -236,6 +239,9 @@ class AnthropicProvider(Provider):
             raise errors.ProviderError(f"{self.name} request to {self._url} failed: {exc}", provider=self.name) from exc
 
     def _reply_events(self, reply: Any) -> list[StreamEvent]:
+        page = html_page_error(self.name, self._url, reply) if isinstance(reply, str) else None
+        if page is not None:
+            raise page
         content = getattr(reply, "content", None)
         if not isinstance(content, list):
             raise errors.BadResponse(

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import re
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .. import errors
 from ..messages import Message, StreamEvent, ToolSpec
@@ -167,3 +168,32 @@ def timeout_error(provider: str, url: str, timeout: float) -> errors.ProviderTim
         "(llm.timeout_secs: raise it or ZEPH_LLM_TIMEOUT_SECS)",
         provider=provider,
     )
+
+
+_HTML_START = re.compile(r"\s*(<!doctype html|<html)", re.IGNORECASE)
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def html_page_error(provider: str, url: str, body: str, content_type: str = "") -> errors.BadResponse | None:
+    """A `BadResponse` naming the HTML page that came where an API reply should (a login or proxy
+    page, a web UI at base_url), or None when `body` is not one."""
+    if "text/html" not in content_type.lower() and not _HTML_START.match(body or ""):
+        return None
+    title = _HTML_TITLE.search(body or "")
+    named = " ".join(title.group(1).split())[:80] if title else ""
+    page = f"an HTML page ({named!r})" if named else "an HTML page"
+    return errors.BadResponse(
+        f"{provider} at {url} sent {page}, not an API reply: check that base_url is the API's address "
+        "and that no proxy or login page is in the way",
+        provider=provider,
+    )
+
+
+async def refuse_html_page(provider: str, url: str, response: Any) -> None:
+    """Raise `html_page_error` when a streamed reply's `httpx.Response` is an HTML page (read whole)."""
+    content_type = response.headers.get("content-type", "")
+    if "html" in content_type.lower():
+        body = (await response.aread()).decode("utf-8", "replace")
+        error = html_page_error(provider, url, body, content_type)
+        if error is not None:
+            raise error
