@@ -236,7 +236,7 @@ class AnthropicProvider(Provider):
                 provider=self.name,
             ) from exc
         except anthropic.AnthropicError as exc:
-            raise errors.ProviderError(f"{self.name} request to {self._url} failed: {exc}", provider=self.name) from exc
+            raise errors.ProviderError(f"{self.name} request to {self._url} failed: {errors.reason_of(exc)}", provider=self.name) from exc
 
     def _reply_events(self, reply: Any) -> list[StreamEvent]:
         page = html_page_error(self.name, self._url, reply) if isinstance(reply, str) else None

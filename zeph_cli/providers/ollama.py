@@ -233,7 +233,9 @@ class OllamaProvider(Provider):
                 f"{self.name} at {url} sent a reply zeph cannot read ({type(exc).__name__}: {exc})",
                 provider=self.name,
             )
-        return errors.ProviderError(f"{self.name} at {url} failed: {type(exc).__name__}: {exc}", provider=self.name)
+        return errors.ProviderError(
+            f"{self.name} at {url} failed: {type(exc).__name__}: {errors.reason_of(exc)}", provider=self.name
+        )
 
     def _status_error(self, exc: ollama.ResponseError) -> errors.ProviderError:
         text = str(exc.error)

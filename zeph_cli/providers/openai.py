@@ -307,7 +307,7 @@ class OpenAIProvider(Provider):
         except openai.APIError as exc:  # an error event inside the stream
             raise self._api_error(exc, None) from exc
         except openai.OpenAIError as exc:
-            raise errors.ProviderError(f"{self.name}: {exc}", provider=self.name) from exc
+            raise errors.ProviderError(f"{self.name}: {errors.reason_of(exc)}", provider=self.name) from exc
         except ValueError as exc:  # undecodable JSON in the body or an SSE event
             raise self._bad_response(f"undecodable JSON ({exc})") from exc
 
