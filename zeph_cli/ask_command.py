@@ -14,7 +14,6 @@ import os
 import sys
 from asyncio import CancelledError
 from dataclasses import dataclass
-from pathlib import Path
 
 from .agent_factory import build_agent, close_agent
 from .approval_prompt import TerminalApprover
