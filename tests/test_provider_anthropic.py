@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.fakes import anthropic_wire as wire
-from tests.fakes.server import FakeResponse, closed_port_url
+from tests.fakes.server import FakeResponse, closed_port_url, html_page
 from zeph_cli import errors
 from zeph_cli.messages import (
     Message,
@@ -387,6 +387,20 @@ async def test_slow_server_times_out(fake_server, make_provider):
     assert fake_server.url in str(caught.value) and "0.3s" in str(caught.value)
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_server_that_never_answers_is_given_up_on_within_the_timeout_retries_included(
+    fake_server, make_provider, stream
+):
+    for _ in range(3):  # every attempt would hang: the SDK retries a timed-out attempt max_retries times
+        fake_server.queue(FakeResponse(delay=3.0, body=b"{}"))
+    started = time.monotonic()
+    with pytest.raises(errors.ProviderTimeout) as caught:
+        await collect(make_provider(timeout_secs=0.5, max_retries=2), ask(stream=stream))
+    waited = time.monotonic() - started
+    assert 0.45 <= waited < 1.4, waited  # not 3 x 0.5 s plus backoff
+    assert "sent nothing for 0.5s" in str(caught.value) and "llm.timeout_secs" in str(caught.value)
+
+
 async def test_stream_that_stalls_mid_reply_times_out(fake_server, make_provider):
     fake_server.queue(wire.sse_response(wire.text_events(["a", "b", "c"]), chunk_delay=1.0))
 
@@ -484,3 +498,22 @@ async def test_aclose_then_reuse_creates_a_new_client(fake_server, make_provider
     _, second = await collect(provider, ask())
 
     assert (first.content, second.content) == ("one", "two")
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_an_html_page_with_status_200_is_not_an_api_reply(fake_server, make_provider, stream):
+    fake_server.queue(html_page(), html_page())
+    with pytest.raises(errors.BadResponse) as caught:
+        await collect(make_provider(), ask(stream=stream))
+    message = str(caught.value)
+    assert "/v1/messages sent an HTML page ('Guest Wi-Fi \u2013 sign in'), not an API reply" in message
+
+
+async def test_a_connection_reset_mid_reply_says_what_happened(fake_server, make_provider):
+    response = wire.sse_response(wire.text_events(["one ", "two ", "three"]))
+    response.reset_after = 3
+    fake_server.queue(response)
+    with pytest.raises(errors.ProviderConnectionError) as caught:
+        await collect(make_provider(), ask())
+    reason = str(caught.value).split("broke off mid-reply: ", 1)[1]
+    assert reason.strip() and "reset" in reason.lower()

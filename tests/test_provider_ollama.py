@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests.fakes import ollama_wire as wire
-from tests.fakes.server import FakeResponse, closed_port_url
+from tests.fakes.server import FakeResponse, closed_port_url, html_page
 from zeph_cli import errors
 from zeph_cli.messages import (
     Message,
@@ -518,6 +518,21 @@ async def test_timeout(fake_server, stream):
     assert fake_server.url in str(info.value) and "0.3s" in str(info.value)
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_timed_out_attempt_is_not_retried(fake_server, stream):
+    for _ in range(3):
+        fake_server.queue(FakeResponse(delay=3.0, body=b"{}"), path="/api/chat")
+    p = make_provider(fake_server.url, timeout=0.5, max_retries=2)
+    started = time.monotonic()
+    try:
+        with pytest.raises(errors.ProviderTimeout, match="sent nothing for 0.5s"):
+            await collect(p, request(stream=stream))
+    finally:
+        await p.aclose()
+    assert time.monotonic() - started < 1.4
+    assert len(fake_server.requests_to("/api/chat")) == 1
+
+
 async def test_stream_dropped_midway(fake_server, provider):
     fake_server.queue(wire.chat_stream("a", "b", "c", drop_after=2), path="/api/chat")
 
@@ -624,3 +639,28 @@ def test_retry_after_parsing():
     assert 8 <= _parse_retry_after(formatdate(time.time() + 10, usegmt=True)) <= 10
     assert _parse_retry_after("soon") is None
     assert _parse_retry_after(None) is None
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_an_html_page_with_status_200_is_not_an_api_reply(fake_server, stream):
+    fake_server.queue(html_page(), path="/api/chat")
+    p = make_provider(fake_server.url, max_retries=0)
+    try:
+        with pytest.raises(errors.BadResponse) as caught:
+            await collect(p, request(stream=stream))
+    finally:
+        await p.aclose()
+    assert f"{fake_server.url} sent an HTML page" in str(caught.value) and "not an API reply" in str(caught.value)
+
+
+async def test_a_connection_reset_mid_reply_says_what_happened(fake_server):
+    response = wire.chat_stream("one ", "two ", "three")
+    response.reset_after = 2
+    fake_server.queue(response, path="/api/chat")
+    p = make_provider(fake_server.url, max_retries=0)
+    try:
+        with pytest.raises(errors.ProviderConnectionError) as caught:
+            await collect(p, request())
+    finally:
+        await p.aclose()
+    assert "ReadError: )" not in str(caught.value) and "reset" in str(caught.value).lower()

@@ -11,7 +11,7 @@ from contextlib import aclosing
 import pytest
 
 from tests.fakes import openai_wire as wire
-from tests.fakes.server import FakeResponse, closed_port_url
+from tests.fakes.server import FakeResponse, closed_port_url, html_page
 from zeph_cli import errors
 from zeph_cli.messages import (
     Message,
@@ -438,6 +438,19 @@ async def test_no_answer_within_the_timeout(fake_server):
     assert "0.3s" in str(caught.value)
 
 
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_server_that_never_answers_is_given_up_on_within_the_timeout_retries_included(fake_server, stream):
+    for _ in range(3):  # every attempt would hang: the SDK retries a timed-out attempt max_retries times
+        fake_server.queue(FakeResponse(status=200, body=b"{}", delay=3.0), path=PATH)
+    provider = make_provider(fake_server.url, timeout_secs=0.5, max_retries=2)
+    started = time.monotonic()
+    with pytest.raises(errors.ProviderTimeout) as caught:
+        await collect(provider, ask(stream=stream))
+    waited = time.monotonic() - started
+    assert 0.45 <= waited < 1.4, waited  # not 3 x 0.5 s plus backoff
+    assert "sent nothing for 0.5s" in str(caught.value) and "llm.timeout_secs" in str(caught.value)
+
+
 async def test_stream_that_stalls_mid_reply_times_out(fake_server):
     events = wire.text_chunks(["slow"])
     fake_server.queue(wire.stream_response(events, chunk_delay=1.5), path=PATH)
@@ -547,3 +560,26 @@ async def test_aclose_is_safe_before_and_after_use(fake_server):
     assert ReplyBuilder.from_events(await collect(provider, ask())).content == "a"
     assert ReplyBuilder.from_events(await collect(provider, ask())).content == "b"  # a fresh client after aclose()
     await provider.aclose()
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("content_type", ["text/html; charset=utf-8", "application/octet-stream"])
+async def test_an_html_page_with_status_200_is_not_an_api_reply(fake_server, stream, content_type):
+    fake_server.queue(html_page(content_type), html_page(content_type), path=PATH)  # a portal answers every request
+    provider = make_provider(fake_server.url, kind="compatible")
+    with pytest.raises(errors.BadResponse) as caught:
+        await collect(provider, ask(stream=stream))
+    message = str(caught.value)
+    assert f"{fake_server.url}/v1 sent an HTML page ('Guest Wi-Fi \u2013 sign in'), not an API reply" in message
+    assert "base_url" in message
+
+
+async def test_a_connection_reset_mid_reply_says_what_happened(fake_server):
+    response = wire.stream_response(wire.text_chunks(["one ", "two ", "three"]))
+    response.reset_after = 2
+    fake_server.queue(response, path=PATH)
+    with pytest.raises(errors.ProviderConnectionError) as caught:
+        await collect(make_provider(fake_server.url), ask())
+    message = str(caught.value)
+    assert "broke mid-reply: " in message and not message.rstrip().endswith(":")
+    assert "reset" in message.split("broke mid-reply: ", 1)[1].lower()

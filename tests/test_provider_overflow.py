@@ -195,3 +195,21 @@ async def test_openai_status_error_carries_the_limit(fake_server):
         await run(provider, big_request())
 
     assert caught.value.limit == 128000
+
+
+def test_reason_of_never_gives_an_empty_reason():
+    from zeph_cli.errors import reason_of
+
+    class ReadError(Exception):
+        pass
+
+    try:
+        try:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        except ConnectionResetError:
+            raise ReadError("")  # httpx: an empty message over the real cause
+    except ReadError as caught:
+        assert reason_of(caught) == "[Errno 104] Connection reset by peer"
+    assert reason_of(ReadError("")) == "the connection was reset or closed while the reply was being read (ReadError)"
+    assert reason_of(KeyError()) == "KeyError, with no details given"
+    assert reason_of(ValueError("bad value")) == "bad value"

@@ -526,3 +526,34 @@ def test_writer_waits_for_other_connection_lock(db_path):
     finally:
         thread.join(5)
         b.close()
+
+
+# ---- a database a newer zeph wrote ----------------------------------------------------------
+
+
+def test_user_version_counts_the_applied_migrations(db_path):
+    db = open_database(db_path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    db.conn.close()
+
+
+@pytest.mark.parametrize("newer", ["unknown migration", "higher user_version"])
+def test_a_database_a_newer_zeph_wrote_is_refused_untouched(db_path, newer):
+    db = open_database(db_path)
+    ConversationStore(db).create_conversation(provider="p", model="m", cwd="/", title="kept")
+    if newer == "unknown migration":
+        db[MIGRATIONS_TABLE].insert({"name": "m999_from_the_future", "applied_at": "2030-01-01"})
+    else:
+        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 3}")
+    db.conn.close()
+    before = sqlite3.connect(db_path)
+    snapshot = (list(before.iterdump()), before.execute("PRAGMA user_version").fetchone()[0])
+    before.close()
+    with pytest.raises(StoreError) as caught:
+        open_database(db_path)
+    message = str(caught.value)
+    assert str(db_path) in message and "written by a newer zeph" in message and "nothing was written" in message
+    assert ("m999_from_the_future" if newer == "unknown migration" else f"{len(MIGRATIONS) + 3}") in message
+    after = sqlite3.connect(db_path)
+    assert (list(after.iterdump()), after.execute("PRAGMA user_version").fetchone()[0]) == snapshot
+    after.close()

@@ -541,3 +541,22 @@ async def test_paths_are_shown_relative_to_the_working_directory_below_the_root(
     assert "pkg/mod.py:1:" in grep and "../top.py:1:" in grep
     read = await ReadFileTool().run({"path": "../top.py"}, ctx)
     assert "VALUE = 2" in read.content
+
+
+@pytest.mark.parametrize("tool, extra", [
+    (ReadFileTool(), {}), (ListDirectoryTool(), {}), (WriteFileTool(), {"content": "x"}),
+    (EditFileTool(), {"old_string": "a", "new_string": "b"}),
+])
+async def test_a_proc_link_the_kernel_will_not_follow_is_refused_naming_the_path(root, ctx, tool, extra):
+    # /proc/1/cwd is a link an unprivileged (or confined) process may not read: resolving it
+    # raises EACCES. Where it can be read it leads to / , outside the workspace. Both refuse.
+    message = await fails(tool, ctx, path="/proc/1/cwd/x", **extra)
+    assert message.startswith("/proc/1/cwd/x ") and message.endswith("access refused")
+
+
+def test_an_unresolvable_path_is_refused_not_raised_as_a_crash(root):
+    confinement = Confinement(root)
+    (root / "init-cwd").symlink_to("/proc/1/cwd")
+    with pytest.raises(PathOutsideWorkspace, match=r"^init-cwd/x .*access refused$"):
+        confinement.resolve("init-cwd/x", root)
+    assert confinement.contains(root / "init-cwd" / "x") is False

@@ -641,3 +641,40 @@ async def test_unreported_input_is_the_request_estimate_marked(fake_server, mode
             assert "in 0" not in line and "out 0" not in line
     finally:
         await session.aclose()
+
+
+# ---- surroundings that fail: the project file, the database -------------------------------
+
+
+async def test_a_project_file_too_big_is_a_warning_in_the_chat_app(fake_server, model, workspace):
+    (workspace / "ZEPH.md").write_bytes(b"x" * 1_000_001)
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            warnings = [n.text for n in entries(app, Notice) if n.kind == "warning"]
+            assert any(str(workspace / "ZEPH.md") in w and "not used as project context" in w for w in warnings), warnings
+    finally:
+        await session.aclose()
+
+
+async def test_a_prompt_the_locked_database_cannot_take_goes_back_to_the_input(fake_server, model, workspace):
+    import os
+    import sqlite3
+
+    model.say("never asked")
+    app, session = await open_app(fake_server, workspace)
+    holder = sqlite3.connect(Path(os.environ["ZEPH_HOME"]) / "zeph.db", isolation_level=None)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            holder.execute("BEGIN IMMEDIATE")
+            await send(pilot, app, "typed while another writer holds the lock")
+            errors = [n.text for n in entries(app, Notice) if n.kind == "error"]
+            assert errors and "stayed locked" in errors[-1]
+            assert app.prompt.text == "typed while another writer holds the lock"
+            holder.execute("ROLLBACK")
+            await send(pilot, app, app.prompt.text)  # sent again once the lock is gone
+            assert entries(app, AssistantEntry)[-1].text == "never asked"
+    finally:
+        holder.close()
+        await session.aclose()

@@ -3,7 +3,9 @@
 Invariant: whatever happens — a bad session, a provider that cannot start, a
 failed turn, Ctrl+C — the terminal approver, the agent's providers and the
 store are closed before this returns, and the exit status says how the turn
-ended (0 reply printed, the error's own code, 130 interrupted).
+ended (0 reply printed, the error's own code, 130 interrupted). A prompt
+that never reached a turn (a config error, a deleted working directory, a
+locked database) is kept and the user told where.
 """
 
 from __future__ import annotations
@@ -12,18 +14,21 @@ import os
 import sys
 from asyncio import CancelledError
 from dataclasses import dataclass
-from pathlib import Path
 
 from .agent_factory import build_agent, close_agent
 from .approval_prompt import TerminalApprover
 from .ask_output import AskOutput
 from .config import LoadedConfig
-from .errors import NotFound
+from .errors import NotFound, StoreError, ZephError
 from .event_handler import dispatch
+from .events import TurnStarted
 from .models import reply_token_cap
+from .paths import data_dir
+from .prompt_keeper import keep_prompt, rescue_prompt
 from .stderr import eprint, warning_line
 from .store import Conversation, ConversationStore
 from .tools.permissions import approve_all, deny_all
+from .workspace import current_directory
 
 NOT_A_TERMINAL = "zeph ask is not running on a terminal, so no one could approve it; the user can rerun with -y/--yes"
 
@@ -55,6 +60,7 @@ def _conversation(store: ConversationStore, options: AskOptions) -> Conversation
 async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: ConversationStore) -> int:
     """Ask `text`; the store is closed when this returns."""
     terminal = None
+    conversation: Conversation | None = None
     try:
         conversation = _conversation(store, options)
         if options.approve_all:
@@ -62,13 +68,25 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
         else:
             terminal = TerminalApprover.open()
             approver = terminal or deny_all(NOT_A_TERMINAL)
-        agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=Path.cwd(), approver=approver)
+        cwd = current_directory()
+        agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=cwd, approver=approver)
+    except ZephError as exc:
+        if terminal is not None:
+            terminal.close()
+        if isinstance(exc, NotFound):  # no such session: nothing was started, the command line is to blame
+            store.close()
+            raise
+        try:
+            return _not_started(exc, store, conversation, text, options, loaded)
+        finally:
+            store.close()
     except BaseException:
         if terminal is not None:
             terminal.close()
         store.close()
         raise
     output: AskOutput | None = None
+    prompt_stored = False
     try:
         for warning in warnings:
             eprint(warning_line(warning))
@@ -82,10 +100,17 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             json_output=options.json_output,
         )
         async for event in agent.run_turn(conversation, text, system=options.system, stream=options.stream):
+            prompt_stored = prompt_stored or isinstance(event, TurnStarted)
             await dispatch(event, output)
         if output.exit_code == 0:
             await agent.guidelines.maybe_update()  # after the reply: learning never delays it
         return output.exit_code
+    except StoreError as exc:
+        if prompt_stored:
+            raise
+        eprint(f"zeph: error: {exc}")
+        eprint(f"zeph: {rescue_prompt(text, data_dir(os.environ))}")
+        return exc.exit_code
     except (KeyboardInterrupt, CancelledError):
         if output is not None:
             output.close()
@@ -101,3 +126,22 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             terminal.close()
         await close_agent(agent)
         store.close()
+
+
+def _not_started(
+    error: ZephError, store: ConversationStore, conversation: Conversation | None, text: str,
+    options: AskOptions, loaded: LoadedConfig,
+) -> int:
+    """Report why the turn could not start (config, provider, working directory) with the prompt kept."""
+    eprint(f"zeph: error: {error}")
+    llm = loaded.config.llm
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = os.environ.get("PWD", "")
+    kept = keep_prompt(
+        store, conversation, text, provider=llm.provider, model=llm.model, cwd=cwd, system=options.system,
+        data_dir=data_dir(os.environ),
+    )
+    eprint(f"zeph: {kept}")
+    return error.exit_code

@@ -319,11 +319,12 @@ def compact(
 async def session_agent(loaded: "LoadedConfig", session_id: Optional[int]):
     """A started agent on a session (the most recent by default); closes provider and store."""
     from .agent_factory import build_agent, close_agent
+    from .workspace import current_directory
 
     store = open_store()
     try:
         conversation = _resolve_session(store, session_id, session_id is None)
-        agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=Path.cwd())
+        agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=current_directory())
         try:
             for warning in warnings:
                 eprint(warning_line(warning))

@@ -78,7 +78,7 @@ class LlmConfig:
     base_url: str = setting("", "Endpoint URL override (required for compatible).")
     temperature: float | None = setting(None, "Sampling temperature; unset = the provider's default.", lo=0.0, hi=2.0, kind=float)
     max_tokens: int = setting(0, "Reply length cap in tokens; 0 = the model's output limit (at most 8192).", lo=0, hi=1_000_000)
-    timeout_secs: float = setting(120.0, "Timeout for one provider request, in seconds.", lo=1.0, hi=3600.0, kind=float)
+    timeout_secs: float = setting(120.0, "Seconds to wait for the provider's answer (its retries included) or the next part of a streamed reply.", lo=1.0, hi=3600.0, kind=float)
     max_retries: int = setting(2, "Retries on rate limits, overload and dropped connections (backoff honours Retry-After).", lo=0, hi=10)
     summary_model: str = setting("", "Shorthand for the summary provider: \"type\" or \"type/model\".")
     providers: list[ProviderEntry] = field(default_factory=list, metadata={"doc": "Named provider entries."})

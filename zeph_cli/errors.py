@@ -95,6 +95,36 @@ class ProviderUnavailable(ProviderError):
     exit_code = 2
 
 
+# What a failure means when its exception says nothing at all: httpx's ReadError on a
+# reset connection, and the anyio errors under it, have empty messages.
+_SILENT_FAILURES = {
+    "ReadError": "the connection was reset or closed while the reply was being read",
+    "WriteError": "the connection was reset or closed while the request was being sent",
+    "RemoteProtocolError": "the server closed the connection in the middle of a message",
+    "BrokenResourceError": "the connection was reset",
+    "ClosedResourceError": "the connection was closed",
+    "EndOfStream": "the connection was closed",
+}
+
+
+def reason_of(exc: BaseException) -> str:
+    """What `exc` (or an exception under it) says; when none says anything, what its type
+    means — a message never ends in an empty reason."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 8:
+        text = str(current).strip()
+        if text:
+            return text
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    for failure in seen:
+        meaning = _SILENT_FAILURES.get(type(failure).__name__)
+        if meaning:
+            return f"{meaning} ({type(failure).__name__})"
+    return f"{type(exc).__name__}, with no details given"
+
+
 # Context-length patterns from the spec (Claude, OpenAI, Ollama), plus the wordings
 # the providers use today, matched case-insensitively against error messages.
 CONTEXT_LENGTH_PATTERNS: tuple[str, ...] = (

@@ -7,14 +7,28 @@ directly, never by spawning a process.
 
 from __future__ import annotations
 
+import os
 import platform
 from pathlib import Path
 
 from .context.environment import EnvironmentFacts
 from .context.project import ProjectFile
+from .errors import ZephError
 
 PROJECT_FILE_NAMES = ("ZEPH.md", "ZEPH.local.md", ".zeph/config.md")
 MAX_PROJECT_FILE_BYTES = 1_000_000
+
+
+def current_directory() -> Path:
+    """The working directory; a `ZephError` naming it when it no longer exists (deleted under the shell)."""
+    try:
+        return Path(os.getcwd())
+    except OSError as exc:
+        shown = os.environ.get("PWD") or "the current directory"
+        raise ZephError(
+            f"the working directory {shown} cannot be used ({exc.strerror or exc}; was it deleted?): "
+            "cd to an existing directory and run zeph again"
+        ) from None
 
 
 def os_name() -> str:
@@ -27,7 +41,11 @@ def _read_text(path: Path, warnings: list[str]) -> str | None:
         if path.stat().st_size > MAX_PROJECT_FILE_BYTES:
             warnings.append(f"{path}: larger than {MAX_PROJECT_FILE_BYTES:,} bytes, not used as project context")
             return None
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
+        if "\x00" in text:
+            warnings.append(f"{path}: binary (contains NUL bytes), not used as project context")
+            return None
+        return text
     except UnicodeDecodeError:
         warnings.append(f"{path}: not valid UTF-8, not used as project context")
     except OSError as exc:

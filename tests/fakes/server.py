@@ -14,6 +14,8 @@ does; it never takes a response queued for any path.
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -32,6 +34,7 @@ class FakeResponse:
     chunk_delay: float = 0.0  # chunk i leaves (i + 1) * chunk_delay after the first
     delay: float = 0.0  # before the status line is sent (timeouts)
     drop_after: int | None = None  # close the socket after this many chunks, mid-stream
+    reset_after: int | None = None  # reset the connection (TCP RST) after this many chunks, mid-stream
 
     @classmethod
     def json(cls, payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> "FakeResponse":
@@ -103,6 +106,12 @@ class FakeServer:
                     self.end_headers()
                     started = time.monotonic()
                     for i, chunk in enumerate(response.chunks):
+                        if response.reset_after is not None and i >= response.reset_after:
+                            self.wfile.flush()
+                            self.close_connection = True
+                            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                            self.connection.close()
+                            return "reset"
                         if response.drop_after is not None and i >= response.drop_after:
                             self.wfile.flush()
                             self.close_connection = True
@@ -177,3 +186,15 @@ def closed_port_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+# What a captive portal, a proxy or a web UI at the wrong address answers to any request.
+LOGIN_PAGE = (
+    b"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n  <meta charset=\"utf-8\">\n  <title>Guest Wi-Fi \xe2\x80\x93 sign in</title>\n"
+    b"</head>\n<body><form method=\"post\"><input name=\"code\"></form></body>\n</html>\n"
+)
+
+
+def html_page(content_type: str = "text/html; charset=utf-8") -> FakeResponse:
+    """An HTML page with status 200, where an API reply should be."""
+    return FakeResponse(status=200, body=LOGIN_PAGE, content_type=content_type)

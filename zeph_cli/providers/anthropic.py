@@ -33,7 +33,10 @@ from ..messages import (
     Usage,
     UsageUpdate,
 )
-from .base import ChatRequest, Provider, ProviderSettings, connection_error, describe_status_error, timeout_error
+from .base import (
+    ChatRequest, Provider, ProviderSettings, answer_within, connection_error, describe_status_error, html_page_error,
+    refuse_html_page, timeout_error,
+)
 
 SYSTEM_SEPARATOR = "\n---\n"
 
@@ -198,14 +201,16 @@ class AnthropicProvider(Provider):
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         kwargs = self._request_kwargs(request)
         client = self._get_client()
+        timeout = self.settings.timeout_secs
         try:
             if not request.stream:
-                reply = await client.messages.create(**kwargs)
+                reply = await answer_within(client.messages.create(**kwargs), timeout)
                 for event in self._reply_events(reply):
                     yield event
                 return
             translator = _StreamTranslator()
-            async with await client.messages.create(stream=True, **kwargs) as events:
+            async with await answer_within(client.messages.create(stream=True, **kwargs), timeout) as events:
+                await refuse_html_page(self.name, self._url, events.response)
                 async for raw in events:
                     for event in translator.feed(raw):
                         yield event
@@ -216,13 +221,14 @@ class AnthropicProvider(Provider):
                 )
         except anthropic.APIStatusError as exc:
             raise self._status_error(exc) from exc
-        except (anthropic.APITimeoutError, _http.TimeoutException) as exc:
-            raise timeout_error(self.name, self.endpoint, self.settings.timeout_secs) from exc
+        except (anthropic.APITimeoutError, _http.TimeoutException, TimeoutError) as exc:
+            raise timeout_error(self.name, self.endpoint, timeout) from exc
         except anthropic.APIConnectionError as exc:
-            raise connection_error(self.name, self.endpoint, str(exc.__cause__ or exc)) from exc
+            raise connection_error(self.name, self.endpoint, errors.reason_of(exc.__cause__ or exc)) from exc
         except _http.HTTPError as exc:
             raise errors.ProviderConnectionError(
-                f"the stream from {self.name} at {self._url} broke off mid-reply: {exc}", provider=self.name
+                f"the stream from {self.name} at {self._url} broke off mid-reply: {errors.reason_of(exc)}",
+                provider=self.name,
             ) from exc
         except (json.JSONDecodeError, anthropic.APIResponseValidationError) as exc:
             raise errors.BadResponse(
@@ -230,9 +236,12 @@ class AnthropicProvider(Provider):
                 provider=self.name,
             ) from exc
         except anthropic.AnthropicError as exc:
-            raise errors.ProviderError(f"{self.name} request to {self._url} failed: {exc}", provider=self.name) from exc
+            raise errors.ProviderError(f"{self.name} request to {self._url} failed: {errors.reason_of(exc)}", provider=self.name) from exc
 
     def _reply_events(self, reply: Any) -> list[StreamEvent]:
+        page = html_page_error(self.name, self._url, reply) if isinstance(reply, str) else None
+        if page is not None:
+            raise page
         content = getattr(reply, "content", None)
         if not isinstance(content, list):
             raise errors.BadResponse(

@@ -8,8 +8,11 @@ typed errors in `zeph_cli.errors`, with a message naming what to fix.
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator
+import asyncio
+import re
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from .. import errors
 from ..messages import Message, StreamEvent, ToolSpec
@@ -149,8 +152,48 @@ def connection_error(provider: str, url: str, reason: str) -> errors.ProviderCon
     )
 
 
+T = TypeVar("T")
+
+
+async def answer_within(opening: Awaitable[T], timeout: float) -> T:
+    """`opening` (a request up to its answer, the SDK's own retries included) given `timeout`
+    seconds in all; past it, `TimeoutError`. The SDKs retry a timed-out attempt, which would
+    turn one `llm.timeout_secs` of silence into (1 + max_retries) of them."""
+    return await asyncio.wait_for(opening, timeout)
+
+
 def timeout_error(provider: str, url: str, timeout: float) -> errors.ProviderTimeout:
     return errors.ProviderTimeout(
-        f"{provider} at {url} did not answer within {timeout:g}s (raise llm.timeout_secs or ZEPH_LLM_TIMEOUT_SECS)",
+        f"{provider} at {url} sent nothing for {timeout:g}s, so zeph gave up waiting "
+        "(llm.timeout_secs: raise it or ZEPH_LLM_TIMEOUT_SECS)",
         provider=provider,
     )
+
+
+_HTML_START = re.compile(r"\s*(<!doctype html|<html)", re.IGNORECASE)
+_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
+def html_page_error(provider: str, url: str, body: str, content_type: str = "") -> errors.BadResponse | None:
+    """A `BadResponse` naming the HTML page that came where an API reply should (a login or proxy
+    page, a web UI at base_url), or None when `body` is not one."""
+    if "text/html" not in content_type.lower() and not _HTML_START.match(body or ""):
+        return None
+    title = _HTML_TITLE.search(body or "")
+    named = " ".join(title.group(1).split())[:80] if title else ""
+    page = f"an HTML page ({named!r})" if named else "an HTML page"
+    return errors.BadResponse(
+        f"{provider} at {url} sent {page}, not an API reply: check that base_url is the API's address "
+        "and that no proxy or login page is in the way",
+        provider=provider,
+    )
+
+
+async def refuse_html_page(provider: str, url: str, response: Any) -> None:
+    """Raise `html_page_error` when a streamed reply's `httpx.Response` is an HTML page (read whole)."""
+    content_type = response.headers.get("content-type", "")
+    if "html" in content_type.lower():
+        body = (await response.aread()).decode("utf-8", "replace")
+        error = html_page_error(provider, url, body, content_type)
+        if error is not None:
+            raise error

@@ -38,6 +38,7 @@ from .base import (
     ProviderSettings,
     connection_error,
     describe_status_error,
+    html_page_error,
     timeout_error,
 )
 from .server_facts import OLLAMA_WINDOW_CAP, ServerFacts, from_ollama_show
@@ -222,14 +223,19 @@ class OllamaProvider(Provider):
         if isinstance(exc, httpx.TransportError):
             what = "the connection dropped in the middle of the reply" if mid_stream else "the connection failed"
             return errors.ProviderConnectionError(
-                f"{self.name} at {url}: {what} ({type(exc).__name__}: {exc})", provider=self.name
+                f"{self.name} at {url}: {what} ({type(exc).__name__}: {errors.reason_of(exc)})", provider=self.name
             )
+        page = html_page_error(self.name, url, exc.doc) if isinstance(exc, json.JSONDecodeError) else None
+        if page is not None:
+            return page
         if isinstance(exc, (ValueError, TypeError, AttributeError, httpx.DecodingError)):
             return errors.BadResponse(
                 f"{self.name} at {url} sent a reply zeph cannot read ({type(exc).__name__}: {exc})",
                 provider=self.name,
             )
-        return errors.ProviderError(f"{self.name} at {url} failed: {type(exc).__name__}: {exc}", provider=self.name)
+        return errors.ProviderError(
+            f"{self.name} at {url} failed: {type(exc).__name__}: {errors.reason_of(exc)}", provider=self.name
+        )
 
     def _status_error(self, exc: ollama.ResponseError) -> errors.ProviderError:
         text = str(exc.error)

@@ -37,8 +37,11 @@ from .base import (
     ChatRequest,
     Provider,
     ProviderSettings,
+    answer_within,
     connection_error,
     describe_status_error,
+    html_page_error,
+    refuse_html_page,
     timeout_error,
 )
 from .server_facts import ServerFacts
@@ -252,16 +255,19 @@ class OpenAIProvider(Provider):
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         params = self._params(request)
+        timeout = self.settings.timeout_secs
         started = False
         try:
             if not request.stream:
-                reply = await self._sdk().chat.completions.create(**params, stream=False)
+                reply = await answer_within(self._sdk().chat.completions.create(**params, stream=False), timeout)
                 for event in self._reply_events(reply):
                     yield event
                 return
-            stream = await self._sdk().chat.completions.create(
-                **params, stream=True, stream_options={"include_usage": True}
+            stream = await answer_within(
+                self._sdk().chat.completions.create(**params, stream=True, stream_options={"include_usage": True}),
+                timeout,
             )
+            await refuse_html_page(self.name, self.endpoint, stream.response)
             started = True
             finish: str | None = None
             chunks = 0
@@ -287,10 +293,10 @@ class OpenAIProvider(Provider):
             yield StreamEnd(finish)
         except openai.APIStatusError as exc:
             raise self._api_error(exc, exc.status_code) from exc
-        except openai.APITimeoutError as exc:
-            raise timeout_error(self.name, self.endpoint, self.settings.timeout_secs) from exc
+        except (openai.APITimeoutError, TimeoutError) as exc:
+            raise timeout_error(self.name, self.endpoint, timeout) from exc
         except openai.APIConnectionError as exc:
-            reason = str(exc.__cause__ or exc.message)
+            reason = errors.reason_of(exc.__cause__) if exc.__cause__ is not None else exc.message
             if started:
                 raise errors.ProviderConnectionError(
                     f"the connection to {self.name} at {self.endpoint} broke mid-reply: {reason}", provider=self.name
@@ -301,18 +307,19 @@ class OpenAIProvider(Provider):
         except openai.APIError as exc:  # an error event inside the stream
             raise self._api_error(exc, None) from exc
         except openai.OpenAIError as exc:
-            raise errors.ProviderError(f"{self.name}: {exc}", provider=self.name) from exc
+            raise errors.ProviderError(f"{self.name}: {errors.reason_of(exc)}", provider=self.name) from exc
         except ValueError as exc:  # undecodable JSON in the body or an SSE event
             raise self._bad_response(f"undecodable JSON ({exc})") from exc
 
     async def _raise_why_stream_was_empty(self, params: dict[str, Any]) -> None:
         """Send the same request once more without streaming, asking for one token, and
-        raise the context-length error the server states; return if it states none."""
+        raise the context-length error the server states (or name the HTML page it sends);
+        return if it states none."""
         probe = {**params, ("max_completion_tokens" if self.kind == "openai" else "max_tokens"): 1}
         # The server may have closed the connection the empty stream came on: retry once.
         client = self._sdk().with_options(max_retries=max(self.settings.max_retries, 1))
         try:
-            await client.chat.completions.create(**probe, stream=False)
+            reply = await client.chat.completions.create(**probe, stream=False)
         except openai.APIStatusError as exc:
             error = self._api_error(exc, exc.status_code)
             if isinstance(error, errors.ContextLengthExceeded):
@@ -324,8 +331,14 @@ class OpenAIProvider(Provider):
                 ) from exc
         except (openai.OpenAIError, ValueError):
             return
+        page = html_page_error(self.name, self.endpoint, reply) if isinstance(reply, str) else None
+        if page is not None:  # served with a content type that hid it from the stream
+            raise page
 
     def _reply_events(self, reply: object) -> list[StreamEvent]:
+        page = html_page_error(self.name, self.endpoint, reply) if isinstance(reply, str) else None
+        if page is not None:
+            raise page
         if not isinstance(reply, ChatCompletion) or not reply.choices or reply.choices[0].message is None:
             raise self._bad_response(f"no choices in {str(reply)[:200]!r}")
         choice = reply.choices[0]

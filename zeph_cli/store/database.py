@@ -2,7 +2,8 @@
 
 Invariant: a `Database` returned here has WAL journaling, a busy timeout,
 foreign keys on and every migration applied; any failure is a `StoreError`
-naming the file.
+naming the file. A database a newer zeph wrote is refused before anything is
+written to it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from sqlite_utils import Database
 
 from ..errors import StoreError
-from .migrations import migrate
+from .migrations import migrate, newer_schema
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -31,6 +32,13 @@ def open_database(path: Path) -> Database:
         with db.ensure_autocommit_on():
             db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
+        newer = newer_schema(db)
+        if newer is not None:
+            conn.close()
+            raise StoreError(
+                f"the database {path} was written by a newer zeph ({newer}); upgrade zeph to use it "
+                "(nothing was written to it)"
+            )
         migrate(db)
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"cannot open the database {path}: {exc}") from None

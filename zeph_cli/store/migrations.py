@@ -2,7 +2,8 @@
 
 Invariant: migrations only ever get appended; each runs once, in order, inside
 its own transaction, and an old database opened by a newer zeph is brought up
-to date without losing rows.
+to date without losing rows. A database a newer zeph wrote (see
+`newer_schema`) is never migrated here.
 """
 
 from __future__ import annotations
@@ -196,8 +197,24 @@ def applied(db: Database) -> set[str]:
     return {row["name"] for row in db[MIGRATIONS_TABLE].rows}
 
 
+def newer_schema(db: Database) -> str | None:
+    """Why this database was written by a newer zeph (a migration or `user_version` this one does not
+    know), or None when this zeph knows its whole schema."""
+    unknown = sorted(applied(db) - {name for name, _ in MIGRATIONS})
+    if unknown:
+        return f"it has migration {unknown[0]!r}, which this zeph does not know"
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        return f"its schema version is {version}, this zeph knows up to {len(MIGRATIONS)}"
+    return None
+
+
 def migrate(db: Database, upto: str | None = None) -> list[str]:
-    """Apply pending migrations (all, or up to and including `upto`); return their names."""
+    """Apply pending migrations (all, or up to and including `upto`); return their names.
+
+    `user_version` records how many migrations are applied, so a newer schema is
+    recognised even by a zeph that reads only that number.
+    """
     if MIGRATIONS_TABLE not in db.table_names():
         with write_transaction(db):
             db[MIGRATIONS_TABLE].create({"name": str, "applied_at": str}, pk="name", if_not_exists=True)
@@ -212,4 +229,8 @@ def migrate(db: Database, upto: str | None = None) -> list[str]:
                     ran.append(name)
         if name == upto:
             break
+    count = len(applied(db))
+    if upto is None and db.execute("PRAGMA user_version").fetchone()[0] != count:
+        with write_transaction(db):
+            db.execute(f"PRAGMA user_version = {count}")
     return ran

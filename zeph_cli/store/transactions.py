@@ -3,7 +3,8 @@
 Invariant: every write starts with `BEGIN IMMEDIATE`, taking the write lock
 before reading, so SQLite's busy timeout applies (a deferred transaction that
 reads first cannot be upgraded and fails at once with "database is locked").
-A lock held past the timeout becomes a `StoreError`.
+A lock held past the timeout becomes a `StoreError` naming the file and the
+wait, never guessing who holds the lock.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def write_transaction(db: Database) -> Iterator[Database]:
     try:
         db.conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
-        raise StoreError(f"the database is busy ({exc}): another zeph process is writing to it; try again") from None
+        raise StoreError(lock_message(db, exc)) from None
     try:
         yield db
     except BaseException:
@@ -35,3 +36,15 @@ def write_transaction(db: Database) -> Iterator[Database]:
         raise
     else:
         db.conn.execute("COMMIT")
+
+
+def lock_message(db: Database, exc: sqlite3.OperationalError) -> str:
+    """One sentence for a write that could not take the lock: the file, how long it waited, SQLite's words."""
+    try:
+        path = db.conn.execute("PRAGMA database_list").fetchone()[2]
+        waited_ms = db.conn.execute("PRAGMA busy_timeout").fetchone()[0]
+    except sqlite3.Error:
+        path, waited_ms = "", 0
+    name = f"the database {path}" if path else "the database"
+    waited = f" for {waited_ms / 1000:g} s (the busy timeout)" if waited_ms else ""
+    return f"{name} stayed locked{waited}, so nothing could be written ({exc}); try again"

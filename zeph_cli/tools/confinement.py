@@ -3,7 +3,8 @@
 Invariant: a path is allowed only if, fully resolved (`~`, `..` and every
 symlink followed), it lies inside the workspace root or one of the extra
 allowed directories; everything else is refused with a message naming the
-path and the root. Pure path logic: no file is read or written here.
+path and the root; a path that cannot be resolved (a link the kernel will
+not follow) is refused the same way. Pure path logic: no file is read or written here.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ class Confinement:
         return (self.root, *self.extra)
 
     def contains(self, path: Path) -> bool:
-        resolved = Path(os.path.realpath(path))
+        try:
+            resolved = Path(os.path.realpath(path))
+        except OSError:
+            return False  # a path that cannot even be resolved is not known to be inside
         return any(resolved == base or resolved.is_relative_to(base) for base in self.allowed)
 
     def resolve(self, raw: str, base: Path) -> Path:
@@ -37,7 +41,13 @@ class Confinement:
         candidate = Path(raw).expanduser()
         if not candidate.is_absolute():
             candidate = base / candidate
-        resolved = Path(os.path.realpath(candidate))
+        try:
+            resolved = Path(os.path.realpath(candidate))
+        except OSError as exc:  # e.g. /proc/1/cwd/x: the kernel refuses to follow the link
+            raise PathOutsideWorkspace(
+                f"{raw} cannot be resolved ({exc.strerror or exc}), so it is not known to be inside the workspace "
+                f"{self.root}; access refused"
+            ) from None
         if not any(resolved == b or resolved.is_relative_to(b) for b in self.allowed):
             where = f"the workspace {self.root}"
             if self.extra:

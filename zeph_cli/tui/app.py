@@ -20,6 +20,7 @@ from textual.worker import Worker
 
 from ..errors import ZephError
 from ..event_handler import dispatch
+from ..events import TurnStarted
 from ..log import current_log_path, get_logger
 from ..render import length_cut_notice
 from ..tools.permissions import ApprovalDecision, ApprovalRequest
@@ -196,8 +197,10 @@ class ZephApp(App[int]):
         status = self.status
         view = TurnView(self, self.session.reply_limit())
         status.set_streaming(True)
+        stored = False
         try:
             async for event in self.session.run(text):
+                stored = stored or isinstance(event, TurnStarted)
                 await dispatch(event, view)
         except asyncio.CancelledError:
             await view.cancelled()
@@ -205,6 +208,8 @@ class ZephApp(App[int]):
             raise
         except ZephError as exc:
             await self.notice(failure_text(exc), "error")
+            if not stored:  # it never reached the database (locked, say): give it back to resend
+                self.restore_input(text)
         except Exception as exc:  # a bug: shown inline with its traceback in the log, the app stays up
             log.error("internal error during a turn", exc_info=exc)
             where = current_log_path()

@@ -7,11 +7,11 @@ Invariant: the session is opened and closed on the app's own event loop
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Optional
 
 from ..chat_session import ChatSession
 from ..config import LoadedConfig
+from ..workspace import current_directory
 from .app import TuiApprover, ZephApp
 
 
@@ -20,7 +20,7 @@ async def run_chat(loaded: LoadedConfig, *, continue_last: bool = False, session
     session = await ChatSession.open(
         loaded,
         env=os.environ,
-        cwd=Path.cwd(),
+        cwd=current_directory(),
         approver=approver,
         session_id=session_id,
         continue_last=continue_last,

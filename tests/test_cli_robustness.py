@@ -1,0 +1,114 @@
+"""`zeph ask` when its surroundings fail: the working directory, the config, the database.
+
+Each case runs the real executable on real SQLite files: one `zeph: error:` line,
+a non-zero exit, never a traceback, and the typed prompt kept where the user is told.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+from tests.cli_helpers import ZEPH, assert_one_line_error, db_rows, err, run_zeph
+from tests.fakes import openai_wire
+
+
+def _kept_in_session(result, session: int) -> None:
+    assert f"zeph: your prompt is saved in session {session}: zeph sessions show {session}" in err(result)
+
+
+def test_a_deleted_working_directory_is_one_line_and_the_prompt_is_kept(tmp_path, compatible):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    result = subprocess.run(
+        ["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "{ZEPH}" ask "a prompt typed in a lost directory"'],
+        capture_output=True, env={**os.environ, **compatible}, stdin=subprocess.DEVNULL, timeout=60,
+    )
+    first = assert_one_line_error(result, 1, "working directory", str(gone), "cd to an existing directory")
+    assert "internal error" not in first
+    _kept_in_session(result, 1)
+    assert db_rows("select content from messages") == [{"content": "a prompt typed in a lost directory"}]
+
+
+def test_a_missing_api_key_keeps_the_prompt_in_a_session():
+    result = run_zeph("ask", "-p", "anthropic", "-s", "be brief", "what I typed before the key was set")
+    assert_one_line_error(result, 1, "ANTHROPIC_API_KEY")
+    _kept_in_session(result, 1)
+    assert db_rows("select content from messages") == [{"content": "what I typed before the key was set"}]
+    conversation = db_rows("select title, metadata from conversations")[0]
+    assert conversation["title"] == "what I typed before the key was set" and "be brief" in conversation["metadata"]
+
+
+def test_a_missing_local_model_file_keeps_the_prompt_in_the_session_continued(tmp_path):
+    missing = tmp_path / "nowhere.gguf"
+    first = run_zeph("ask", "-p", "local", "-m", str(missing), "first words")
+    assert_one_line_error(first, 2, str(missing))
+    again = run_zeph("ask", "-p", "local", "-m", str(missing), "-c", "second words")
+    assert_one_line_error(again, 2, str(missing))
+    _kept_in_session(again, 1)
+    assert [r["content"] for r in db_rows("select content from messages order by id")] == ["first words", "second words"]
+
+
+def test_an_unknown_session_is_still_only_a_usage_mistake():
+    assert_one_line_error(run_zeph("ask", "--session", "7", "hello"), 1, "7")
+    assert not (Path(os.environ["ZEPH_HOME"]) / "zeph.db").exists() or db_rows("select id from messages") == []
+
+
+def test_a_database_locked_past_the_busy_timeout_keeps_the_prompt_in_a_file(fake_server, compatible):
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["never sent"])))
+    assert run_zeph("sessions", "list").returncode == 0  # creates and migrates the database
+    database = Path(os.environ["ZEPH_HOME"]) / "zeph.db"
+    holder = sqlite3.connect(database, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock for the whole run
+        result = run_zeph("ask", "a prompt the locked database cannot take", env=compatible)
+    finally:
+        holder.close()
+    first = assert_one_line_error(result, 1, str(database), "stayed locked for 5 s", "busy timeout")
+    assert "zeph process" not in first  # who holds the lock is not guessed
+    kept = err(result).splitlines()[1]
+    assert kept.startswith("zeph: your prompt is not in the database; it is kept in ")
+    rescue = Path(kept.rsplit(" ", 1)[1])
+    assert rescue.parent == database.parent / "unsaved-prompts"
+    assert rescue.read_text() == "a prompt the locked database cannot take\n"
+    assert fake_server.requests_to("/v1/chat/completions") == []
+
+
+def _unreadable(path: Path) -> None:
+    """A project file reading fails on: mode 000, or (root reads any mode) a link to /proc/self/mem (EIO)."""
+    if os.geteuid() == 0:
+        path.symlink_to("/proc/self/mem")
+    else:
+        path.write_text("secret")
+        path.chmod(0)
+
+
+def test_project_files_too_big_binary_or_unreadable_are_warnings_in_ask(fake_server, compatible, tmp_path):
+    project = tmp_path / "proj"
+    (project / "sub" / ".zeph").mkdir(parents=True)
+    (project / "ZEPH.md").write_bytes(b"huge " * 200_001)
+    (project / "sub" / "ZEPH.md").write_text("Answer in haiku.")
+    (project / "sub" / "ZEPH.local.md").write_bytes(b"\x7fELF\x00\x01binary")
+    _unreadable(project / "sub" / ".zeph" / "config.md")
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Fine."])))
+    result = run_zeph("ask", "hello", env=compatible, cwd=project / "sub")
+    assert result.returncode == 0, err(result)
+    warnings = [line for line in err(result).splitlines() if line.startswith("zeph: warning: ")]
+    assert any(f"{project / 'ZEPH.md'}: larger than 1,000,000 bytes" in w for w in warnings), warnings
+    assert any(f"{project / 'sub' / 'ZEPH.local.md'}: binary" in w for w in warnings), warnings
+    assert any(f"{project / 'sub' / '.zeph' / 'config.md'}: cannot be read" in w for w in warnings), warnings
+    system = "\n".join(m["content"] for m in fake_server.requests_to("/v1/chat/completions")[0].json["messages"]
+                       if m["role"] == "system")
+    assert "Answer in haiku." in system and "huge" not in system and "ELF" not in system
+
+
+def test_ask_on_a_database_from_a_newer_zeph_refuses_in_one_line(fake_server, compatible):
+    assert run_zeph("sessions", "list").returncode == 0
+    database = Path(os.environ["ZEPH_HOME"]) / "zeph.db"
+    with sqlite3.connect(database) as conn:
+        conn.execute("insert into _zeph_migrations values ('m042_newer', '2030-01-01')")
+    result = run_zeph("ask", "hello", env=compatible)
+    assert_one_line_error(result, 1, str(database), "newer zeph", "m042_newer")
+    assert db_rows("select id from messages") == [] and fake_server.requests_to("/v1/chat/completions") == []
