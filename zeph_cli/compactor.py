@@ -64,6 +64,7 @@ REDO_WAIT = "redo_wait_turns"  # user turns to wait before asking the summarizer
 REDO_FROM = "redo_counted_after"  # message id the wait is counted from
 REDO_MAX_WAIT_TURNS = 32
 ORIGINALS_GONE = "the provisional summary's originals are gone"
+EXPANSION_CHUNKS = 6  # a provisional summary's originals are read again up to this many summary chunks
 
 
 Summarize = Callable[..., Awaitable[str]]  # (prompt, *, max_tokens, purpose) -> text
@@ -217,14 +218,22 @@ class Compactor:
             for message_id, message, metadata in self.store.originals(conversation.id, summary.id)
         ]
 
-    def _sources(self, conversation: Conversation, items: list[HistoryItem], depth: int = 0) -> list[HistoryItem]:
-        """`items` with each provisional summary replaced by its originals (and theirs, while the summarizer
-        stayed down): a summary made while the summarizer answers is made from what was said, not from the
-        sentences a provisional one kept."""
-        out: list[HistoryItem] = []
-        for item in items:
-            originals = self._originals(conversation, item) if item.metadata.get(PROVISIONAL) and depth < 64 else []
-            out.extend(self._sources(conversation, originals, depth + 1) if originals else [item])
+    def _sources(self, conversation: Conversation, items: list[HistoryItem], limit: int) -> list[HistoryItem]:
+        """`items` with provisional summaries replaced by their originals (and theirs, while the summarizer
+        stayed down), newest first, while the whole stays within `limit` tokens: a summary made while the
+        summarizer answers is made from what was said, not only from the sentences a provisional one kept."""
+        out = list(items)
+        total = sum(item.tokens for item in out)
+        index = len(out) - 1
+        while index >= 0:
+            item = out[index]
+            originals = self._originals(conversation, item) if item.metadata.get(PROVISIONAL) else []
+            grown = total - item.tokens + sum(o.tokens for o in originals)
+            if originals and grown <= limit:
+                out[index:index + 1] = originals
+                total = grown
+                index += len(originals)  # look inside them too (a provisional summary it took in)
+            index -= 1
         return out
 
     def _provisional_due(self, conversation: Conversation) -> HistoryItem | None:
@@ -462,26 +471,32 @@ class Compactor:
                 kind, before, before, len(visible), skipped="fewer than 2 messages before the preserved tail"
             )
             return
-        # What is summarized: a provisional summary stands for its originals, which the summarizer now sees.
-        middle = self._sources(conversation, visible if redo is None else self._originals(conversation, redo))
-        if redo is not None and not middle:
-            yield CompactionResult(kind, before, before, skipped=ORIGINALS_GONE)
-            return
         report = self._report(conversation)
         cap = summary_cap(report.capacity, report.fixed_tokens, limit_tokens or deps.config.memory.compression.max_summary_tokens)
         # The reply and its marker line fit the slot: a summary cut at max_tokens needs no condensing call.
         reply_cap = max(min(HARD_SUMMARY_TOKENS, cap - deps.counter().count(SUMMARY_MARKER + "\n") - 2), 1)
+        chunk_tokens, window = await self._chunk_tokens(purpose, reply_cap, report.budget)
+        # What is summarized: a provisional summary stands for its originals, which the summarizer now sees,
+        # within a few chunks' worth (beyond that its kept sentences stand in for them).
+        start = visible if redo is None else self._originals(conversation, redo)
+        limit = max(sum(item.tokens for item in start), EXPANSION_CHUNKS * chunk_tokens)
+        middle = self._sources(conversation, start, limit)
+        if redo is not None and not middle:
+            yield CompactionResult(kind, before, before, skipped=ORIGINALS_GONE)
+            return
 
         guidelines = deps.guidelines()  # learned from earlier losses ([memory.compression_guidelines])
 
         async def summarize(prompt: str) -> str:
             return await deps.summarize(with_guidelines(prompt, guidelines), max_tokens=reply_cap, purpose=purpose)
 
-        chunk_tokens, window = await self._chunk_tokens(purpose, reply_cap)
         # A redo asks a summarizer that was down: one call at a time, and the first failure ends the attempt.
         # A failed chunked pass is followed by a single pass only when the whole range fits the window.
         fits = not window or sum(item.tokens for item in middle) + reply_cap + SUMMARY_PROMPT_TOKENS <= window
-        retry = {"concurrency": 1, "single_fallback": False} if redo is not None else {"single_fallback": fits}
+        # After a failure (a provisional summary in the range), chunks go one at a time: a summarizer still
+        # down costs one call, not one per chunk in flight.
+        failed_before = redo is not None or any(item.metadata.get(PROVISIONAL) for item in visible)
+        retry = {"single_fallback": fits and redo is None, **({"concurrency": 1} if failed_before else {})}
         outcome = await summarize_range(
             middle, summarize, counter=deps.counter(), limit_tokens=cap, chunk_tokens=chunk_tokens, **retry
         )
@@ -555,10 +570,12 @@ class Compactor:
         yield CompactionResult(kind, before, after, len(middle if redo else visible), outcome.method, stored.id,
                                probe_verdict=verdict, probe_score=score)
 
-    async def _chunk_tokens(self, purpose: str, reply_cap: int) -> tuple[int, int]:
-        """(chunk tokens, the summarizer's window, 0 when unknown): chunks sized to that window, so the
-        chunk, its instructions and the reply fit it."""
+    async def _chunk_tokens(self, purpose: str, reply_cap: int, budget: int = 0) -> tuple[int, int]:
+        """(chunk tokens, the tokens one summary request may take, 0 when unknown): the summarizer's window,
+        and never more than the context budget (no request leaves zeph above it); chunks sized so that the
+        chunk, its instructions and the reply fit."""
         window = await self.deps.summarizer_window(purpose) if self.deps.summarizer_window else 0
+        window = min(w for w in (window, budget) if w) if window or budget else 0
         if not window:
             return CHUNK_TOKENS, 0
         return max(min(CHUNK_TOKENS, window - reply_cap - SUMMARY_PROMPT_TOKENS), MIN_CHUNK_TOKENS), window
