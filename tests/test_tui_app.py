@@ -274,9 +274,9 @@ async def test_ctrl_c_copies_a_selection_then_cancels_a_turn_and_a_second_press_
 
 
 async def answer_confirmation(pilot, app: ZephApp, key: str) -> str:
-    for _ in range(100):
+    for _ in range(500):  # the dialog is pushed, then composed: wait for both (a busy machine is slow)
         await pilot.pause(0.02)
-        if isinstance(app.screen, ConfirmScreen):
+        if isinstance(app.screen, ConfirmScreen) and app.screen.query("#detail"):
             break
     assert isinstance(app.screen, ConfirmScreen), [n.text for n in entries(app, Notice)] + [
         (t.tool_name, t.status) for t in entries(app, ToolEntry)]
