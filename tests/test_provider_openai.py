@@ -583,3 +583,19 @@ async def test_a_connection_reset_mid_reply_says_what_happened(fake_server):
     message = str(caught.value)
     assert "broke mid-reply: " in message and not message.rstrip().endswith(":")
     assert "reset" in message.split("broke mid-reply: ", 1)[1].lower()
+
+
+async def test_an_html_error_page_is_one_line_of_its_text(fake_server):
+    # What `python -m http.server` (and many proxies) answer to a POST: an HTML page with status 501.
+    page = (
+        b'<!DOCTYPE HTML>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>Error response</title>\n</head>\n'
+        b"<body>\n<h1>Error response</h1>\n<p>Error code: 501</p>\n<p>Message: Unsupported method ('POST').</p>\n"
+        b"</body>\n</html>\n"
+    )
+    fake_server.queue(FakeResponse(status=501, body=page, content_type="text/html;charset=utf-8"), path=PATH)
+    provider = make_provider(fake_server.url, kind="compatible")
+    with pytest.raises(errors.ProviderError) as caught:
+        await collect(provider, ask())
+    message = str(caught.value)
+    assert "\n" not in message and "<" not in message
+    assert message.endswith("(HTTP 501) at " + fake_server.url + "/v1: Error response Error code: 501 Message: Unsupported method ('POST').")

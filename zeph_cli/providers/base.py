@@ -116,7 +116,7 @@ def describe_status_error(
     A context-length error carries the window as `limit`: the one given (read
     from the error body by the adapter), else the one its message states.
     """
-    text = (message or "").strip() or f"HTTP {status}"
+    text = one_line_reason(message) or f"HTTP {status}"
     kind = (error_type or "").lower()
     if errors.is_context_length_message(text) or kind in ("context_length_exceeded", "exceed_context_size_error"):
         return errors.ContextLengthExceeded(
@@ -144,6 +144,21 @@ def describe_status_error(
         )
     where = f" at {url}" if url else ""
     return errors.ProviderError(f"{provider} error (HTTP {status}){where}: {text}", provider=provider, status=status)
+
+
+_TAG = re.compile(r"<(script|style)\b.*?</\1>|<[^>]+>", re.IGNORECASE | re.DOTALL)
+REASON_CHARS = 300
+
+
+def one_line_reason(body: str) -> str:
+    """An error body as one line: an HTML error page reduced to its text (title first), whitespace
+    collapsed, cut at REASON_CHARS."""
+    text = (body or "").strip()
+    if _HTML_START.match(text):
+        body = re.search(r"<body[^>]*>(.*)", text, re.IGNORECASE | re.DOTALL)
+        text = _TAG.sub(" ", body.group(1) if body else text)
+    text = " ".join(text.split())
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
 
 
 def connection_error(provider: str, url: str, reason: str) -> errors.ProviderConnectionError:
