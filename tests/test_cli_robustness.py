@@ -112,3 +112,5 @@ def test_ask_on_a_database_from_a_newer_zeph_refuses_in_one_line(fake_server, co
     result = run_zeph("ask", "hello", env=compatible)
     assert_one_line_error(result, 1, str(database), "newer zeph", "m042_newer")
     assert db_rows("select id from messages") == [] and fake_server.requests_to("/v1/chat/completions") == []
+    kept = err(result).splitlines()[1]  # the prompt is kept in a file, since the database takes nothing
+    assert Path(kept.rsplit(" ", 1)[1]).read_text() == "hello\n"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from . import __version__
-from .errors import UsageError, ZephError
+from .errors import StoreError, UsageError, ZephError
 from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
@@ -179,7 +179,16 @@ def ask(
     from .ask_command import AskOptions, run_ask
 
     options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes, stdout_is_terminal())
-    exit_code = asyncio.run(run_ask(loaded, text, options, open_store()))
+    try:
+        store = open_store()
+    except StoreError as exc:  # the database cannot be used at all: the prompt goes to a file instead
+        from .paths import data_dir
+        from .prompt_keeper import rescue_prompt
+
+        eprint(f"zeph: error: {exc}")
+        eprint(f"zeph: {rescue_prompt(text, data_dir(os.environ))}")
+        raise typer.Exit(exc.exit_code) from None
+    exit_code = asyncio.run(run_ask(loaded, text, options, store))
     raise typer.Exit(exit_code)
 
 
