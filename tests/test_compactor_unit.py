@@ -114,6 +114,17 @@ async def failing(prompt: str, max_tokens: int) -> str:
     raise ProviderError("fake: HTTP 500", provider="fake", status=500)
 
 
+def down_while(state: dict):
+    """A summarizer that fails with the API's HTTP 500 while `state["down"]`, else answers faithfully."""
+
+    async def summarize(prompt: str, max_tokens: int) -> str:
+        if state["down"]:
+            raise ProviderError("fake: HTTP 500", provider="fake", status=500)
+        return await faithful(prompt, max_tokens)
+
+    return summarize
+
+
 @pytest.fixture
 def session_factory(tmp_path):
     made: list[Session] = []
@@ -337,11 +348,7 @@ async def test_a_summary_cut_at_its_reply_cap_fits_the_slot_without_a_condensing
 
 async def test_a_provisional_summary_is_redone_from_its_originals_once_the_summarizer_answers(session_factory):
     state = {"down": True}
-
-    async def recovering(prompt: str, max_tokens: int) -> str:
-        if state["down"]:
-            raise ProviderError("fake: HTTP 500", provider="fake", status=500)
-        return await faithful(prompt, max_tokens)
+    recovering = down_while(state)
 
     session = session_factory(4000, recovering, compaction_cooldown_turns=2)
     turn = 0
@@ -399,11 +406,7 @@ async def test_when_pruning_is_not_enough_the_summary_reads_the_outputs_whole(se
 
 async def test_a_summary_made_after_an_outage_reads_what_the_provisional_ones_only_sampled(session_factory):
     state = {"down": True}
-
-    async def recovering(prompt: str, max_tokens: int) -> str:
-        if state["down"]:
-            raise ProviderError("fake: HTTP 500", provider="fake", status=500)
-        return await faithful(prompt, max_tokens)
+    recovering = down_while(state)
 
     session = session_factory(4000, recovering, compaction_cooldown_turns=1)
     turn = 0

@@ -38,6 +38,7 @@ from .context.compaction import (
     tool_pair_prompt,
 )
 from .config import Config
+from .context.compaction import provisional
 from .context.compaction.guidelines import with_guidelines
 from .context.compaction.ranges import CHUNK_TOKENS
 from .context.compaction.result import CompactionResult
@@ -59,10 +60,6 @@ HARD_SUMMARY_TOKENS = 4096  # reply cap of one hard-compaction summary call
 SUMMARY_PROMPT_TOKENS = 600  # the instructions around a chunk (about 340 tokens) and the guidelines, with room
 MIN_CHUNK_TOKENS = 256
 HISTORY_BLOCKS = ("history", "compaction summary")
-PROVISIONAL = "provisional"  # on a summary made while the summarizer was down
-REDO_WAIT = "redo_wait_turns"  # user turns to wait before asking the summarizer again
-REDO_FROM = "redo_counted_after"  # message id the wait is counted from
-REDO_MAX_WAIT_TURNS = 32
 ORIGINALS_GONE = "the provisional summary's originals are gone"
 EXPANSION_CHUNKS = 6  # a provisional summary's originals are read again up to this many summary chunks
 
@@ -170,7 +167,7 @@ class Compactor:
         # The hard tier prunes the outputs a summary would take in when that alone is enough, or when no
         # summary may run now; otherwise the summary reads them whole.
         summary_now = self._summary_allowed(conversation, report)
-        pruning = self._pruning_saves(conversation)
+        pruning = self._pruning_saves(conversation, report.capacity)
         if not summary_now or decide(report.context_tokens - pruning, report.capacity, soft, hard) != "hard":
             result = self.soft(conversation, before_summary=True)
             if result is not None:
@@ -188,25 +185,15 @@ class Compactor:
             return False  # the running turn's own outputs: prunable once it ends, not worth a summary now
         return not (self._cooling_down(conversation, "hard") or self._in_cooldown(conversation))
 
-    def _pruning_saves(self, conversation: Conversation) -> int:
+    def _pruning_saves(self, conversation: Conversation, capacity: int) -> int:
         """Tokens the hard tier's pruning would free (without doing it)."""
         history = self.deps.history(conversation)
-        ids = self._prune_plan(conversation, history, before_summary=True)
+        ids = self._prune_plan(history, capacity, before_summary=True)
         counter = self.deps.counter()
         by_id = {item.id: item for item in history}
         return sum(max(by_id[i].tokens - count_message(counter, pruned_message(by_id[i].message, "o" * 12)), 0) for i in ids)
 
     # ---- provisional summaries -----------------------------------------------------------------
-
-    def _redo_schedule(self, middle: list[HistoryItem], conversation: Conversation) -> dict:
-        """Metadata of a new provisional summary: when to try the summarizer again. It waits
-        `compaction_cooldown_turns` user turns (at least 1), twice as long as an earlier provisional summary
-        it takes in waited (the summarizer failed again), up to REDO_MAX_WAIT_TURNS."""
-        earlier = [item.metadata.get(REDO_WAIT, 0) for item in middle if item.metadata.get(PROVISIONAL)]
-        wait = max(self.deps.config.memory.compaction_cooldown_turns, 1)
-        if earlier:
-            wait = min(max(max(earlier) * 2, wait), REDO_MAX_WAIT_TURNS)
-        return {PROVISIONAL: True, REDO_WAIT: wait, REDO_FROM: self._newest_id(conversation)}
 
     def _newest_id(self, conversation: Conversation) -> int:
         return max((item.id for item in self.deps.history(conversation)), default=0)
@@ -218,39 +205,11 @@ class Compactor:
             for message_id, message, metadata in self.store.originals(conversation.id, summary.id)
         ]
 
-    def _sources(self, conversation: Conversation, items: list[HistoryItem], limit: int) -> list[HistoryItem]:
-        """`items` with provisional summaries replaced by their originals (and theirs, while the summarizer
-        stayed down), newest first, while the whole stays within `limit` tokens: a summary made while the
-        summarizer answers is made from what was said, not only from the sentences a provisional one kept."""
-        out = list(items)
-        total = sum(item.tokens for item in out)
-        index = len(out) - 1
-        while index >= 0:
-            item = out[index]
-            originals = self._originals(conversation, item) if item.metadata.get(PROVISIONAL) else []
-            grown = total - item.tokens + sum(o.tokens for o in originals)
-            if originals and grown <= limit:
-                out[index:index + 1] = originals
-                total = grown
-                index += len(originals)  # look inside them too (a provisional summary it took in)
-            index -= 1
-        return out
-
-    def _provisional_due(self, conversation: Conversation) -> HistoryItem | None:
-        """The agent's provisional summary whose wait is over, if any."""
-        history = self.deps.history(conversation)
-        summary = next((i for i in reversed(history) if i.metadata.get(COMPACTION_SUMMARY) and i.metadata.get(PROVISIONAL)), None)
-        if summary is None:
-            return None
-        since = summary.metadata.get(REDO_FROM, summary.id)
-        turns = sum(1 for item in history if item.id > since and item.message.role == "user")
-        return summary if turns >= summary.metadata.get(REDO_WAIT, 1) else None
-
     async def _redo_provisional(self, conversation: Conversation) -> AsyncIterator[AgentEvent]:
         """A provisional summary (made while the summarizer was down) summarized again from its originals
         once its wait is over; while the summarizer still fails, the wait doubles. Held in the summary's
         metadata, so it holds across `zeph ask -c` processes."""
-        summary = self._provisional_due(conversation)
+        summary = provisional.due(self.deps.history(conversation))
         if summary is None:
             return
         result: CompactionResult | None = None
@@ -262,12 +221,12 @@ class Compactor:
                 events.append(item)
         assert result is not None
         if result.skipped == ORIGINALS_GONE:
-            self.store.update_metadata(summary.id, {PROVISIONAL: False})  # nothing to redo it from
+            self.store.update_metadata(summary.id, {provisional.PROVISIONAL: False})  # nothing to redo it from
             return
         if result.skipped or result.rejected:
-            wait = min(summary.metadata.get(REDO_WAIT, 1) * 2, REDO_MAX_WAIT_TURNS)
-            self.store.update_metadata(summary.id, {REDO_WAIT: wait, REDO_FROM: self._newest_id(conversation)})
-            log.info("provisional summary %s: %s; next try in %d turns", summary.id, result.skipped, wait)
+            schedule = provisional.retry_schedule(summary, self._newest_id(conversation))
+            self.store.update_metadata(summary.id, schedule)
+            log.info("provisional summary %s: %s; next try in %d turns", summary.id, result.skipped, schedule[provisional.REDO_WAIT])
             return
         self.turn.mark_compacted()
         yield CompactionStarted("redo")
@@ -394,7 +353,7 @@ class Compactor:
         unpinned, applied = apply_deferred(unpinned, deps.counter())
         history = unpinned + pinned
         report = self._report(conversation)
-        prune_ids = self._prune_plan(conversation, history, before_summary=before_summary, pinned_from=len(unpinned))
+        prune_ids = self._prune_plan(history, report.capacity, before_summary=before_summary, pinned_from=len(unpinned))
         if not applied and not prune_ids:
             return None
         by_id = {item.id: item for item in history}
@@ -424,14 +383,14 @@ class Compactor:
         return CompactionResult("soft", before, after, outputs_pruned=len(pruned), summaries_applied=len(applied))
 
     def _prune_plan(
-        self, conversation: Conversation, history: list[HistoryItem], *, before_summary: bool, pinned_from: int | None = None
+        self, history: list[HistoryItem], capacity: int, *, before_summary: bool, pinned_from: int | None = None
     ) -> list[int]:
         """Ids of the tool messages in `history` to prune (`pinned_from`: where the running turn starts)."""
         memory = self.deps.config.memory
         if pinned_from is None:
             start = self._keep_from(history)
             pinned_from = len(history) if start is None else start
-        protect = protect_window(memory.prune_protect_tokens, self._report(conversation).capacity)
+        protect = protect_window(memory.prune_protect_tokens, capacity)
         preserved_from = max(pinned_from - memory.compaction_preserve_tail, 0) if before_summary else None
         newest_round = self._newest_round(history, pinned_from) if pinned_from < len(history) else None
         return plan_prune(history, protect, newest_round, protected_from=preserved_from)
@@ -480,7 +439,7 @@ class Compactor:
         # within a few chunks' worth (beyond that its kept sentences stand in for them).
         start = visible if redo is None else self._originals(conversation, redo)
         limit = max(sum(item.tokens for item in start), EXPANSION_CHUNKS * chunk_tokens)
-        middle = self._sources(conversation, start, limit)
+        middle = provisional.expand(start, lambda item: self._originals(conversation, item), limit)
         if redo is not None and not middle:
             yield CompactionResult(kind, before, before, skipped=ORIGINALS_GONE)
             return
@@ -495,25 +454,25 @@ class Compactor:
         fits = not window or sum(item.tokens for item in middle) + reply_cap + SUMMARY_PROMPT_TOKENS <= window
         # After a failure (a provisional summary in the range), chunks go one at a time: a summarizer still
         # down costs one call, not one per chunk in flight.
-        failed_before = redo is not None or any(item.metadata.get(PROVISIONAL) for item in visible)
+        failed_before = redo is not None or any(provisional.is_provisional(item) for item in visible)
         retry = {"single_fallback": fits and redo is None, **({"concurrency": 1} if failed_before else {})}
         outcome = await summarize_range(
             middle, summarize, counter=deps.counter(), limit_tokens=cap, chunk_tokens=chunk_tokens, **retry
         )
         for error in outcome.errors:
             log.warning("%s summary call: %s", kind, error)
-        provisional = outcome.method == "metadata"
-        if provisional and redo is not None:
+        fallback = outcome.method == "metadata"
+        if fallback and redo is not None:
             yield CompactionResult(kind, before, before, skipped="the summarizer still does not answer")
             return
-        if provisional:
+        if fallback:
             log.warning("%s: every summary call failed, so the metadata summary keeps their most telling sentences until the summarizer answers again", kind)
             outcome = dataclasses.replace(outcome, text=f"{SUMMARY_MARKER}\n{extractive_summary(middle, cap, deps.counter())}")
         else:
             outcome = dataclasses.replace(outcome, text=await self._fit_slot(outcome.text, cap, purpose))
         probe_config = deps.config.memory.compression.probe
         verdict, score = None, None
-        if probe_config.enabled and not provisional:
+        if probe_config.enabled and not fallback:
             yield CompactionStatus(VALIDATING_MESSAGE)
             probe = await run_probe(
                 middle,
@@ -548,7 +507,8 @@ class Compactor:
                 [item.id for item in visible],
                 summary,
                 metadata={COMPACTION_SUMMARY: True, "method": outcome.method, "attempts": outcome.attempts,
-                          **(self._redo_schedule(visible, conversation) if provisional else {})},
+                          **(provisional.first_schedule(visible, deps.config.memory.compaction_cooldown_turns,
+                                                        self._newest_id(conversation)) if fallback else {})},
                 token_count=count_message(deps.counter(), summary),
                 token_counter=deps.counter().name,
             )

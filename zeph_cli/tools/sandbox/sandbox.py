@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ...config import SandboxConfig
 from ..failures import ToolFailure
-from . import detect
+from .detect import BACKEND_CHOICES, bubblewrap_status, filesystem_backend
 from .bubblewrap import network_isolation_prefix
 from .denials import network_note, refused_write_note
 from .landlock_backend import landlock_command, landlock_site
@@ -71,7 +71,7 @@ class Sandbox:
     """
 
     def __init__(self, settings: SandboxConfig, workspace: Sequence[Path], *, cwd: Path, backend: str = "auto") -> None:
-        if backend not in detect.BACKEND_CHOICES:
+        if backend not in BACKEND_CHOICES:
             raise ValueError(f"unknown sandbox backend {backend!r}")
         self.settings = settings
         self.workspace = tuple(workspace)
@@ -101,11 +101,11 @@ class Sandbox:
         policy = build_policy(
             settings.profile, self.workspace, settings.allow_write, temp_dir, network=settings.allow_network, cwd=self.cwd
         )
-        backend, problem = detect.filesystem_backend(self.backend_choice)
+        backend, problem = filesystem_backend(self.backend_choice)
         if backend is None:
             return SandboxState(True, None, policy, problem, settings.strict)
         if backend == "landlock" and not policy.network:
-            bwrap, why = detect.bubblewrap_status()
+            bwrap, why = bubblewrap_status()
             if bwrap is None:
                 return SandboxState(True, backend, policy, f"network isolation needs bubblewrap: {why}", settings.strict)
             backend = "landlock+bubblewrap"
@@ -127,7 +127,7 @@ class Sandbox:
             assert site is not None  # the probe found it
             argv = landlock_command(state.policy, program, site)
             if state.backend == "landlock+bubblewrap":
-                bwrap, _ = detect.bubblewrap_status()
+                bwrap, _ = bubblewrap_status()
                 assert bwrap is not None
                 argv = [*network_isolation_prefix(bwrap), *argv]
             return argv
