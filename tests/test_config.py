@@ -770,13 +770,14 @@ def test_cli_init_honours_config_flag(tmp_path):
 def test_keys_that_do_nothing_yet_warn_instead_of_pretending(tmp_path):
     text = (
         "[memory.graph]\nenabled = true\n"
-        '[[llm.providers]]\nname = "api"\ntype = "openai"\ndevice = "cuda"\nembedding_model = "text-embedding-3-small"\n'
+        '[[llm.providers]]\nname = "api"\ntype = "anthropic"\ndevice = "cuda"\nembedding_model = "text-embedding-3-small"\n'
     )
     loaded = load_text(tmp_path, text)
     assert len(loaded.warnings) == 3, loaded.warnings
     graph, embedding, device = loaded.warnings
     assert "memory.graph.enabled does nothing (knowledge-graph memory is not part of zeph yet)" in graph
-    assert "llm.providers[0].embedding_model does nothing yet" in embedding
+    assert "llm.providers[0].embedding_model applies to openai, ollama and compatible entries" in embedding
     assert "llm.providers[0].device applies to local models only" in device
     assert not hasattr(loaded.config.memory, "graph")
     assert load_text(tmp_path, '[[llm.providers]]\nname = "here"\ntype = "local"\ndevice = "cpu"\n').warnings == []
+    assert load_text(tmp_path, '[[llm.providers]]\nname = "o"\ntype = "ollama"\nembedding_model = "nomic-embed-text"\n').warnings == []

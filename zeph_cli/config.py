@@ -60,7 +60,7 @@ class ProviderEntry:
     model: str = setting("", "Model name (for a summary provider of type compatible: the entry name).")
     base_url: str = setting("", "Endpoint URL.")
     api_key_env: str = setting("", "Environment variable holding the API key (default: the backend's own).")
-    embedding_model: str = setting("", "Embedding model override (ollama and openai only); not used yet.")
+    embedding_model: str = setting("", "Embedding model of this entry's endpoint (openai, ollama, compatible); empty = the embedded embedder.")
     device: str = setting("", "Inference device for local models: cpu, or cuda / metal to offload every layer.", choices=("", "cpu", "cuda", "metal"))
 
     @property
@@ -81,14 +81,19 @@ class LlmConfig:
     timeout_secs: float = setting(120.0, "Seconds to wait for the provider's answer (its retries included) or the next part of a streamed reply.", lo=1.0, hi=3600.0, kind=float)
     max_retries: int = setting(2, "Retries on rate limits, overload and dropped connections (backoff honours Retry-After).", lo=0, hi=10)
     summary_model: str = setting("", "Shorthand for the summary provider: \"type\" or \"type/model\".")
+    embedding_model: str = setting(
+        "", "Embedding model on the main provider's endpoint (openai, ollama, compatible); empty = the embedded embedder (offline)."
+    )
     providers: list[ProviderEntry] = field(default_factory=list, metadata={"doc": "Named provider entries."})
     summary_provider: ProviderEntry | None = field(default=None, metadata={"doc": "Provider for summaries."})
 
 
 @dataclass
 class SemanticConfig:
-    enabled: bool = setting(False, "Semantic recall of relevant past messages.")
+    enabled: bool = setting(True, "Semantic recall of relevant past messages.")
     recall_limit: int = setting(5, "Max semantically relevant messages to inject.", lo=0, hi=100)
+    vector_weight: float = setting(0.7, "Weight of vector ranks in hybrid recall (reciprocal rank fusion).", lo=0.0, hi=1.0)
+    keyword_weight: float = setting(0.3, "Weight of keyword (FTS5) ranks in hybrid recall.", lo=0.0, hi=1.0)
     temporal_decay_enabled: bool = setting(False, "Attenuate recall scores by message age.")
     temporal_decay_half_life_days: float = setting(30.0, "Half-life for temporal decay, in days.", lo=0.01, hi=36500.0, kind=float)
     mmr_enabled: bool = setting(False, "Maximal Marginal Relevance re-ranking.")
@@ -131,6 +136,17 @@ class CompressionGuidelinesConfig:
 
 
 @dataclass
+class LongTermConfig:
+    enabled: bool = setting(True, "Inject saved memories (zeph memory, memory_save) as a <memory> block each turn.")
+    top_k: int = setting(5, "Memories injected per turn, best ranked first; 0 = every un-archived memory.", lo=0, hi=1000)
+    max_chars: int = setting(2000, "Cap on the formatted <memory> block, in characters.", lo=0, hi=100_000)
+
+
+VECTOR_BACKENDS = ("sqlite", "qdrant")
+EMBEDDING_BACKENDS = ("openai", "ollama", "compatible")  # the provider backends with an embeddings endpoint
+
+
+@dataclass
 class MemoryConfig:
     context_budget_tokens: int = setting(0, "Context budget in tokens; 0 = auto (the model's context window).", lo=0, hi=100_000_000)
     auto_budget: bool = setting(True, "With context_budget_tokens = 0, use the model's window (false = unlimited, no compaction).")
@@ -147,10 +163,13 @@ class MemoryConfig:
     prune_protect_tokens: int = setting(40000, "Protect the most recent N tokens from tool-output pruning.", lo=0, hi=100_000_000)
     cross_session_score_threshold: float = setting(0.35, "Minimum relevance for cross-session results.", lo=0.0, hi=1.0)
     tool_call_cutoff: int = setting(6, "Summarize the oldest tool pair when visible pairs exceed this.", lo=1, hi=10_000)
+    vector_backend: str = setting("sqlite", "Where message vectors live: sqlite (this database) or qdrant.", choices=VECTOR_BACKENDS)
+    qdrant_url: str = setting("http://localhost:6333", "Qdrant server, for vector_backend = \"qdrant\".")
     semantic: SemanticConfig = field(default_factory=SemanticConfig)
     routing: RoutingConfig = field(default_factory=RoutingConfig)
     compression: CompressionConfig = field(default_factory=CompressionConfig)
     compression_guidelines: CompressionGuidelinesConfig = field(default_factory=CompressionGuidelinesConfig)
+    long_term: LongTermConfig = field(default_factory=LongTermConfig)
 
 
 @dataclass
@@ -463,8 +482,11 @@ def _provider_entry(raw: Any, where: str, label: str, warnings: list[str]) -> Pr
     if not values.get("type"):
         raise ConfigError(f"{where}: {label}.type is required: expected one of " + ", ".join(PROVIDER_TYPES))
     entry = ProviderEntry(**values)
-    if entry.embedding_model:
-        warnings.append(f"{where}: {label}.embedding_model does nothing yet (zeph makes no embeddings); it is ignored")
+    if entry.embedding_model and entry.backend not in EMBEDDING_BACKENDS:
+        warnings.append(
+            f"{where}: {label}.embedding_model applies to openai, ollama and compatible entries; "
+            f"it is ignored for {entry.type}"
+        )
     if entry.device and entry.backend != "local":
         warnings.append(f"{where}: {label}.device applies to local models only; it is ignored for {entry.type}")
     return entry

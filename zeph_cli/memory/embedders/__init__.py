@@ -1,0 +1,1 @@
+"""Embedders turn texts into unit vectors: the embedded one (offline) or a provider's endpoint."""

@@ -1,0 +1,1 @@
+"""Vector indexes for message recall: the embedded sqlite one and qdrant."""
