@@ -1,8 +1,11 @@
 """Turning prompt layers and history into the messages of one request.
 
 Invariant: pure; stable blocks come first (base prompt, environment, project
-context, session prompt) and history last, so provider prompt caches keep
-hitting. The messages returned are exactly those sent (tool results wrapped as
+context, session prompt), then the per-turn blocks (long-term memory, semantic
+recall: `context` messages, after the cached system prompt — Octopus' role for
+retrieved material) and history last, so provider prompt caches keep hitting. Semantic recall only
+takes room that is free: at most its allocation share and never past the soft
+compaction line, so it never causes a compaction or trims history. The messages returned are exactly those sent (tool results wrapped as
 untrusted data) and every token of them is in the report. History that does
 not fit the budget is dropped oldest first, never a tool call without its
 result, and never the pinned turn (the user's message of the running turn and
@@ -20,6 +23,7 @@ from ..messages import Message
 from ..tokens import MESSAGE_OVERHEAD, REQUEST_OVERHEAD, Calibration, TokenCounter
 from .allocation import allocate
 from .budget import Budget
+from .recall_block import RecallEntry, fit_recall
 from .report import ContextBlock, ContextReport
 from .untrusted import delimit_tool_results, delimiter_tokens
 
@@ -27,6 +31,8 @@ from .untrusted import delimit_tool_results, delimiter_tokens
 # Blocks are calibrated one by one and history group by group: their roundings
 # may add up to a few tokens more than the allowance they were fitted to.
 ROUNDING_SLACK = 8
+UNBUDGETED_RECALL_TOKENS = 2000  # the recall block's cap when there is no budget to take a share of
+RECALL_SLOT = "semantic_recall"
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,8 @@ def assemble(
     tools_tokens: int = 0,
     calibration: Calibration = Calibration(),
     pinned_id: int | None = None,
+    context_layers: list[PromptLayer] | None = None,
+    recall: tuple[RecallEntry, ...] | list[RecallEntry] = (),
 ) -> tuple[list[Message], ContextReport]:
     """Block tokens in the report are calibrated (what the provider will count);
     `raw_tokens` is the uncalibrated estimate, for learning the calibration.
@@ -118,11 +126,14 @@ def assemble(
     Compaction summaries (metadata `compaction_summary`) fill the summaries slot
     and are always sent, first; recent history gets the rest of the allowance.
     `pinned_id` is the stored id of the running turn's user message.
+    `context_layers` (long-term memory) follow the prompt layers as `context`
+    messages; `recall` entries fill the semantic-recall block after them.
     """
     history = _as_sent(history, counter)
     layers = [layer for layer in layers if layer.text]
-    raw_layers = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in layers]
-    blocks = [ContextBlock(layer.name, calibration.apply(raw)) for layer, raw in zip(layers, raw_layers)]
+    extra = [layer for layer in context_layers or [] if layer.text]
+    raw_layers = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in layers + extra]
+    blocks = [ContextBlock(layer.name, calibration.apply(raw)) for layer, raw in zip(layers + extra, raw_layers)]
     fixed = sum(b.tokens for b in blocks) + calibration.apply(tools_tokens + REQUEST_OVERHEAD)
     summaries = [i for i in history if i.metadata.get("compaction_summary")]
     recent = [i for i in history if not i.metadata.get("compaction_summary")]
@@ -130,22 +141,35 @@ def assemble(
     notes: list[str] = []
     allocation = None
     allowance = None
+    recall_text, recalled = "", ()
+    raw_recall = 0
     if budget.available:
         shared = max(budget.available - fixed, 0)
-        allocation = allocate(shared, {"summaries"} if summaries else set())
+        present = ({"summaries"} if summaries else set()) | ({RECALL_SLOT} if recall else set())
+        allocation = allocate(shared, present)
         summary_tokens = calibration.apply(raw_summaries)
+        if recall:
+            everything = fixed + summary_tokens + calibration.apply(sum(i.tokens for i in recent))
+            free = int(budget.available * budget.soft_threshold) - everything - ROUNDING_SLACK
+            recall_text, recalled = _recall_block(
+                recall, min(allocation.for_slot(RECALL_SLOT), free), counter, calibration
+            )
+            raw_recall = counter.count(recall_text) + MESSAGE_OVERHEAD if recall_text else 0
         if summaries and shared and summary_tokens > allocation.for_slot("summaries"):
             notes.append(
                 f"the compaction summary uses {summary_tokens:,} tokens, more than its "
                 f"{allocation.shares['summaries']:.0%} share ({allocation.for_slot('summaries'):,})"
             )
-        allowance = max(shared - summary_tokens - ROUNDING_SLACK, 0)
+        recall_tokens = calibration.apply(raw_recall) if recall_text else 0
+        allowance = max(shared - summary_tokens - recall_tokens - ROUNDING_SLACK, 0)
     pinned_from = pinned_index(recent, pinned_id)
     kept, dropped = fit_history(recent, allowance, calibration, pinned_from)
     pinned_tokens = calibration.apply(sum(i.tokens for i in recent[pinned_from:])) if pinned_from is not None else 0
     unsent = calibration.apply(sum(i.tokens for i in recent[: len(recent) - len(kept)])) if dropped else 0
     if tools_tokens:
         blocks.append(ContextBlock("tools", calibration.apply(tools_tokens)))
+    if recall_text:
+        blocks.append(ContextBlock("semantic recall", calibration.apply(raw_recall), f"{len(recalled)} recalled"))
     if summaries:
         blocks.append(ContextBlock("compaction summary", calibration.apply(raw_summaries), f"{len(summaries)} summar{'y' if len(summaries) == 1 else 'ies'}"))
     raw_history = sum(i.tokens for i in kept) + REQUEST_OVERHEAD
@@ -153,7 +177,13 @@ def assemble(
     blocks.append(ContextBlock("history", calibration.apply(raw_history), detail))
     if dropped:
         notes.append(f"{dropped} older messages did not fit the budget and were not sent")
-    messages = [Message.system(layer.text) for layer in layers] + [i.message for i in summaries + kept]
+    if recall and not budget.available:
+        recall_text, recalled = _recall_block(recall, UNBUDGETED_RECALL_TOKENS, counter, calibration)
+        raw_recall = counter.count(recall_text) + MESSAGE_OVERHEAD if recall_text else 0
+        if recall_text:
+            blocks.append(ContextBlock("semantic recall", calibration.apply(raw_recall), f"{len(recalled)} recalled"))
+    per_turn = [Message.context(layer.text) for layer in extra] + ([Message.context(recall_text)] if recall_text else [])
+    messages = [Message.system(layer.text) for layer in layers] + per_turn + [i.message for i in summaries + kept]
     messages = delimit_tool_results(messages)
     report = ContextReport(
         blocks=tuple(blocks),
@@ -165,10 +195,20 @@ def assemble(
         history_messages=len(kept),
         trimmed_messages=dropped,
         notes=tuple(notes),
-        raw_tokens=sum(raw_layers) + tools_tokens + raw_summaries + raw_history,
+        raw_tokens=sum(raw_layers) + tools_tokens + raw_summaries + raw_recall + raw_history,
         allocation=dict(allocation.tokens) if allocation else {},
         unsent_tokens=unsent,
         fixed_tokens=fixed,
         pinned_tokens=pinned_tokens,
+        recalled_ids=recalled,
     )
     return messages, report
+
+
+def _recall_block(
+    entries: tuple[RecallEntry, ...] | list[RecallEntry], allowance: int, counter: TokenCounter, calibration: Calibration
+) -> tuple[str, tuple[int, ...]]:
+    """The recall block within `allowance` calibrated tokens (its message framing included)."""
+    if allowance <= MESSAGE_OVERHEAD:
+        return "", ()
+    return fit_recall(entries, allowance, lambda text: calibration.apply(counter.count(text) + MESSAGE_OVERHEAD))

@@ -39,6 +39,7 @@ class ContextReport:
     fixed_tokens: int = 0  # prompt layers, tool schemas and request framing: sent whatever the history
     pinned_tokens: int = 0  # the running turn's user message and its tool chain, sent verbatim
     window_source: str = ""  # where `window` came from, e.g. "server: llama.cpp /props" ("" = not known)
+    recalled_ids: tuple[int, ...] = ()  # stored ids of the past messages in the semantic-recall block
 
     @property
     def used_tokens(self) -> int:
@@ -91,4 +92,5 @@ class ContextReport:
             "notes": list(self.notes),
             "allocation": dict(self.allocation),
             "compaction": list(self.compaction),
+            "recalled_ids": list(self.recalled_ids),
         }

@@ -1,0 +1,123 @@
+"""Pure recall logic: the spec's routing heuristic, fusion arithmetic, MMR, the recall block and its budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from zeph_cli.context.assembler import HistoryItem, PromptLayer, assemble
+from zeph_cli.context.budget import compute_budget
+from zeph_cli.context.recall_block import RECALL_PREFIX, fit_recall, render_entry
+from zeph_cli.memory.fusion import (
+    decay_factor,
+    keyword_coverage,
+    mmr,
+    normalized,
+    reciprocal_rank_fusion,
+    terms,
+)
+from zeph_cli.memory.routing import Route, route
+from zeph_cli.messages import Message
+from zeph_cli.tokens import default_counter
+
+
+# Zeph spec, "Query-Aware Memory Routing".
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("zeph_cli::agent", Route.KEYWORD),  # code pattern ::
+        ("src/main.rs", Route.KEYWORD),  # code pattern /
+        ("load_history_filtered", Route.KEYWORD),  # pure snake_case identifier
+        ("pgbouncer port", Route.KEYWORD),  # short, no question word
+        ("what port does the staging database use", Route.SEMANTIC),  # question word
+        ("the staging database port was changed last week somehow", Route.SEMANTIC),  # >= 6 words
+        ("staging database port number", Route.HYBRID),  # medium, no clear signal
+        ("how is the cache related to the scheduler", Route.HYBRID),  # relationship wins (graph → hybrid)
+        ("opinion on tabs", Route.HYBRID),
+    ],
+)
+def test_routes_follow_the_spec_heuristic(query, expected):
+    assert route(query) is expected
+
+
+def test_reciprocal_rank_fusion_weights_each_ranking():
+    fused = reciprocal_rank_fusion([([1, 2], 0.7), ([2, 3], 0.3)], k=60)
+    assert fused[1] == pytest.approx(0.7 / 61)
+    assert fused[2] == pytest.approx(0.7 / 62 + 0.3 / 61)
+    assert fused[3] == pytest.approx(0.3 / 62)
+    assert max(fused, key=fused.get) == 2  # found by both beats the vector top alone
+    assert normalized(fused)[2] == 1.0
+
+
+def test_temporal_decay_halves_per_half_life():
+    assert decay_factor(0, 30) == 1.0
+    assert decay_factor(30, 30) == pytest.approx(0.5)
+    assert decay_factor(90, 30) == pytest.approx(0.125)
+    assert decay_factor(-5, 30) == 1.0  # clock skew never boosts
+
+
+def test_mmr_trades_relevance_for_diversity():
+    scores = {1: 1.0, 2: 0.95, 3: 0.6}
+    same = {(1, 2), (2, 1)}
+    similarity = lambda a, b: 1.0 if (a, b) in same else 0.0  # noqa: E731
+    assert mmr(scores, similarity, lam=1.0, limit=2) == [1, 2]  # λ = 1: relevance only
+    assert mmr(scores, similarity, lam=0.5, limit=2) == [1, 3]  # the near-duplicate of 1 loses to 3
+
+
+def test_keyword_coverage_ignores_stopwords():
+    query = terms("what is the pgbouncer port?")
+    assert query == {"pgbouncer", "port"}
+    assert keyword_coverage(query, "pgbouncer listens on port 6432") == 1.0
+    assert keyword_coverage(query, "the port is busy") == 0.5
+    assert terms("hello there, thanks!") == set()
+
+
+def test_recall_block_keeps_whole_entries_within_its_allowance():
+    counter = default_counter()
+    entries = [render_entry(i, "user", "2026-11-20T10:00:00+00:00", "db work", f"fact number {i} " * 20) for i in (1, 2, 3)]
+    text, ids = fit_recall(entries, 10_000, counter.count)
+    assert text.startswith(RECALL_PREFIX) and ids == (1, 2, 3)
+    assert '[2026-11-20 · "db work" · user]' in text
+    one = counter.count("\n".join(text.splitlines()[:2]))
+    text, ids = fit_recall(entries, one, counter.count)
+    assert ids == (1,) and counter.count(text) <= one
+    assert fit_recall(entries, 5, counter.count) == ("", ())  # never a header alone
+
+
+def _history(n: int, words: int = 40) -> list[HistoryItem]:
+    counter = default_counter()
+    items = []
+    for i in range(n):
+        message = Message.user(f"message {i} " + "word " * words) if i % 2 == 0 else Message.assistant("ok " * words)
+        items.append(HistoryItem(message, counter.count(message.content) + 4, i + 1))
+    return items
+
+
+def test_recall_takes_only_room_below_the_soft_line_and_never_trims_history():
+    counter = default_counter()
+    budget = compute_budget(configured_tokens=2000, auto_budget=True, window=2000, soft_threshold=0.6, hard_threshold=0.9)
+    entries = [render_entry(100 + i, "user", "2026-11-01T00:00:00+00:00", "", "remembered fact " * 30) for i in range(5)]
+    layers = [PromptLayer("base prompt", "You are zeph.")]
+    # A short history: recall fits, within its share, and the whole request stays under the soft line.
+    messages, report = assemble(layers, _history(2), budget, counter, window=2000, recall=entries)
+    recall_block = report.block("semantic recall")
+    assert recall_block and report.recalled_ids
+    assert recall_block.tokens <= report.allocation["semantic_recall"]
+    assert report.used_tokens <= budget.available * budget.soft_threshold
+    assert messages[1].role == "context" and messages[1].content.startswith(RECALL_PREFIX)
+    # A history already past the soft line: no recall at all, and nothing trimmed for it.
+    without, plain = assemble(layers, _history(14, 80), budget, counter, window=2000)
+    with_recall, report = assemble(layers, _history(14, 80), budget, counter, window=2000, recall=entries)
+    assert report.block("semantic recall") is None and not report.recalled_ids
+    assert with_recall == without and report.trimmed_messages == plain.trimmed_messages
+
+
+def test_memory_layer_is_a_context_message_after_the_prompt_layers():
+    counter = default_counter()
+    budget = compute_budget(configured_tokens=8000, auto_budget=True, window=8000, soft_threshold=0.6, hard_threshold=0.9)
+    messages, report = assemble(
+        [PromptLayer("base prompt", "You are zeph.")], _history(2), budget, counter, window=8000,
+        context_layers=[PromptLayer("memory", "<memory>\n- likes tabs\n</memory>")],
+    )
+    assert [m.role for m in messages[:2]] == ["system", "context"]
+    assert report.block("memory").tokens > 0
+    assert report.fixed_tokens >= report.block("memory").tokens
