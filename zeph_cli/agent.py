@@ -53,6 +53,7 @@ from .events import (
     UsageReported,
 )
 from .guidelines_learner import GuidelinesLearner, LearnerDeps
+from .memory.service import MemoryService, TurnMemory
 from .messages import (
     Message,
     ReplyBuilder,
@@ -137,6 +138,7 @@ class Agent:
         approver: Approver | None = None,
         mode: str | None = None,
         helper_settings: Mapping[str, ProviderSettings | None] | None = None,
+        memory: MemoryService | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -162,6 +164,9 @@ class Agent:
         self._tools_token_cache: dict[tuple[str, ...], int] = {}
         # The running turn's user message: it and its tool chain are sent verbatim (never trimmed or compacted).
         self.pinned_id: int | None = None
+        # Recall and long-term memories: looked up once per turn, sent with every request of it.
+        self.memory = memory
+        self.turn_memory = TurnMemory()
         dump_dir = config.debug.dump_dir
         self.dump = DebugDump(Path(dump_dir).expanduser()) if dump_dir else None
         self._said_dump_problem = False
@@ -200,6 +205,8 @@ class Agent:
 
     async def start(self) -> list[str]:
         """Load the model profile, tokenizer and workspace facts; return warnings to show."""
+        if self.memory is not None:
+            self.memory.start_warming()  # the embedder loads while the provider and tokenizer start
         # What the server says now, else a window an earlier context-length error taught, else the table.
         profile = await self.provider.profile()
         learned = remembered_window(self.store.db, self.provider.name, self.provider.model, self.provider.endpoint)
@@ -369,6 +376,8 @@ class Agent:
             tools_tokens=self._tools_tokens(tools),
             calibration=self.store.calibration(self.provider.name, self.provider.model),
             pinned_id=self.pinned_id,
+            context_layers=[PromptLayer("memory", self.turn_memory.memory_text)],
+            recall=self.turn_memory.entries,
         )
         if self.profile is not None:
             report = dataclasses.replace(report, window_source=self.profile.window_source)
@@ -389,6 +398,9 @@ class Agent:
             self.store.update_conversation(conversation.id, metadata={**conversation.metadata, "system": system})
         conversation = self.store.get_conversation(conversation.id)
         self.pinned_id = saved.id
+        if self.memory is not None:
+            visible = {item.id for item in self.agent_history(conversation)}
+            self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible)
         turn = self._turn(conversation, saved.id, system, stream)
         try:
             async for event in turn:
@@ -396,12 +408,16 @@ class Agent:
         finally:
             self.pinned_id = None
             await turn.aclose()  # a caller that stops early cancels the turn's own clean-up in order
+            if self.memory is not None:
+                self.memory.index_in_background()  # the new messages get their vectors after the reply
 
     async def _turn(
         self, conversation: Conversation, user_message_id: int, system: str | None, stream: bool
     ) -> AsyncIterator[AgentEvent]:
         """prepare → send → store the reply → run its tool calls, until the model answers without tools."""
         yield TurnStarted(conversation, user_message_id)
+        for note in self.turn_memory.notes:
+            yield AgentWarning(note)
         for warning in self._tool_warnings(conversation):
             yield warning
         turn = _TurnState(conversation, system, stream, self._call_ids(conversation))

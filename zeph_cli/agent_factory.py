@@ -13,11 +13,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .agent import Agent
-from .config import LoadedConfig
+from .config import Config, LoadedConfig
+from .memory.service import MemoryService
 from .errors import UsageError
 from .providers import create_provider, resolve_settings
 from .providers.summary import side_job_settings
+from .providers.base import ProviderSettings
 from .store import ConversationStore
+from .tools.confinement import workspace_root
 from .tools.permissions import Approver
 
 
@@ -37,7 +40,7 @@ async def build_agent(
     agent: Agent | None = None
     try:
         agent = Agent(config=loaded.config, store=store, provider=provider, cwd=cwd, approver=approver,
-                      helper_settings=helpers)
+                      helper_settings=helpers, memory=memory_service(loaded.config, store, settings, env, cwd))
         if mode is not None:
             set_mode(agent, mode)
         return agent, await agent.start()
@@ -46,6 +49,27 @@ async def build_agent(
             await agent.aclose()
         await provider.aclose()
         raise
+
+
+def memory_service(
+    config: Config, store: ConversationStore, settings: ProviderSettings, env: Mapping[str, str], cwd: Path
+) -> MemoryService | None:
+    """Recall and long-term memory for this agent (None when both are off); nothing heavy loads here."""
+    if not (config.memory.semantic.enabled or config.memory.long_term.enabled):
+        return None
+
+    def make_embedder():
+        from .memory.embedders.select import embedder_for
+
+        return embedder_for(config, settings, env)
+
+    def make_index(db, path):
+        from .memory.vectors.factory import open_index
+
+        return open_index(config, db if db is not None else store.db, path)
+
+    return MemoryService(config, store.db, project_root=workspace_root(cwd), make_embedder=make_embedder,
+                         make_index=make_index)
 
 
 async def close_agent(agent: Agent) -> None:

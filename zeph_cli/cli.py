@@ -376,18 +376,32 @@ def context(
     asyncio.run(_context(loaded, session, json_output))
 
 
+async def preview_memory(agent, conversation) -> str:
+    """Recall and memories for the session's last user message, as its last turn saw them; the embedder's label."""
+    if agent.memory is None:
+        return ""
+    history = agent.agent_history(conversation)
+    query = next((i.message.content for i in reversed(history) if i.message.role == "user"), "")
+    if query:
+        agent.turn_memory = await agent.memory.prepare(conversation.id, query, {i.id for i in history})
+    return agent.memory.embedder_label()
+
+
 async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_output: bool) -> None:
+    from .memory.describe import memory_lines
     from .render import compaction_metrics_lines, context_head_lines, context_rows
     from .store import CompactionStore
 
     async with session_agent(loaded, session_id) as (agent, conversation):
+        memory = await preview_memory(agent, conversation)
         _, report, _ = agent.context_for(conversation)
         metrics = CompactionStore(agent.store.db).metrics(conversation.id)
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
     if json_output:
         print(json.dumps({"session": conversation.id, "provider": provider.name, "model": agent.model_label,
-                          "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox}, indent=2))
+                          "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox,
+                          "memory": memory_lines(agent.turn_memory, report, memory)}, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
@@ -396,6 +410,8 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
                                    agent.config.memory.compression.strategy):
         print(line)
     print(sandbox)
+    for line in memory_lines(agent.turn_memory, report, memory):
+        print(line)
     table = Table(box=None, pad_edge=False)
     for column, justify in (("block", "left"), ("tokens", "right"), ("share", "right"), ("", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]

@@ -1,0 +1,36 @@
+"""What recall and long-term memory contributed to a request, as lines for `zeph context` and `/context`.
+
+Invariant: pure; reads only the turn's memory and the report, so the lines say
+exactly what was sent (recalled ids that did not fit the block are not listed).
+"""
+
+from __future__ import annotations
+
+from ..context.report import ContextReport
+from .service import TurnMemory
+
+
+def memory_lines(turn: TurnMemory, report: ContextReport, embedder: str = "") -> list[str]:
+    lines: list[str] = []
+    result = turn.recall
+    if result is not None:
+        sent = set(report.recalled_ids)
+        hits = [h for h in result.hits if h.message_id in sent]
+        backends = "+".join(result.searched) or "nothing searched"
+        head = f"recall: route {result.route.value} ({backends})"
+        if embedder:
+            head += f", embedder {embedder}"
+        found = len(result.hits)
+        if found and len(hits) < found:
+            head += f", {found} found, {len(hits)} fit the block"
+        lines.append(head if hits else head + ", nothing recalled")
+        for hit in hits:
+            text = " ".join(hit.content.split())
+            text = text if len(text) <= 70 else text[:69] + "…"
+            lines.append(f"  #{hit.message_id} session {hit.conversation_id} ({hit.role}, relevance {hit.relevance:.2f}, {hit.via}): {text}")
+    if turn.memory_ids:
+        lines.append(f"memory: {len(turn.memory_ids)} saved memor{'y' if len(turn.memory_ids) == 1 else 'ies'} sent "
+                     f"(ids {', '.join(map(str, turn.memory_ids))})")
+    elif turn.query:
+        lines.append("memory: no saved memory sent")
+    return lines
