@@ -73,8 +73,11 @@ def memory_service(
 
 
 async def close_agent(agent: Agent) -> None:
-    """Close the agent's side-job providers and its main provider (the store is the caller's)."""
+    """Let background indexing finish, then close the agent's side-job providers and its main
+    provider (the store is the caller's)."""
     try:
+        if agent.memory is not None:
+            await agent.memory.finish()
         await agent.aclose()
     finally:
         await agent.provider.aclose()
