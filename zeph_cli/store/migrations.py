@@ -210,7 +210,9 @@ def m009_message_vectors(db: Database) -> None:
         )
         """
     )
-    db.execute("create index message_vectors_model on message_vectors (model, rowid)")
+    # An index entry ends with the rowid, so this one reads a model's rows in rowid order
+    # (SQLite refuses `rowid` named as an index column: "no such column: rowid").
+    db.execute("create index message_vectors_model on message_vectors (model)")
     db.execute(
         "create trigger messages_vectors_ad after delete on messages "
         "begin delete from message_vectors where message_id = old.id; end"
