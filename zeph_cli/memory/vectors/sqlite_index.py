@@ -60,8 +60,11 @@ class SqliteVectorIndex:
                 f"the query has {q.shape[0]} dimensions but {model!r} vectors have {cached.dim}; "
                 "run `zeph memory reindex` after changing the embedding model"
             )
-        ids = np.concatenate([s.ids for s in cached.segments])
-        scores = np.concatenate([s.matrix @ q for s in cached.segments])
+        if len(cached.segments) == 1:
+            ids, scores = cached.segments[0].ids, cached.segments[0].matrix @ q
+        else:
+            ids = np.concatenate([s.ids for s in cached.segments])
+            scores = np.concatenate([s.matrix @ q for s in cached.segments])
         return top_k(ids, scores, limit)
 
     def forget_model(self, model: str) -> int:
