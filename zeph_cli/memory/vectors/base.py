@@ -12,8 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, Sequence
 
+from ...store.vectors import PendingMessage
+
 if TYPE_CHECKING:
     import numpy as np
+
+__all__ = ["PendingMessage", "VectorIndex", "VectorIndexDown", "VectorRow"]
 
 
 class VectorIndexDown(Exception):
@@ -40,4 +44,20 @@ class VectorIndex(Protocol):
 
     def forget_model(self, model: str) -> int:
         """Drop every vector of `model` (for a reindex); return how many were dropped."""
+        ...
+
+    # For the indexer (both backends answer these from SQLite):
+
+    def missing(self, model: str, limit: int, roles: Sequence[str] | None = None) -> list[PendingMessage]:
+        """Up to `limit` agent-visible messages with non-blank text and no vector of `model` in this
+        backend, oldest first (`roles` narrows them, e.g. ("user", "assistant"))."""
+        ...
+
+    def missing_count(self, model: str, roles: Sequence[str] | None = None) -> int:
+        """How many messages `missing` would list without a limit (a reindex progress bar's total)."""
+        ...
+
+    def sync(self, model: str) -> None:
+        """Bring any derived state (the sqlite backend's matrix cache) up to date with the database and
+        drop what deleted messages left in it; `add` already does this, a conversation deletion does not."""
         ...

@@ -1,0 +1,388 @@
+"""The embedded vector index on real SQLite files: search, models, deletions, the matrix cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.vector_helpers import (
+    add_conversation,
+    brute_force,
+    open_store,
+    rows_for,
+    text_message,
+    tool_call_only,
+    unit_vectors,
+)
+from zeph_cli.config import Config
+from zeph_cli.memory.vectors import VectorRow, open_index
+from zeph_cli.memory.vectors.matrix_cache import MANIFEST, MatrixCache
+from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
+from zeph_cli.store import open_database
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "data" / "zeph.db"
+
+
+def fresh_index(db_path: Path) -> SqliteVectorIndex:
+    """A new connection and a new index over it, as another zeph process would have."""
+    return SqliteVectorIndex(open_database(db_path), db_path)
+
+
+def test_open_index_chooses_sqlite_by_default(db_path):
+    index = open_index(Config(), open_database(db_path), db_path)
+    assert isinstance(index, SqliteVectorIndex)
+    assert index.cache_root == Path(f"{db_path}.vectors")
+
+
+def test_search_matches_brute_force_best_first(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 300)
+    vectors = unit_vectors(300, 32, seed=1)
+    index = SqliteVectorIndex(store.db, db_path)
+    index.add("model-a", rows_for(conversation, ids, vectors))
+    for query in unit_vectors(5, 32, seed=2):
+        found = index.search("model-a", query, 7)
+        assert [i for i, _ in found] == brute_force(ids, vectors, query, 7)
+        scores = [s for _, s in found]
+        assert scores == sorted(scores, reverse=True)
+        assert scores[0] == pytest.approx(float(vectors[ids.index(found[0][0])] @ query), abs=1e-5)
+
+
+def test_a_stored_vector_is_its_own_nearest_with_cosine_one(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 20)
+    vectors = unit_vectors(20, 16, seed=3) * 5.0  # not normalized on the way in: the index normalizes
+    index = SqliteVectorIndex(store.db, db_path)
+    index.add("m", rows_for(conversation, ids, vectors))
+    (best, score), *_ = fresh_index(db_path).search("m", vectors[11], 3)
+    assert best == ids[11]
+    assert score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_models_never_mix(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 40)
+    a, b = unit_vectors(40, 16, seed=4), unit_vectors(40, 16, seed=5)
+    index = SqliteVectorIndex(store.db, db_path)
+    index.add("model-a", rows_for(conversation, ids[:20], a[:20]))
+    index.add("model-b", rows_for(conversation, ids[20:], b[20:]))
+    found_b = {i for i, _ in fresh_index(db_path).search("model-b", a[3], 40)}
+    assert found_b == set(ids[20:])
+    found_a = {i for i, _ in index.search("model-a", b[30], 40)}
+    assert found_a == set(ids[:20])
+    assert index.search("model-c", a[3], 5) == []
+
+
+def test_a_model_of_another_dimension_is_refused_with_a_reindex_hint(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 4)
+    index = SqliteVectorIndex(store.db, db_path)
+    index.add("m", rows_for(conversation, ids[:2], unit_vectors(2, 8, seed=6)))
+    with pytest.raises(ValueError, match="reindex"):
+        index.add("m", rows_for(conversation, ids[2:], unit_vectors(2, 12, seed=6)))
+    with pytest.raises(ValueError, match="12 dimensions"):
+        index.search("m", unit_vectors(1, 12, seed=7)[0], 3)
+
+
+def test_deleted_conversation_vectors_are_gone(db_path):
+    store = open_store(db_path)
+    first, first_ids = add_conversation(store, 30)
+    second, second_ids = add_conversation(store, 30)
+    vectors = unit_vectors(60, 16, seed=8)
+    index = SqliteVectorIndex(store.db, db_path)
+    index.add("m", rows_for(first, first_ids, vectors[:30]))
+    index.add("m", rows_for(second, second_ids, vectors[30:]))
+    reader = fresh_index(db_path)
+    assert len(reader.search("m", vectors[0], 100)) == 60
+
+    store.delete_conversation(first)  # the older rows: the newest rowid is unchanged
+    index.sync("m")
+    for searcher in (index, reader, fresh_index(db_path)):
+        assert {i for i, _ in searcher.search("m", vectors[0], 100)} == set(second_ids)
+    count = store.db.execute("select count(*) from message_vectors").fetchone()[0]
+    assert count == 30
+
+
+def test_deleting_the_newest_rows_then_adding_is_not_mistaken_for_the_old_cache(db_path):
+    store = open_store(db_path)
+    old, old_ids = add_conversation(store, 10)
+    kept, kept_ids = add_conversation(store, 10)  # message ids above the old ones: none get reused
+    index = SqliteVectorIndex(store.db, db_path)
+    index.add("m", rows_for(kept, kept_ids, unit_vectors(10, 8, seed=24)))
+    index.add("m", rows_for(old, old_ids, unit_vectors(10, 8, seed=9)))  # the newest vector rows
+    reader = fresh_index(db_path)
+    reader.search("m", unit_vectors(1, 8, seed=1)[0], 5)  # holds the 20-row matrix
+
+    store.delete_conversation(old)
+    new, new_ids = add_conversation(store, 10)
+    new_vectors = unit_vectors(10, 8, seed=10)
+    writer = fresh_index(db_path)
+    writer.add("m", rows_for(new, new_ids, new_vectors))  # as many rows as were deleted
+    assert store.db.execute("select count(*) from message_vectors").fetchone()[0] == 20
+    for searcher in (reader, writer, fresh_index(db_path)):
+        assert {i for i, _ in searcher.search("m", new_vectors[0], 50)} == set(kept_ids) | set(new_ids)
+
+
+def test_adding_a_vector_again_replaces_it(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 10)
+    vectors = unit_vectors(11, 8, seed=11)
+    index = SqliteVectorIndex(store.db, db_path)
+    index.add("m", rows_for(conversation, ids, vectors[:10]))
+    index.add("m", [VectorRow(ids[4], conversation, vectors[10])])
+    for searcher in (index, fresh_index(db_path)):
+        found = searcher.search("m", vectors[10], 20)
+        assert found[0] == (ids[4], pytest.approx(1.0, abs=1e-5))
+        assert len(found) == 10
+
+
+def test_vectors_for_messages_deleted_meanwhile_are_skipped(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 3)
+    store.delete_conversation(conversation)
+    index = SqliteVectorIndex(store.db, db_path)
+    index.add("m", rows_for(conversation, ids, unit_vectors(3, 8, seed=12)))
+    assert store.db.execute("select count(*) from message_vectors").fetchone()[0] == 0
+    assert index.search("m", unit_vectors(1, 8, seed=12)[0], 3) == []
+
+
+def test_forget_model_drops_only_that_model(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 10)
+    index = SqliteVectorIndex(store.db, db_path)
+    index.add("a", rows_for(conversation, ids, unit_vectors(10, 8, seed=13)))
+    index.add("b", rows_for(conversation, ids[:4], unit_vectors(4, 8, seed=14)))
+    reader = fresh_index(db_path)
+    assert len(reader.search("a", unit_vectors(1, 8, seed=1)[0], 20)) == 10
+    assert index.forget_model("a") == 10
+    assert reader.search("a", unit_vectors(1, 8, seed=1)[0], 20) == []
+    assert len(reader.search("b", unit_vectors(1, 8, seed=1)[0], 20)) == 4
+    assert index.missing_count("a") == 10 and index.missing_count("b") == 6
+
+
+def test_missing_lists_agent_visible_messages_with_text_oldest_first(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 3)
+    hidden = store.add_message(conversation, text_message("compacted away"), agent_visible=False).id
+    blank = store.add_message(conversation, text_message("   ")).id
+    tool_call = store.add_message(conversation, tool_call_only()).id
+    reply = store.add_message(conversation, text_message("an answer", role="assistant")).id
+    index = SqliteVectorIndex(store.db, db_path)
+
+    pending = index.missing("m", 100)
+    assert [p.message_id for p in pending] == [*ids, reply]
+    assert pending[-1].content == "an answer" and pending[-1].role == "assistant"
+    assert pending[0].conversation_id == conversation
+    assert {hidden, blank, tool_call}.isdisjoint(p.message_id for p in pending)
+    assert [p.message_id for p in index.missing("m", 2)] == ids[:2]
+    assert [p.message_id for p in index.missing("m", 10, roles=("assistant",))] == [reply]
+
+    index.add("m", rows_for(conversation, ids[:2], unit_vectors(2, 8, seed=15)))
+    assert [p.message_id for p in index.missing("m", 100)] == [ids[2], reply]
+    assert index.missing_count("m") == 2
+    assert index.missing_count("other-model") == 4
+
+
+def test_missing_counts_rows_without_a_vector_as_not_indexed_here(db_path):
+    """A message recorded as indexed in qdrant (vector NULL) still needs a vector in the sqlite backend."""
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 2)
+    store.db.execute(
+        "insert into message_vectors (message_id, model, conversation_id, dim, vector, created_at) "
+        "values (?, 'm', ?, 8, null, 'now')",
+        [ids[0], conversation],
+    )
+    store.db.conn.commit()
+    index = SqliteVectorIndex(store.db, db_path)
+    assert [p.message_id for p in index.missing("m", 10)] == ids
+    assert index.search("m", unit_vectors(1, 8, seed=1)[0], 5) == []
+
+
+def test_a_fresh_process_reads_the_cache_not_the_rows(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 50)
+    vectors = unit_vectors(50, 8, seed=16)
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, vectors))
+    # Corrupt the stored BLOBs behind the cache's back: a search that reads the cache still finds the
+    # vectors as saved, which proves it did not read the rows.
+    store.db.execute("update message_vectors set vector = zeroblob(32)")
+    store.db.conn.commit()
+    assert fresh_index(db_path).search("m", vectors[7], 1)[0][0] == ids[7]
+
+
+def test_unreadable_cache_files_are_rebuilt_from_the_database(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 30)
+    vectors = unit_vectors(30, 8, seed=17)
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, vectors))
+    cache_dir = MatrixCache(Path(f"{db_path}.vectors"), "m").dir
+    segment = next(p for p in cache_dir.iterdir() if p.suffix == ".bin")
+    segment.write_bytes(segment.read_bytes()[:100])  # torn by hand
+    assert fresh_index(db_path).search("m", vectors[5], 1)[0][0] == ids[5]
+    (cache_dir / MANIFEST).write_text("{not json")
+    assert fresh_index(db_path).search("m", vectors[6], 1)[0][0] == ids[6]
+    # and the rebuilt cache was saved in place of the broken one
+    manifest = json.loads((cache_dir / MANIFEST).read_text())
+    assert manifest["rows_seen"] == 30 and sum(s["rows"] for s in manifest["segments"]) == 30
+
+
+def test_a_recreated_database_does_not_use_the_old_cache(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 5)
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, unit_vectors(5, 8, seed=18)))
+    store.db.conn.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    store = open_store(db_path)  # same path, new database, the old cache directory still there
+    assert Path(f"{db_path}.vectors").exists()
+    assert fresh_index(db_path).search("m", unit_vectors(1, 8, seed=18)[0], 5) == []
+
+
+def test_appends_grow_segments_then_merge(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 200)
+    vectors = unit_vectors(200, 8, seed=19)
+    index = SqliteVectorIndex(store.db, db_path)
+    index.add("m", rows_for(conversation, ids[:160], vectors[:160]))
+    cache_dir = MatrixCache(Path(f"{db_path}.vectors"), "m").dir
+    for start in range(160, 200, 2):
+        index.add("m", rows_for(conversation, ids[start : start + 2], vectors[start : start + 2]))
+        manifest = json.loads((cache_dir / MANIFEST).read_text())
+        assert 1 <= len(manifest["segments"]) <= 9
+        assert sum(s["rows"] for s in manifest["segments"]) == start + 2
+        named = {s["file"] for s in manifest["segments"]}
+        assert {p.name for p in cache_dir.iterdir()} == named | {MANIFEST, ".lock"}
+    reader = fresh_index(db_path)
+    for k in (0, 159, 170, 199):
+        assert reader.search("m", vectors[k], 1)[0][0] == ids[k]
+
+
+def test_a_database_path_of_none_keeps_the_matrix_in_memory(tmp_path):
+    store = open_store(tmp_path / "z.db")
+    conversation, ids = add_conversation(store, 10)
+    vectors = unit_vectors(10, 8, seed=20)
+    index = SqliteVectorIndex(store.db, None)
+    index.add("m", rows_for(conversation, ids, vectors))
+    assert index.search("m", vectors[2], 1)[0][0] == ids[2]
+    assert not any(p.name.endswith(".vectors") for p in tmp_path.iterdir())
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, {root!r})
+    from tests.vector_helpers import open_store, add_conversation, rows_for, unit_vectors
+    from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
+    path = Path({path!r})
+    store = open_store(path)
+    index = SqliteVectorIndex(store.db, path)
+    for batch in range({batches}):
+        conversation, ids = add_conversation(store, 25)
+        index.add("m", rows_for(conversation, ids, unit_vectors(25, 16, seed=batch)))
+        if batch % 7 == 6:
+            store.delete_conversation(conversation)
+            index.sync("m")
+    print("done")
+    """
+)
+
+
+def test_a_concurrent_writer_never_tears_what_readers_see(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 100)
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, unit_vectors(100, 16, seed=99)))
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER.format(root=str(ROOT), path=str(db_path), batches=40)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    query = unit_vectors(1, 16, seed=3)[0]
+    searches = 0
+    sizes = []
+    reader = fresh_index(db_path)
+    while writer.poll() is None or searches < 20:
+        if searches % 3 == 0:
+            reader = fresh_index(db_path)  # a new process's first search, and a held matrix's later ones
+        found = reader.search("m", query, 5000)
+        alive = {r[0] for r in store.db.execute("select id from messages")}
+        # everything it returns was stored at some point; nothing stored before the search is missed
+        assert all(isinstance(i, int) and -1.0001 <= s <= 1.0001 for i, s in found)
+        assert set(ids) <= {i for i, _ in found}
+        sizes.append(len([i for i, _ in found if i in alive]))
+        searches += 1
+    out, err = writer.communicate(timeout=60)
+    assert writer.returncode == 0, err
+    assert out.strip() == "done"
+    assert max(sizes) > 100  # the readers saw the writer's rows arrive
+    final = fresh_index(db_path).search("m", query, 10_000)
+    expected = store.db.execute("select count(*) from message_vectors where model = 'm'").fetchone()[0]
+    assert len(final) == expected == 100 + 40 * 25 - 5 * 25
+
+
+def test_threads_with_their_own_connections_share_the_cache(db_path):
+    import threading
+
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 50)
+    vectors = unit_vectors(50, 8, seed=21)
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, vectors))
+    errors: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            local = open_store(db_path)
+            index = SqliteVectorIndex(local.db, db_path)
+            for seed in range(15):
+                c, new_ids = add_conversation(local, 10)
+                index.add("m", rows_for(c, new_ids, unit_vectors(10, 8, seed=100 + seed)))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    def read() -> None:
+        try:
+            index = fresh_index(db_path)
+            for _ in range(60):
+                found = index.search("m", vectors[9], 3)
+                assert found[0][0] == ids[9]
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write), threading.Thread(target=read), threading.Thread(target=read)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert len(fresh_index(db_path).search("m", vectors[0], 1000)) == 200
+
+
+def test_a_writer_killed_mid_save_leaves_a_usable_cache(db_path, tmp_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 20)
+    vectors = unit_vectors(20, 8, seed=22)
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, vectors))
+    cache_dir = MatrixCache(Path(f"{db_path}.vectors"), "m").dir
+    # what a kill -9 between writing a segment and replacing the manifest leaves behind
+    (cache_dir / ".seg-dead.bin.tmp").write_bytes(b"\0" * 50)
+    (cache_dir / "seg-orphan.bin").write_bytes(b"\0" * 96)
+    (cache_dir / ".manifest.json.dead.tmp").write_text("{")
+    assert fresh_index(db_path).search("m", vectors[3], 1)[0][0] == ids[3]
+    more, more_ids = add_conversation(store, 2)
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(more, more_ids, unit_vectors(2, 8, seed=23)))
+    leftovers = {p.name for p in cache_dir.iterdir()} & {".seg-dead.bin.tmp", "seg-orphan.bin", ".manifest.json.dead.tmp"}
+    assert leftovers == set()
+    assert os.path.exists(cache_dir / MANIFEST)
