@@ -73,6 +73,12 @@ def test_openai_embeds_in_batches_in_input_order_as_unit_rows(fake_server):
     assert embedder.dimensions == wire.DIMENSIONS
 
 
+def test_loading_a_provider_embedder_sends_nothing(fake_server):
+    for embedder in (openai_embedder(fake_server.url), ollama_embedder(fake_server.url)):
+        embedder.load()
+    assert fake_server.requests == []
+
+
 def test_openai_reply_with_usage_is_read(fake_server):
     fake_server.queue(wire.openai_reply([[3.0, 4.0], [0.0, 2.0]], prompt_tokens=5))
     vectors = openai_embedder(fake_server.url).embed(["one", "two"])

@@ -18,7 +18,7 @@ def chosen(tmp_path: Path, toml: str = "", env: dict[str, str] | None = None, ov
     path.write_text(toml)
     loaded = load_config(config_path=str(path), env=dict(env or {}), overrides=overrides)
     settings = resolve_settings(loaded.config, dict(env or {}), loaded.sources)
-    return loaded, settings, choose_embedding(loaded.config, settings, loaded.sources)
+    return loaded, settings, choose_embedding(loaded.config, settings, sources=loaded.sources)
 
 
 def test_embedding_model_on_an_openai_provider(tmp_path):
@@ -27,10 +27,10 @@ def test_embedding_model_on_an_openai_provider(tmp_path):
     )
     assert (choice.wire, choice.model, choice.base_url) == ("openai", "text-embedding-3-small", "https://api.openai.com/v1")
     assert choice.stored_model == "openai/text-embedding-3-small@api.openai.com"
-    assert describe_embedder(loaded.config, settings, loaded.sources) == (
+    assert describe_embedder(loaded.config, settings, sources=loaded.sources) == (
         "openai text-embedding-3-small at https://api.openai.com/v1"
     )
-    embedder = embedder_for(loaded.config, settings, loaded.sources)
+    embedder = embedder_for(loaded.config, settings, sources=loaded.sources)
     assert type(embedder).__name__ == "OpenAIEmbedder" and embedder.model == choice.stored_model
 
 
@@ -38,7 +38,7 @@ def test_embedding_model_from_the_environment_on_ollama(tmp_path):
     env = {"ZEPH_LLM_PROVIDER": "ollama", "ZEPH_LLM_EMBEDDING_MODEL": "nomic-embed-text", "OLLAMA_HOST": "http://gpu:11434"}
     loaded, settings, choice = chosen(tmp_path, env=env)
     assert (choice.wire, choice.model, choice.base_url) == ("ollama", "nomic-embed-text", "http://gpu:11434")
-    embedder = embedder_for(loaded.config, settings, loaded.sources)
+    embedder = embedder_for(loaded.config, settings, sources=loaded.sources)
     assert type(embedder).__name__ == "OllamaEmbedder" and embedder.model == "ollama/nomic-embed-text@gpu:11434"
 
 

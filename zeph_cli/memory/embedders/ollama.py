@@ -62,6 +62,10 @@ class OllamaEmbedder:
                 self._client = ollama.Client(host=self.settings.base_url, timeout=self.settings.timeout_secs, headers=headers)
             return self._client
 
+    def load(self) -> None:
+        """Make the client now (nothing is sent), as the embedded embedder loads its model."""
+        self._sdk()
+
     def embed(self, texts: list[str]) -> np.ndarray:
         rows = embed_in_batches(
             texts,

@@ -53,6 +53,10 @@ class OpenAIEmbedder:
                 )
             return self._client
 
+    def load(self) -> None:
+        """Make the client now (nothing is sent), as the embedded embedder loads its model."""
+        self._sdk()
+
     def embed(self, texts: list[str]) -> np.ndarray:
         rows = embed_in_batches(
             texts,

@@ -53,7 +53,7 @@ EMBEDDED = EmbeddingChoice("embedded", EMBEDDED_MODEL)
 
 
 def choose_embedding(
-    config: Config, settings: ProviderSettings | None, sources: Mapping[str, str] | None = None
+    config: Config, settings: ProviderSettings | None, *, sources: Mapping[str, str] | None = None
 ) -> EmbeddingChoice:
     """Apply the rules above. `settings` is the resolved main provider (None: none could be
     resolved); `sources` says where each config key came from (see `config.load`)."""
@@ -78,11 +78,11 @@ def _applies_to_provider(sources: Mapping[str, str]) -> bool:
 
 
 def embedder_for(
-    config: Config, settings: ProviderSettings | None, sources: Mapping[str, str] | None = None
+    config: Config, settings: ProviderSettings | None, *, sources: Mapping[str, str] | None = None
 ) -> Embedder:
     """The embedder `choose_embedding` picks, built (nothing is loaded or sent yet); the
     embedded one is the process's shared instance."""
-    choice = choose_embedding(config, settings, sources)
+    choice = choose_embedding(config, settings, sources=sources)
     if choice.wire == "embedded" or settings is None:
         from .embedded import shared_embedded
 
@@ -104,6 +104,6 @@ def describe_choice(choice: EmbeddingChoice) -> str:
 
 
 def describe_embedder(
-    config: Config, settings: ProviderSettings | None, sources: Mapping[str, str] | None = None
+    config: Config, settings: ProviderSettings | None, *, sources: Mapping[str, str] | None = None
 ) -> str:
-    return describe_choice(choose_embedding(config, settings, sources))
+    return describe_choice(choose_embedding(config, settings, sources=sources))
