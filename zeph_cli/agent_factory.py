@@ -61,7 +61,7 @@ def memory_service(
     def make_embedder():
         from .memory.embedders.select import embedder_for
 
-        return embedder_for(config, settings, env)
+        return embedder_for(config, settings)
 
     def make_index(db, path):
         from .memory.vectors.factory import open_index

@@ -1,0 +1,109 @@
+"""Which embedder a config asks for: the main provider's embedding model, or the embedded one.
+
+Rules, in order:
+1. The selected provider is not openai, ollama or compatible (anthropic, local, or none
+   resolved) → the embedded embedder (offline).
+2. The selected provider is a `[[llm.providers]]` entry with its own `embedding_model`
+   → that model, on that entry's endpoint.
+3. `[llm] embedding_model` (env ZEPH_LLM_EMBEDDING_MODEL) is set, from a source at
+   least as strong as the one that chose the provider → that model on the provider's
+   endpoint. (Like `[llm] model`, it is not inherited by a provider picked with
+   `--provider`: its embedding model would be another server's.)
+4. Otherwise → the embedded embedder.
+
+Invariant: choosing is pure (config and resolved provider settings in, a choice out);
+importing this module imports no numpy, SDK or wordllama — an embedder's module is
+imported only when that embedder is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .base import Embedder
+from .embedded import MODEL as EMBEDDED_MODEL  # the module defers its heavy imports to load()
+
+if TYPE_CHECKING:
+    from ...config import Config
+    from ...providers.base import ProviderSettings
+
+_WIRES = {"openai": "openai", "compatible": "openai", "ollama": "ollama"}
+
+
+@dataclass(frozen=True)
+class EmbeddingChoice:
+    wire: str  # "embedded", "openai" (openai and compatible servers) or "ollama"
+    model: str  # the model as the endpoint names it ("wordllama/l2_supercat_256" when embedded)
+    base_url: str = ""
+    provider: str = ""  # the provider's name (its [[llm.providers]] entry name, or its kind)
+
+    @property
+    def stored_model(self) -> str:
+        """The name stored with the vectors (= the built embedder's `model`)."""
+        if self.wire == "embedded":
+            return self.model
+        from .remote import stored_model_name
+
+        return stored_model_name(self.wire, self.model, self.base_url)
+
+
+EMBEDDED = EmbeddingChoice("embedded", EMBEDDED_MODEL)
+
+
+def choose_embedding(
+    config: Config, settings: ProviderSettings | None, *, sources: Mapping[str, str] | None = None
+) -> EmbeddingChoice:
+    """Apply the rules above. `settings` is the resolved main provider (None: none could be
+    resolved); `sources` says where each config key came from (see `config.load`)."""
+    wire = _WIRES.get(settings.kind) if settings is not None else None
+    if settings is None or wire is None:
+        return EMBEDDED
+    entry = config.find_provider_entry(settings.name)
+    if entry is not None and entry.backend == settings.kind and entry.embedding_model:
+        return EmbeddingChoice(wire, entry.embedding_model, settings.base_url, settings.name)
+    if config.llm.embedding_model and _applies_to_provider(sources or {}):
+        return EmbeddingChoice(wire, config.llm.embedding_model, settings.base_url, settings.name)
+    return EMBEDDED
+
+
+def _applies_to_provider(sources: Mapping[str, str]) -> bool:
+    """`[llm] embedding_model` belongs to the `[llm]` provider: not to one chosen by a stronger source."""
+    if not sources:
+        return True
+    from ...providers import _rank
+
+    return _rank(sources.get("llm.embedding_model", "default")) >= _rank(sources.get("llm.provider", "default"))
+
+
+def embedder_for(
+    config: Config, settings: ProviderSettings | None, *, sources: Mapping[str, str] | None = None
+) -> Embedder:
+    """The embedder `choose_embedding` picks, built (nothing is loaded or sent yet); the
+    embedded one is the process's shared instance."""
+    choice = choose_embedding(config, settings, sources=sources)
+    if choice.wire == "embedded" or settings is None:
+        from .embedded import shared_embedded
+
+        return shared_embedded()
+    if choice.wire == "ollama":
+        from .ollama import OllamaEmbedder
+
+        return OllamaEmbedder(settings, choice.model)
+    from .openai import OpenAIEmbedder
+
+    return OpenAIEmbedder(settings, choice.model)
+
+
+def describe_choice(choice: EmbeddingChoice) -> str:
+    """One line for `zeph context`: which embedder, and where."""
+    if choice.wire == "embedded":
+        return f"embedded {choice.model} (offline)"
+    return f"{choice.provider or choice.wire} {choice.model} at {choice.base_url}"
+
+
+def describe_embedder(
+    config: Config, settings: ProviderSettings | None, *, sources: Mapping[str, str] | None = None
+) -> str:
+    return describe_choice(choose_embedding(config, settings, sources=sources))
