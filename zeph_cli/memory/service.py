@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..context.recall_block import RecallEntry, render_entry
-from .recall import RecallResult, recall
+from .recall import RECALLED_ROLES, RecallResult, recall
 from .routing import Route, route as route_of
 
 if TYPE_CHECKING:
@@ -219,6 +219,7 @@ def index_pending(
     Runs on its own connection (a thread of its own, or `zeph memory reindex`).
     """
     from ..store.database import open_database
+    from .vectors.base import VectorRow
 
     if service._warm is not None:
         service._warm.join()
@@ -230,16 +231,14 @@ def index_pending(
     try:
         index = service._make_index(db, service.db_path)
         model = loaded.embedder.model
-        total = index.missing_count(model) if progress is not None else 0
+        total = index.missing_count(model, RECALLED_ROLES) if progress is not None else 0
         done = 0
         while True:
-            batch = index.missing(model, INDEX_BATCH)
+            batch = index.missing(model, INDEX_BATCH, RECALLED_ROLES)
             if not batch:
                 break
-            vectors = loaded.embedder.embed([text for _, _, text in batch])
-            from .vectors.base import VectorRow
-
-            index.add(model, [VectorRow(mid, cid, vectors[n]) for n, (mid, cid, _) in enumerate(batch)])
+            vectors = loaded.embedder.embed([pending.content for pending in batch])
+            index.add(model, [VectorRow(p.message_id, p.conversation_id, vectors[n]) for n, p in enumerate(batch)])
             done += len(batch)
             if progress is not None:
                 progress(done, total)
