@@ -210,7 +210,7 @@ def m009_message_vectors(db: Database) -> None:
         )
         """
     )
-    db.execute("create index message_vectors_model on message_vectors (model, rowid)")
+    db.execute("create index message_vectors_model on message_vectors (model, conversation_id)")
     db.execute(
         "create trigger messages_vectors_ad after delete on messages "
         "begin delete from message_vectors where message_id = old.id; end"
