@@ -67,6 +67,9 @@ def make_agent(fake_server, workspace: Path, **env: str) -> Agent:
         "ZEPH_LLM_BASE_URL": fake_server.url + "/v1",
         "ZEPH_LLM_MODEL": "gpt-4o",
         "ZEPH_LLM_MAX_RETRIES": "0",
+        # The budgets below were measured against the file and shell tools; long-term memory (its
+        # tools and block) has its own tests.
+        "ZEPH_MEMORY_LONG_TERM_ENABLED": "false",
         **env,
     }
     config = load_config(env=environ).config

@@ -84,10 +84,12 @@ def test_rules_naming_unknown_tools_are_reported():
 def test_modes_offer_their_tools():
     assert set(tools_for_mode("agent").names()) == {
         "read_file", "list_directory", "find_path", "grep", "write_file", "edit_file", "bash", "read_overflow",
-        "compress_context"}
+        "compress_context", "memory_save", "memory_search"}
     for mode in ("ask", "plan"):
         assert set(tools_for_mode(mode).names()) == {
-            "read_file", "list_directory", "find_path", "grep", "read_overflow", "compress_context"}
+            "read_file", "list_directory", "find_path", "grep", "read_overflow", "compress_context", "memory_search"}
+    assert "memory_save" not in tools_for_mode("agent", memory=False).names()
+    assert "memory_search" not in tools_for_mode("ask", memory=False).names()
     assert "compress_context" not in tools_for_mode("agent", compression=False).names()
 
 

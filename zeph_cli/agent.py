@@ -53,6 +53,7 @@ from .events import (
     UsageReported,
 )
 from .guidelines_learner import GuidelinesLearner, LearnerDeps
+from .memory.long_term_access import LongTermMemory
 from .memory.service import MemoryService, TurnMemory
 from .messages import (
     Message,
@@ -70,6 +71,7 @@ from .providers.base import ChatRequest, Provider, ProviderSettings
 from .providers.pool import ProviderPool
 from .side_jobs import SideJobs, record_response
 from .store import Conversation, ConversationStore, StoredMessage, ToolLog
+from .store.memories import MemoryStore
 from .store.windows import remember_window, remembered_window
 from .tokens import TokenCounter, count_message, count_tools, default_counter
 from .tool_calls import ToolCallRunner, ToolOutcome, call_as_stored, interrupted_result
@@ -236,7 +238,7 @@ class Agent:
         if self.tools_unavailable:
             return ToolSet()
         budgeted = self.profile is not None and self.budget().total > 0
-        tools = tools_for_mode(self.mode, compression=budgeted)
+        tools = tools_for_mode(self.mode, compression=budgeted, memory=self.config.memory.long_term.enabled)
         if not budgeted or not tools.tools:
             return tools
         compact = dataclasses.replace(tools, compact=True)
@@ -267,6 +269,7 @@ class Agent:
             default_timeout_secs=float(tools_config.bash_timeout_secs),
             compress=lambda strategy: self.compactor.on_request(conversation, strategy),
             sandbox=self.sandbox,
+            memories=self.long_term_memory(conversation.id),
         )
         return ToolCallRunner(
             tools=tools,
@@ -279,6 +282,13 @@ class Agent:
             summarizer=self.side_jobs.complete if tools_config.summarize_output else None,
             output_limit=lambda text: self._output_chars(conversation, text),
         )
+
+    def long_term_memory(self, conversation_id: int | None) -> LongTermMemory | None:
+        """Long-term memory as this session sees it (None when `[memory.long_term] enabled = false`)."""
+        config = self.config.memory.long_term
+        if not config.enabled:
+            return None
+        return LongTermMemory.here(MemoryStore(self.store.db), self.cwd, conversation_id=conversation_id, config=config)
 
     def _output_chars(self, conversation: Conversation, text: str) -> int:
         """Characters of `text` that fit the share of the budget a tool output may take now."""

@@ -24,12 +24,14 @@ from .context.report import ContextReport
 from .errors import NotFound, UsageError, ZephError
 from .events import AgentEvent, TurnStarted
 from .log import get_logger, log_to
+from .memory.long_term_access import LongTermMemory
 from .messages import Message, ToolResultPart
 from .models import reply_token_cap
 from .paths import database_path
 from .providers import Provider
 from .render import compaction_metrics_lines, conversation_json, conversation_markdown
 from .store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
+from .store.memories import MemoryStore
 from .tokens import count_message
 from .tools.permissions import Approver
 
@@ -467,6 +469,11 @@ class ChatSession:
         except OSError as exc:
             raise ZephError(f"cannot write {target}: {exc.strerror or exc}") from None
         return target
+
+    def long_term_memory(self) -> LongTermMemory:
+        """Long-term memory as this session sees it, for /memory."""
+        conversation_id = self.conversation.id if self.conversation else None
+        return LongTermMemory.here(MemoryStore(self.store.db), self.cwd, conversation_id=conversation_id)
 
     def metrics_lines(self) -> list[str]:
         """The sandbox state, then the session's compaction metrics, one line each (none before the first prompt)."""

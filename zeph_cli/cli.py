@@ -19,6 +19,7 @@ import typer
 
 from . import __version__
 from .errors import StoreError, UsageError, ZephError
+from .memory_command import memory_app
 from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ sessions_app = typer.Typer(help="List, show, search, export and delete conversat
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
+app.add_typer(memory_app, name="memory")
 
 
 class State:

@@ -20,6 +20,7 @@ from .confinement import Confinement
 from .failures import ToolFailure
 
 if TYPE_CHECKING:
+    from .memory_tools import MemoryAccess
     from .sandbox import Sandbox
 
 __all__ = ["Tool", "ToolContext", "ToolFailure", "ToolKind", "ToolResult", "ToolSet", "validate_arguments"]
@@ -55,6 +56,8 @@ class ToolContext:
     compress: ContextCompressor | None = None
     # The OS sandbox every process a tool starts runs in; None = unconfined.
     sandbox: "Sandbox | None" = None
+    # Long-term memory as seen from this session (memory_save, memory_search); None = not available.
+    memories: "MemoryAccess | None" = None
 
 
 class Tool(abc.ABC):

@@ -3,7 +3,7 @@
 Invariant: `agent` mode offers every tool; `ask` and `plan` offer only read
 tools, so write and exec tools are not even described to the model there.
 compress_context is offered only when the session has a budget to compress
-against.
+against; the memory tools only while long-term memory is on.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from .base import Tool, ToolSet
 from .compress import CompressContextTool
 from .files import EditFileTool, ListDirectoryTool, ReadFileTool, WriteFileTool
+from .memory_tools import MemorySaveTool, MemorySearchTool
 from .overflow import ReadOverflowTool
 from .search import FindPathTool, GrepTool
 from .shell import BashTool
@@ -29,13 +30,20 @@ def builtin_tools() -> list[Tool]:
         BashTool(),
         ReadOverflowTool(),
         CompressContextTool(),
+        MemorySaveTool(),
+        MemorySearchTool(),
     ]
 
 
-def tools_for_mode(mode: str, *, compression: bool = True) -> ToolSet:
+MEMORY_TOOLS = (MemorySaveTool.name, MemorySearchTool.name)
+
+
+def tools_for_mode(mode: str, *, compression: bool = True, memory: bool = True) -> ToolSet:
     tools = builtin_tools()
     if not compression:
         tools = [t for t in tools if t.name != CompressContextTool.name]
+    if not memory:
+        tools = [t for t in tools if t.name not in MEMORY_TOOLS]
     if mode in READ_ONLY_MODES:
         tools = [t for t in tools if t.kind == "read"]
     return ToolSet({t.name: t for t in tools})

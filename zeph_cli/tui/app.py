@@ -26,8 +26,8 @@ from ..render import length_cut_notice
 from ..tools.permissions import ApprovalDecision, ApprovalRequest
 from ..tools.registry import tool_subject
 from .prompt_input import PromptInput
-from .screens import ConfirmScreen, ContextScreen, SessionsScreen
-from .slash import SlashCommand, SlashError, complete, help_text, parse, unescape
+from .screens import ConfirmScreen, ContextScreen, SessionsScreen, memory_markdown
+from .slash import SlashCommand, SlashError, complete, help_text, memory_action, parse, unescape
 from .status_bar import StatusBar
 from .transcript import AssistantEntry, Divider, Notice, ToolEntry, Transcript, UserEntry
 from .turn_view import TurnView, failure_text
@@ -312,6 +312,21 @@ class ZephApp(App[int]):
         elif name == "export":
             path = session.export(argument or None)
             await self.notice(f"exported to {path}")
+        elif name == "memory":
+            await self.memory_command(argument)
+
+    async def memory_command(self, argument: str) -> None:
+        memories = self.session.long_term_memory()
+        action, rest = memory_action(argument)
+        if action == "add":
+            memory, created = memories.save(rest, source="user")
+            done = "saved" if created else "already saved as"
+            await self.notice(f"{done} memory #{memory.id} ({memory.scope})")
+        elif action == "forget":
+            memory = memories.store.forget(int(rest))
+            await self.notice(f"forgot memory #{memory.id}")
+        else:
+            await self.transcript.add(HelpEntry(memory_markdown(memories.visible())))
 
     async def compact(self) -> None:
         try:

@@ -1,4 +1,4 @@
-"""Modal screens: tool confirmation, the context inspector, the session picker.
+"""Modal screens: tool confirmation, the context inspector, the session picker; the /memory listing.
 
 Invariant: a screen shows what it is given and dismisses with the user's
 answer; confirmation dismisses with exactly "yes", "no" or "always", and
@@ -63,6 +63,18 @@ class ConfirmScreen(ModalScreen[str]):
 
     def action_answer(self, answer: str) -> None:
         self.dismiss(answer)
+
+
+def memory_markdown(memories: Sequence[Any]) -> str:
+    """Markdown for /memory: the memories seen here (id, scope, confidence, text), or how to save one."""
+    if not memories:
+        return "No saved memories here. `/memory add TEXT` saves one; the model can save them with memory_save."
+    lines = ["| # | Scope | Confidence | Memory |", "|---|---|---|---|"]
+    for memory in memories:
+        text = " ".join(memory.content.split()).replace("|", "\\|")
+        lines.append(f"| {memory.id} | {memory.scope} | {memory.confidence:g} | {text} |")
+    lines += ["", "`/memory add TEXT` saves one here · `/memory forget ID` deletes one · `zeph memory` manages them all."]
+    return "\n".join(lines)
 
 
 def bar(tokens: int, total: int, width: int = BAR_WIDTH) -> str:

@@ -34,6 +34,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("provider", "NAME", "Switch the provider (a type or a configured entry name).", True, "ollama"),
     CommandSpec("mode", "|".join(AGENT_MODES), "Switch the mode — agent: every tool; ask and plan: read-only tools.", True, "plan"),
     CommandSpec("system", "TEXT", "Set this session's topic prompt.", True, "Answer in French."),
+    CommandSpec("memory", "[add TEXT|forget ID]", "List the saved memories seen here, save one, or forget one."),
     CommandSpec("export", "[PATH|json]", "Export this session: Markdown, or JSON with every stored message for a .json PATH."),
     CommandSpec("exit", "", "Leave zeph."),
 )
@@ -124,7 +125,29 @@ def parse(text: str) -> SlashCommand | SlashError | None:
         return SlashError(f"/{spec.name} needs {spec.hint}: /{spec.name} {spec.example}")
     if spec.name == "mode":
         return _mode(argument)
+    if spec.name == "memory":
+        problem = memory_problem(argument)
+        if problem:
+            return SlashError(problem)
     return SlashCommand(spec.name, argument)
+
+
+def memory_action(argument: str) -> tuple[str, str]:
+    """(action, rest) of a /memory argument: ("list", ""), ("add", TEXT) or ("forget", ID)."""
+    word, _, rest = _split(argument)
+    return (word.lower(), rest.strip()) if word else ("list", "")
+
+
+def memory_problem(argument: str) -> str | None:
+    """Why a /memory argument cannot run, or None."""
+    action, rest = memory_action(argument)
+    if action == "list":
+        return None
+    if action == "add":
+        return None if rest else "/memory add needs the fact to remember: /memory add The tests run with make test"
+    if action == "forget":
+        return None if rest.isdigit() else f"/memory forget needs a memory id (a number), not {rest!r}: /memory forget 3"
+    return f"/memory takes add TEXT or forget ID, not {action!r} (/memory alone lists them)"
 
 
 def _unknown(name: str) -> str:
