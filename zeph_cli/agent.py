@@ -93,7 +93,8 @@ _VALID_CALL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Spec ("Reactive Retry on Context Length Errors"): compact and retry, "max_attempts (default: 2)".
 CONTEXT_LENGTH_RETRIES = 2
 REPLY_MARGIN_TOKENS, REPLY_MARGIN_SHARE = 32, 0.03  # kept free of prompt and reply, for server-side additions
-TOOLS_DROPPED_SAID = "tools_dropped_warning"  # conversation metadata: the no-room-for-tools warning given
+TOOLS_DROPPED_SAID = "tools_dropped_warning"
+MEMORY_CHARS_PER_TOKEN = 4  # for the <memory> block's cap: English prose runs about four characters a token  # conversation metadata: the no-room-for-tools warning given
 
 
 # ---- the agent ------------------------------------------------------------------
@@ -288,7 +289,15 @@ class Agent:
         config = self.config.memory.long_term
         if not config.enabled:
             return None
-        return LongTermMemory.here(MemoryStore(self.store.db), self.cwd, conversation_id=conversation_id, config=config)
+        embedder = self.memory.embedder if self.memory is not None else None
+        return LongTermMemory.here(
+            MemoryStore(self.store.db), self.cwd, conversation_id=conversation_id, config=config, embedder=embedder
+        )
+
+    def memory_chars(self) -> int | None:
+        """The `<memory>` block's cap: a tenth of the prompt's budget (in characters, roughly), when there is one."""
+        available = self.budget().available if self.profile is not None else 0
+        return available * MEMORY_CHARS_PER_TOKEN // 10 if available else None
 
     def _output_chars(self, conversation: Conversation, text: str) -> int:
         """Characters of `text` that fit the share of the budget a tool output may take now."""
@@ -410,7 +419,7 @@ class Agent:
         self.pinned_id = saved.id
         if self.memory is not None:
             visible = {item.id for item in self.agent_history(conversation)}
-            self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible)
+            self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
         turn = self._turn(conversation, saved.id, system, stream)
         try:
             async for event in turn:

@@ -385,7 +385,8 @@ async def preview_memory(agent, conversation) -> str:
     history = agent.agent_history(conversation)
     query = next((i.message.content for i in reversed(history) if i.message.role == "user"), "")
     if query:
-        agent.turn_memory = await agent.memory.prepare(conversation.id, query, {i.id for i in history})
+        agent.turn_memory = await agent.memory.prepare(conversation.id, query, {i.id for i in history},
+                                                       agent.memory_chars())
     return agent.memory.embedder_label()
 
 

@@ -12,6 +12,7 @@ once, never raised into the turn.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from collections.abc import Collection, Callable
 from dataclasses import dataclass, field
@@ -133,8 +134,11 @@ class MemoryService:
 
     # ---- one turn --------------------------------------------------------------
 
-    async def prepare(self, conversation_id: int, query: str, exclude_ids: Collection[int]) -> TurnMemory:
-        """Recall and memories for `query`; the embedder is awaited only for a vector-routed query."""
+    async def prepare(
+        self, conversation_id: int, query: str, exclude_ids: Collection[int], memory_chars: int | None = None
+    ) -> TurnMemory:
+        """Recall and memories for `query` (the `<memory>` block within `memory_chars` too); the embedder
+        is awaited only for a vector-routed query."""
         notes: list[str] = []
         needs_vectors = self.semantic_on and route_of(query) is not Route.KEYWORD
         loaded = await self._ready(wait=needs_vectors)
@@ -158,17 +162,31 @@ class MemoryService:
             )
         memory_text, memory_ids = "", ()
         if self.long_term_on:
-            memory_text, memory_ids = self._memories(conversation_id, query, loaded.embedder)
+            memory_text, memory_ids = self._memories(conversation_id, query, loaded.embedder, memory_chars, notes)
         self.last = TurnMemory(query, result, entries, memory_text, memory_ids, tuple(notes))
         return self.last
 
-    def _memories(self, conversation_id: int, query: str, embedder: "Embedder | None") -> tuple[str, tuple[int, ...]]:
-        from .long_term import select_for_turn
+    def _memories(
+        self, conversation_id: int, query: str, embedder: "Embedder | None", max_chars: int | None, notes: list[str]
+    ) -> tuple[str, tuple[int, ...]]:
+        from ..store.memories import MemoryStore
+        from .long_term_access import select_for_turn
 
+        config = self.config.memory.long_term
+        if max_chars is not None and max_chars < config.max_chars:
+            config = dataclasses.replace(config, max_chars=max_chars)
         selection = select_for_turn(
-            self.db, embedder, query, str(self.project_root), conversation_id, self.config.memory.long_term
+            MemoryStore(self.db), embedder, query, str(self.project_root), conversation_id, config
         )
+        self._say_once(notes, selection.warning or "")
         return selection.text, tuple(selection.ids)
+
+    @property
+    def embedder(self) -> "Embedder | None":
+        """The embedder once it has loaded (None before, or when it could not load)."""
+        if self._warm is not None and not self._warm.is_alive():
+            return self._loaded.embedder
+        return None
 
     def _search_index(self, notes: list[str]) -> "VectorIndex | None":
         """The vector index on this thread's connection, opened on first use (None when it cannot open)."""

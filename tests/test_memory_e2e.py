@@ -1,0 +1,80 @@
+"""Memory end to end through the real `zeph`: recall across sessions with the embedded embedder
+(no embedding server configured), keyword-routed queries, long-term memory scopes."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli_helpers import db_rows, err, out, run_zeph
+from tests.fakes import openai_wire
+
+RECALL = "[semantic recall]"
+
+
+def _reply(server, text: str = "Noted.") -> None:
+    server.queue(openai_wire.stream_response(openai_wire.text_chunks([text])))
+
+
+def _sent(request) -> list[dict]:
+    return request.json["messages"]
+
+
+def _recall_blocks(request) -> list[str]:
+    return [m["content"] for m in _sent(request) if m["role"] == "system" and m["content"].startswith(RECALL)]
+
+
+def _chat_requests(server):
+    return server.requests_to("/v1/chat/completions")
+
+
+def test_a_fact_from_one_session_is_recalled_in_a_fresh_one(fake_server, compatible):
+    _reply(fake_server, "Got it, port 6543 for staging.")
+    told = run_zeph("ask", "For the record: the staging database listens on port 6543 behind pgbouncer.", env=compatible)
+    assert told.returncode == 0, err(told)
+    # the fact was embedded after the reply, by the embedded model (nothing was asked of the server for it)
+    vectors = db_rows("select model, conversation_id from message_vectors")
+    assert vectors and all(v["model"].startswith("wordllama/") for v in vectors)
+    assert not [r.path for r in fake_server.requests if "embed" in r.path]
+
+    _reply(fake_server, "Port 6543.")
+    asked = run_zeph("ask", "Which port does the staging database listen on?", env=compatible)
+    assert asked.returncode == 0, err(asked)
+    blocks = _recall_blocks(_chat_requests(fake_server)[-1])
+    assert len(blocks) == 1 and "6543" in blocks[0], _sent(_chat_requests(fake_server)[-1])
+    # the recall block sits after the prompt layers and before the conversation
+    roles = [m["role"] for m in _sent(_chat_requests(fake_server)[-1])]
+    assert roles[-1] == "user" and roles.index("user") > max(i for i, m in enumerate(_sent(_chat_requests(fake_server)[-1])) if m["content"].startswith(RECALL))
+
+    # an unrelated short query recalls nothing
+    _reply(fake_server, "Hi!")
+    hello = run_zeph("ask", "hello there", env=compatible)
+    assert hello.returncode == 0, err(hello)
+    assert _recall_blocks(_chat_requests(fake_server)[-1]) == []
+
+    # a keyword query (an identifier) finds it through FTS5
+    _reply(fake_server, "ok")
+    keyword = run_zeph("ask", "pgbouncer", env=compatible)
+    assert keyword.returncode == 0, err(keyword)
+    blocks = _recall_blocks(_chat_requests(fake_server)[-1])
+    assert len(blocks) == 1 and "6543" in blocks[0]
+
+    # recall is never stored
+    assert db_rows("select count(*) as n from messages where content like '%semantic recall%'")[0]["n"] == 0
+    assert len(db_rows("select id from conversations")) == 4
+
+    # zeph context shows what the session's last turn recalled
+    shown = run_zeph("context", "--json", env=compatible)
+    assert shown.returncode == 0, err(shown)
+    report = json.loads(out(shown))
+    assert any(line.startswith("recall: route keyword") for line in report["memory"]), report["memory"]
+    assert report["context"]["recalled_ids"]
+
+
+def test_recall_off_sends_no_recall(fake_server, compatible):
+    env = {**compatible, "ZEPH_MEMORY_SEMANTIC_ENABLED": "false"}
+    _reply(fake_server)
+    assert run_zeph("ask", "The deploy key lives in vault path secret/deploy.", env=env).returncode == 0
+    _reply(fake_server)
+    assert run_zeph("ask", "Where does the deploy key live in vault?", env=env).returncode == 0
+    assert _recall_blocks(_chat_requests(fake_server)[-1]) == []
+    assert db_rows("select count(*) as n from message_vectors")[0]["n"] == 0
