@@ -78,3 +78,52 @@ def test_recall_off_sends_no_recall(fake_server, compatible):
     assert run_zeph("ask", "Where does the deploy key live in vault?", env=env).returncode == 0
     assert _recall_blocks(_chat_requests(fake_server)[-1]) == []
     assert db_rows("select count(*) as n from message_vectors")[0]["n"] == 0
+
+
+def _memory_blocks(request) -> list[str]:
+    return [m["content"] for m in _sent(request) if m["role"] == "system" and m["content"].startswith("<memory>")]
+
+
+def test_reindex_backfills_messages_stored_without_vectors(fake_server, compatible):
+    off = {**compatible, "ZEPH_MEMORY_SEMANTIC_ENABLED": "false"}
+    for text in ("The release branch is cut every second Tuesday.", "Our CI runs on self-hosted runners."):
+        _reply(fake_server)
+        assert run_zeph("ask", text, env=off).returncode == 0
+    assert db_rows("select count(*) as n from message_vectors")[0]["n"] == 0
+    result = run_zeph("memory", "reindex", env=compatible)
+    assert result.returncode == 0, err(result)
+    assert "indexed 4 messages with embedded wordllama/l2_supercat_256" in out(result)
+    assert db_rows("select count(*) as n from message_vectors")[0]["n"] == 4
+    again = run_zeph("memory", "reindex", env=compatible)
+    assert "indexed 0 messages" in out(again)  # resumable: nothing is embedded twice
+    down = run_zeph("memory", "reindex", "--all", env={**compatible, "ZEPH_MEMORY_VECTOR_BACKEND": "qdrant",
+                                                         "ZEPH_MEMORY_QDRANT_URL": "http://127.0.0.1:1"})
+    assert down.returncode == 1 and "Traceback" not in err(down)
+    assert err(down).strip().splitlines()[-1].startswith("zeph: error: reindex stopped: qdrant at http://127.0.0.1:1")
+
+
+def test_saved_memories_reach_the_model_in_their_project_only(fake_server, compatible, tmp_path):
+    here, elsewhere = tmp_path / "proj-a", tmp_path / "proj-b"
+    for path in (here, elsewhere):
+        (path / ".git").mkdir(parents=True)
+    added = run_zeph("memory", "add", "--scope", "project", "Deploys go through the blue-green script deploy.sh", env=compatible, cwd=here)
+    assert added.returncode == 0, err(added)
+    assert run_zeph("memory", "add", "--scope", "user", "The user prefers short answers", env=compatible, cwd=here).returncode == 0
+
+    _reply(fake_server)
+    assert run_zeph("ask", "How do we deploy?", env=compatible, cwd=here).returncode == 0
+    blocks = _memory_blocks(_chat_requests(fake_server)[-1])
+    assert len(blocks) == 1 and "deploy.sh" in blocks[0] and "short answers" in blocks[0]
+    assert "never" in blocks[0].lower() and "instruction" in blocks[0].lower()  # reference, not instructions
+
+    _reply(fake_server)
+    assert run_zeph("ask", "How do we deploy?", env=compatible, cwd=elsewhere).returncode == 0
+    blocks = _memory_blocks(_chat_requests(fake_server)[-1])
+    assert len(blocks) == 1 and "deploy.sh" not in blocks[0] and "short answers" in blocks[0]
+
+    memory_id = json.loads(out(run_zeph("memory", "list", "--json", env=compatible, cwd=here)))[0]["id"]
+    assert run_zeph("memory", "forget", str(memory_id), "--yes", env=compatible, cwd=here).returncode == 0
+    _reply(fake_server)
+    assert run_zeph("ask", "How do we deploy?", env=compatible, cwd=here).returncode == 0
+    assert all("deploy.sh" not in b for b in _memory_blocks(_chat_requests(fake_server)[-1]))
+    assert not db_rows("select id from memories where content like '%deploy.sh%'")

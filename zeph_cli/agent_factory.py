@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .agent import Agent
-from .config import Config, LoadedConfig
+from .config import LoadedConfig
 from .memory.service import MemoryService
 from .errors import UsageError
 from .providers import create_provider, resolve_settings
@@ -40,7 +40,7 @@ async def build_agent(
     agent: Agent | None = None
     try:
         agent = Agent(config=loaded.config, store=store, provider=provider, cwd=cwd, approver=approver,
-                      helper_settings=helpers, memory=memory_service(loaded.config, store, settings, env, cwd))
+                      helper_settings=helpers, memory=memory_service(loaded, store, settings, cwd))
         if mode is not None:
             set_mode(agent, mode)
         return agent, await agent.start()
@@ -52,16 +52,17 @@ async def build_agent(
 
 
 def memory_service(
-    config: Config, store: ConversationStore, settings: ProviderSettings, env: Mapping[str, str], cwd: Path
+    loaded: LoadedConfig, store: ConversationStore, settings: ProviderSettings, cwd: Path
 ) -> MemoryService | None:
     """Recall and long-term memory for this agent (None when both are off); nothing heavy loads here."""
+    config = loaded.config
     if not (config.memory.semantic.enabled or config.memory.long_term.enabled):
         return None
 
     def make_embedder():
         from .memory.embedders.select import embedder_for
 
-        return embedder_for(config, settings)
+        return embedder_for(config, settings, sources=loaded.sources)
 
     def make_index(db, path):
         from .memory.vectors.factory import open_index

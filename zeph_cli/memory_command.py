@@ -229,3 +229,12 @@ def memory_forget(
             raise typer.Exit(1)
     store.forget(memory_id)
     eprint(f"forgot memory #{memory_id}")
+
+
+def _register_reindex() -> None:
+    from .memory_reindex import register
+
+    register(memory_app)
+
+
+_register_reindex()

@@ -15,12 +15,12 @@ import asyncio
 import dataclasses
 import threading
 from collections.abc import Collection, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..context.recall_block import RecallEntry, render_entry
-from .recall import RECALLED_ROLES, RecallResult, recall
+from .recall import RecallResult, recall
 from .routing import Route, route as route_of
 
 if TYPE_CHECKING:
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from .embedders.base import Embedder
     from .vectors.base import VectorIndex
 
-INDEX_BATCH = 256
 WARM_WAIT_SECS = 30.0  # a vector-routed query waits at most this long for the embedder to load
 
 
@@ -101,7 +100,6 @@ class MemoryService:
 
     def _load(self) -> None:
         from .embedders.base import EmbeddingError
-        from .vectors.base import VectorIndexDown
 
         try:
             embedder = self._make_embedder()
@@ -218,7 +216,7 @@ class MemoryService:
         while self._index_again.is_set():
             self._index_again.clear()
             try:
-                self.indexed += index_pending(self, progress=None)
+                self.indexed += index_pending(self)
             except Exception as exc:  # noqa: BLE001 — reported, never raised into a turn
                 self.index_problem = f"indexing messages for recall failed: {exc}"
                 return
@@ -229,38 +227,18 @@ class MemoryService:
             await asyncio.to_thread(self._indexer.join, timeout)
 
 
-def index_pending(
-    service: MemoryService, progress: Callable[[int, int], Any] | None = None, *, db: "Database | None" = None
-) -> int:
-    """Embed every agent-visible message without a vector of the embedder's model; return how many.
-
-    Runs on its own connection (a thread of its own, or `zeph memory reindex`).
-    """
+def index_pending(service: MemoryService) -> int:
+    """Embed what is not indexed yet, on a connection of this thread's own; how many messages were embedded."""
     from ..store.database import open_database
-    from .vectors.base import VectorRow
+    from .indexer import embed_pending
 
     if service._warm is not None:
         service._warm.join()
-    loaded = service._loaded
-    if loaded.embedder is None:
+    embedder = service._loaded.embedder
+    if embedder is None or service.db_path is None:
         return 0
-    own = db is None
-    db = db or open_database(service.db_path)  # type: ignore[arg-type]
+    db = open_database(service.db_path)
     try:
-        index = service._make_index(db, service.db_path)
-        model = loaded.embedder.model
-        total = index.missing_count(model, RECALLED_ROLES) if progress is not None else 0
-        done = 0
-        while True:
-            batch = index.missing(model, INDEX_BATCH, RECALLED_ROLES)
-            if not batch:
-                break
-            vectors = loaded.embedder.embed([pending.content for pending in batch])
-            index.add(model, [VectorRow(p.message_id, p.conversation_id, vectors[n]) for n, p in enumerate(batch)])
-            done += len(batch)
-            if progress is not None:
-                progress(done, total)
-        return done
+        return embed_pending(service._make_index(db, service.db_path), embedder)
     finally:
-        if own:
-            db.close()
+        db.close()
