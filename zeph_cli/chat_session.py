@@ -476,11 +476,18 @@ class ChatSession:
         return LongTermMemory.here(MemoryStore(self.store.db), self.cwd, conversation_id=conversation_id)
 
     def metrics_lines(self) -> list[str]:
-        """The sandbox state, then the session's compaction metrics, one line each (none before the first prompt)."""
+        """The sandbox state, what the last turn recalled, then the session's compaction metrics, one line
+        each (none before the first prompt)."""
+        from .memory.describe import memory_lines
+
         sandbox = [self.agent.sandbox.state().line()]
         if self.conversation is None:
             return sandbox
-        return sandbox + compaction_metrics_lines(CompactionStore(self.agent.store.db).metrics(self.conversation.id))
+        memory = self.agent.memory
+        recalled = memory_lines(self.agent.turn_memory, self.context_report(), memory.embedder_label() if memory else "")
+        return sandbox + recalled + compaction_metrics_lines(
+            CompactionStore(self.agent.store.db).metrics(self.conversation.id)
+        )
 
     async def aclose(self) -> None:
         """Close the side-job providers, the main provider and the store (once)."""
