@@ -127,3 +127,16 @@ def test_saved_memories_reach_the_model_in_their_project_only(fake_server, compa
     assert run_zeph("ask", "How do we deploy?", env=compatible, cwd=here).returncode == 0
     assert all("deploy.sh" not in b for b in _memory_blocks(_chat_requests(fake_server)[-1]))
     assert not db_rows("select id from memories where content like '%deploy.sh%'")
+
+
+def test_a_down_qdrant_does_not_break_the_turn_and_is_named_once(fake_server, compatible):
+    from tests.fakes.server import closed_port_url
+
+    env = {**compatible, "ZEPH_MEMORY_VECTOR_BACKEND": "qdrant", "ZEPH_MEMORY_QDRANT_URL": closed_port_url()}
+    _reply(fake_server, "Noted.")
+    first = run_zeph("ask", "The nightly backup runs at 02:30 from cron on the db host.", env=env)
+    assert first.returncode == 0, err(first)
+    _reply(fake_server, "02:30")
+    second = run_zeph("ask", "When does the nightly backup run on the db host?", env=env)
+    assert second.returncode == 0 and "Traceback" not in err(second)
+    assert err(second).count("semantic recall fell back to keyword search: qdrant at") == 1, err(second)

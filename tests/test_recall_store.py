@@ -1,0 +1,133 @@
+"""`recall()` on a real zeph database with the embedded embedder and both vector backends."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from zeph_cli.config import Config
+from zeph_cli.memory.embedders.embedded import shared_embedded
+from zeph_cli.memory.indexer import embed_pending
+from zeph_cli.memory.recall import recall
+from zeph_cli.memory.routing import Route
+from zeph_cli.memory.vectors.qdrant_index import QdrantVectorIndex
+from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
+from zeph_cli.messages import Message
+from zeph_cli.store import ConversationStore, open_database
+from tests.fakes.server import closed_port_url
+
+FACTS = [
+    "The staging database listens on port 6543 behind pgbouncer.",
+    "We decided to deploy with the blue-green script deploy.sh every Tuesday.",
+    "The user prefers pytest fixtures over setUp methods.",
+]
+NOISE = [f"Refactored module number {i} and renamed a variable in the parser." for i in range(30)]
+
+
+@pytest.fixture
+def world(tmp_path):
+    path = tmp_path / "zeph.db"
+    store = ConversationStore(open_database(path))
+    past = store.create_conversation(provider="p", model="m", cwd="/", title="infra notes")
+    ids = {}
+    for text in FACTS + NOISE:
+        ids[text] = store.add_message(past.id, Message.user(text)).id
+        store.add_message(past.id, Message.assistant("Noted."))
+    now = store.create_conversation(provider="p", model="m", cwd="/", title="today")
+    index = SqliteVectorIndex(store.db, path)
+    embed_pending(index, shared_embedded())
+    yield store, index, ids, past, now
+    store.close()
+
+
+def _recall(store, index, query, conversation_id, **memory):
+    config = Config().memory
+    if memory:
+        config = dataclasses.replace(config, semantic=dataclasses.replace(config.semantic, **memory))
+    return recall(store.db, query, config, conversation_id=conversation_id, embedder=shared_embedded(), index=index)
+
+
+def test_each_route_finds_the_fact_in_another_session(world):
+    store, index, ids, _, now = world
+    semantic = _recall(store, index, "Which port does the staging database listen on?", now.id)
+    assert semantic.route is Route.SEMANTIC and semantic.searched == ("sqlite",)
+    assert semantic.hits[0].message_id == ids[FACTS[0]] and semantic.hits[0].via == "vector"
+    keyword = _recall(store, index, "pgbouncer", now.id)
+    assert keyword.route is Route.KEYWORD and keyword.searched == ("fts5",)
+    assert [h.message_id for h in keyword.hits] == [ids[FACTS[0]]]
+    hybrid = _recall(store, index, "blue-green deploy script schedule", now.id)
+    assert hybrid.route is Route.HYBRID and set(hybrid.searched) == {"sqlite", "fts5"}
+    assert hybrid.hits[0].message_id == ids[FACTS[1]] and hybrid.hits[0].via == "both"
+    assert all(h.relevance >= Config().memory.cross_session_score_threshold for h in hybrid.hits)
+
+
+def test_unrelated_and_excluded_and_compacted_messages_are_not_recalled(world):
+    store, index, ids, past, now = world
+    assert _recall(store, index, "hello there", now.id).hits == ()
+    assert _recall(store, index, "kubernetes helm", now.id).hits == ()  # keyword route, no such words
+    target = ids[FACTS[0]]
+    excluded = recall(store.db, "pgbouncer", Config().memory, conversation_id=now.id, exclude_ids={target},
+                      embedder=shared_embedded(), index=index)
+    assert excluded.hits == ()
+    store.db.execute("update messages set agent_visible = 0 where id = ?", [target])  # as compaction does
+    store.db.conn.commit()
+    after = _recall(store, index, "Which port does the staging database listen on?", now.id)
+    assert target not in [h.message_id for h in after.hits]
+    assert _recall(store, index, "pgbouncer", now.id).hits == ()
+    # the limit holds, and tool-call rows or assistant filler never crowd facts out
+    many = _recall(store, index, "Refactored parser module variable renamed", now.id, recall_limit=3)
+    assert len(many.hits) == 3
+
+
+def test_vectors_of_another_model_are_never_compared(world):
+    store, index, ids, _, now = world
+
+    class Other:
+        model = "other/model"
+
+        def embed(self, texts):
+            return shared_embedded().embed(texts)
+
+    result = recall(store.db, "Which port does the staging database listen on?", Config().memory,
+                    conversation_id=now.id, embedder=Other(), index=index)
+    assert result.hits == ()  # nothing is indexed for "other/model"
+
+
+def test_a_down_qdrant_degrades_to_keywords_with_a_note(world):
+    store, _, ids, _, now = world
+    down = QdrantVectorIndex(store.db, closed_port_url())
+    result = recall(store.db, "staging database port pgbouncer", Config().memory, conversation_id=now.id,
+                    embedder=shared_embedded(), index=down)
+    assert result.route is Route.HYBRID and result.searched == ("fts5",)
+    assert result.note.startswith("semantic recall fell back to keyword search: qdrant at")
+    assert result.hits and result.hits[0].message_id == ids[FACTS[0]]
+
+
+def test_qdrant_local_mode_serves_the_same_recall(world):
+    from qdrant_client import QdrantClient
+
+    store, _, ids, _, now = world
+    index = QdrantVectorIndex(store.db, "http://unused", client=QdrantClient(location=":memory:"))
+    embed_pending(index, shared_embedded())
+    result = recall(store.db, "Which port does the staging database listen on?", Config().memory,
+                    conversation_id=now.id, embedder=shared_embedded(), index=index)
+    assert result.searched == ("qdrant",) and result.hits[0].message_id == ids[FACTS[0]]
+
+
+def test_decay_and_mmr_change_the_order(world):
+    store, index, ids, past, now = world
+    old = ids[FACTS[0]]
+    store.db.execute("update messages set created_at = '2020-01-01T00:00:00+00:00' where id = ?", [old])
+    store.db.conn.commit()
+    query = "staging database port pgbouncer blue-green deploy"
+    plain = _recall(store, index, query, now.id)
+    decayed = _recall(store, index, query, now.id, temporal_decay_enabled=True, temporal_decay_half_life_days=30)
+    assert old in [h.message_id for h in plain.hits]
+    rank = lambda r: [h.message_id for h in r.hits].index(old) if old in [h.message_id for h in r.hits] else 99  # noqa: E731
+    assert rank(decayed) > rank(plain)
+    query = "Refactored the parser module, deploy script and staging database"
+    plain = _recall(store, index, query, now.id, recall_limit=3)
+    diverse = _recall(store, index, query, now.id, mmr_enabled=True, mmr_lambda=0.3, recall_limit=3)
+    noise = lambda r: sum(h.content.startswith("Refactored") for h in r.hits)  # noqa: E731
+    assert noise(plain) == 3 and noise(diverse) < 3  # near-duplicates give way to different facts
