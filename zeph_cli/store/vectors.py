@@ -62,8 +62,19 @@ def database_id(db: Database) -> str:
 
 
 def newest_rowid(db: Database, model: str) -> int:
-    """The largest rowid among `model`'s rows (0 when none); a lookup in the (model) index."""
-    row = db.execute(f"select max(rowid) from {MESSAGE_VECTORS} where model = ?", [model]).fetchone()
+    """The largest rowid among `model`'s rows (0 when none), read backwards from the table's newest row.
+
+    Every search asks this. The (model, conversation_id) index orders a model's entries by
+    conversation first, so `max(rowid)` through it walks all of them (~11 ms per 100k rows);
+    the table in rowid order answers at its first row of `model` — at once for the model being
+    indexed, whose rows are the newest (`+model` keeps the planner off that index). A model
+    without rows is answered by the index, without walking the table.
+    """
+    row = db.execute(
+        f"select case when exists (select 1 from {MESSAGE_VECTORS} where model = ?) then "
+        f"(select rowid from {MESSAGE_VECTORS} where +model = ? order by rowid desc limit 1) end",
+        [model, model],
+    ).fetchone()
     return int(row[0] or 0)
 
 
