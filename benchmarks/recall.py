@@ -38,6 +38,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -412,14 +413,24 @@ print(json.dumps({"numpy": t1 - t0, "safetensors+tokenizers": t2 - t1, "read mod
 """
 
 
-def timed(args: list[str], env: dict[str, str], python_flags: tuple[str, ...] = ()) -> tuple[float, str]:
+@dataclass
+class Run:
+    wall_s: float
+    cpu_s: float  # user + system time of the process, every thread (less sensitive to other load than wall)
+    stderr: str
+
+
+def timed(args: list[str], env: dict[str, str], python_flags: tuple[str, ...] = ()) -> Run:
     command = [sys.executable, *python_flags, ZEPH, *args] if python_flags else [ZEPH, *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     result = subprocess.run(command, check=False, env=env, capture_output=True, stdin=subprocess.DEVNULL)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         raise SystemExit(f"zeph {' '.join(args)} failed: {result.stderr.decode()[-500:]}")
-    return elapsed, result.stderr.decode()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Run(elapsed, cpu, result.stderr.decode())
 
 
 def ask_cost(sizes: list[int], runs: int) -> None:
@@ -440,19 +451,22 @@ def ask_cost(sizes: list[int], runs: int) -> None:
                 build_index(config, store)
                 store.close()
                 for kind, query in ASK_QUERIES.items():
-                    on, off = [], []
+                    on, off, cpu_on, cpu_off = [], [], [], []
                     timed(["ask", query], env)
                     timed(["ask", query], {**env, **OFF})
                     for n in range(runs):
                         for mode in (("on", "off") if n % 2 == 0 else ("off", "on")):
-                            elapsed, _ = timed(["ask", query], env if mode == "on" else {**env, **OFF})
-                            (on if mode == "on" else off).append(ms(elapsed))
-                    table.append((size, kind, on, off))
+                            run = timed(["ask", query], env if mode == "on" else {**env, **OFF})
+                            (on if mode == "on" else off).append(ms(run.wall_s))
+                            (cpu_on if mode == "on" else cpu_off).append(ms(run.cpu_s))
+                    cpu = statistics.median(cpu_on) - statistics.median(cpu_off)
+                    table.append((size, kind, on, off, cpu))
                     diff = statistics.median(on) - statistics.median(off)
-                    print(f"{size:>7,} messages, {kind:<8} query: on median {statistics.median(on):6.0f} ms p90 "
+                    print(f"{size:>7,} messages, {kind:<8} query: wall on median {statistics.median(on):6.0f} ms p90 "
                           f"{pct(on, 90):6.0f} ms | off median {statistics.median(off):6.0f} ms p90 {pct(off, 90):6.0f} ms "
-                          f"| +{diff:.0f} ms median, +{pct(on, 90) - pct(off, 90):.0f} ms p90 "
-                          f"({'meets' if diff <= GOAL_ASK_MS else 'misses'} the {GOAL_ASK_MS:.0f} ms goal)")
+                          f"| {diff:+.0f} ms median, {pct(on, 90) - pct(off, 90):+.0f} ms p90 "
+                          f"({'meets' if diff <= GOAL_ASK_MS else 'misses'} the {GOAL_ASK_MS:.0f} ms goal); "
+                          f"CPU median {statistics.median(cpu_on):.0f} vs {statistics.median(cpu_off):.0f} ms: +{cpu:.0f} ms")
                     sys.stdout.flush()
                 if size == sizes[-1]:
                     _breakdown(env)
@@ -461,11 +475,13 @@ def ask_cost(sizes: list[int], runs: int) -> None:
     finally:
         server.close()
     print()
-    print("| stored messages | query | recall off: median / p90 | recall on: median / p90 | difference (median) |")
-    print("|---:|---|---:|---:|---:|")
-    for size, kind, on, off in table:
+    print("| stored messages | query | recall off: median / p90 | recall on: median / p90 | difference (median) "
+          "| CPU difference (median) |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for size, kind, on, off, cpu in table:
         print(f"| {size:,} | {kind} | {statistics.median(off):.0f} / {pct(off, 90):.0f} ms | "
-              f"{statistics.median(on):.0f} / {pct(on, 90):.0f} ms | +{statistics.median(on) - statistics.median(off):.0f} ms |")
+              f"{statistics.median(on):.0f} / {pct(on, 90):.0f} ms | {statistics.median(on) - statistics.median(off):+.0f} ms "
+              f"| {cpu:+.0f} ms |")
     print()
 
 
@@ -493,8 +509,8 @@ def _breakdown(env: dict[str, str]) -> None:
     print(f"  indexing one turn's two new messages after the reply (own connection, embedder loaded): "
           f"median {statistics.median(_turn_indexing(env)):.0f} ms")
     for kind, query in ASK_QUERIES.items():
-        _, on = timed(["ask", query], env, ("-X", "importtime"))
-        _, off = timed(["ask", query], {**env, **OFF}, ("-X", "importtime"))
+        on = timed(["ask", query], env, ("-X", "importtime")).stderr
+        off = timed(["ask", query], {**env, **OFF}, ("-X", "importtime")).stderr
         on_imports, off_imports = _imports(on), _imports(off)
         added = {name: self_us for name, self_us in on_imports.items() if name not in off_imports}
         by_package: dict[str, int] = {}
