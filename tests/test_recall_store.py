@@ -22,7 +22,9 @@ FACTS = [
     "We decided to deploy with the blue-green script deploy.sh every Tuesday.",
     "The user prefers pytest fixtures over setUp methods.",
 ]
-NOISE = [f"Refactored module number {i} and renamed a variable in the parser." for i in range(30)]
+NOISE = [f"Refactored module number {i} and renamed a variable in the parser." for i in range(30)] + [
+    "Please run the tests, fix it if they fail, then continue. Looks good, go ahead."
+]
 
 
 @pytest.fixture
@@ -64,7 +66,8 @@ def test_each_route_finds_the_fact_in_another_session(world):
 
 def test_unrelated_and_excluded_and_compacted_messages_are_not_recalled(world):
     store, index, ids, past, now = world
-    assert _recall(store, index, "hello there", now.id).hits == ()
+    for follow_up in ("hello there", "continue", "go ahead", "fix it", "run the tests", "looks good"):
+        assert _recall(store, index, follow_up, now.id).hits == (), follow_up  # they name no topic
     assert _recall(store, index, "kubernetes helm", now.id).hits == ()  # keyword route, no such words
     target = ids[FACTS[0]]
     excluded = recall(store.db, "pgbouncer", Config().memory, conversation_id=now.id, exclude_ids={target},

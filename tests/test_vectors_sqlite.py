@@ -386,3 +386,25 @@ def test_a_writer_killed_mid_save_leaves_a_usable_cache(db_path, tmp_path):
     leftovers = {p.name for p in cache_dir.iterdir()} & {".seg-dead.bin.tmp", "seg-orphan.bin", ".manifest.json.dead.tmp"}
     assert leftovers == set()
     assert os.path.exists(cache_dir / MANIFEST)
+
+
+def test_newest_rowid_is_each_models_own_with_models_interleaved(db_path):
+    """Read backwards from the table's newest row: another model's newer rows are stepped over, and a
+    model without rows is 0 (the index says so without walking the table)."""
+    from zeph_cli.store import vectors as table
+
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 6)
+    index = SqliteVectorIndex(store.db, db_path)
+    assert table.newest_rowid(store.db, "a") == 0
+    index.add("a", rows_for(conversation, ids[:2], unit_vectors(2, 8, seed=21)))
+    index.add("b", rows_for(conversation, ids[:3], unit_vectors(3, 8, seed=22)))
+    index.add("a", rows_for(conversation, ids[2:4], unit_vectors(2, 8, seed=23)))
+    index.add("b", rows_for(conversation, ids[3:], unit_vectors(3, 8, seed=24)))
+    rows = store.db.execute("select model, max(rowid) from message_vectors group by model").fetchall()
+    for model, newest in rows:
+        assert table.newest_rowid(store.db, model) == newest
+    assert dict(rows)["a"] < dict(rows)["b"]
+    assert table.newest_rowid(store.db, "c") == 0
+    # a search of the older model sees all its rows, none of the other's
+    assert sorted(i for i, _ in fresh_index(db_path).search("a", unit_vectors(1, 8, seed=1)[0], 20)) == ids[:4]

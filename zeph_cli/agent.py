@@ -428,7 +428,7 @@ class Agent:
             self.pinned_id = None
             await turn.aclose()  # a caller that stops early cancels the turn's own clean-up in order
             if self.memory is not None:
-                self.memory.index_in_background()  # the new messages get their vectors after the reply
+                self.memory.index_in_background(saved.id)  # the turn's messages get vectors after the reply
 
     async def _turn(
         self, conversation: Conversation, user_message_id: int, system: str | None, stream: bool

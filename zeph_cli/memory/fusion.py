@@ -19,6 +19,13 @@ STOPWORDS = frozenset(
     you your yours he him his she her they them their what which who whom whose when where why how can could should
     would will shall may might must not no yes so too very just also than please thanks thank ok okay hi hello hey
     all any some each more most much many few one tell say said remind recall remember again still already now""".split()
+) | frozenset(
+    # Conversation control: the short follow-ups of a working session ("continue", "fix it", "run the
+    # tests", "looks good") name no topic, so they must never pull up other sessions' messages.
+    """continue go ahead fix run test tests try do make check look looks see show sure done next start stop
+    use add update change keep let lets get got need want like think know good great fine right well work
+    works working it's that's thats doesn't don't didn't isn't same other another way thing things something
+    ok lgtm perfect nice cool yep nope yeah""".split()
 )
 _TERM = re.compile(r"[A-Za-z0-9_]+(?:[.:/-][A-Za-z0-9_]+)*")
 

@@ -116,6 +116,7 @@ def recall(
     embedder: "Embedder | None" = None,
     index: "VectorIndex | None" = None,
     now: datetime | None = None,
+    query_vector: Any = None,
 ) -> RecallResult:
     """The best past messages for `query`, at most `recall_limit`, per the spec's pipeline."""
     semantic = memory.semantic
@@ -136,10 +137,13 @@ def recall(
         from .vectors.base import VectorIndexDown
 
         try:
-            vector = embedder.embed([query])[0]  # type: ignore[union-attr]
+            vector = query_vector if query_vector is not None else embedder.embed([query])[0]  # type: ignore[union-attr]
             vector_ranked = index.search(embedder.model, vector, pool + len(exclude))  # type: ignore[union-attr]
             searched.append(index.backend)  # type: ignore[union-attr]
         except (VectorIndexDown, EmbeddingError) as exc:
+            note = f"semantic recall fell back to keyword search: {exc}"
+            effective = Route.KEYWORD
+        except Exception as exc:  # noqa: BLE001 — e.g. vectors of another dimension: recall degrades, the turn goes on
             note = f"semantic recall fell back to keyword search: {exc}"
             effective = Route.KEYWORD
     keyword_ids: list[int] = []

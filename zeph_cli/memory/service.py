@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .vectors.base import VectorIndex
 
 WARM_WAIT_SECS = 30.0  # a vector-routed query waits at most this long for the embedder to load
+FINISH_WAIT_SECS = 5.0  # at exit, the last turn's vectors get this long to be stored
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,9 @@ class MemoryService:
         self._loaded = _Loaded()
         self._warm: threading.Thread | None = None
         self._indexer: threading.Thread | None = None
-        self._index_again = threading.Event()
+        self._index_lock = threading.Lock()
+        self._index_from: int | None = None  # the smallest message id a pending indexing pass starts at
+        self._stopping = threading.Event()
         self._said: set[str] = set()
         self.last = TurnMemory()
         self.indexed = 0  # messages embedded by this process's background indexing
@@ -136,12 +139,38 @@ class MemoryService:
         self, conversation_id: int, query: str, exclude_ids: Collection[int], memory_chars: int | None = None
     ) -> TurnMemory:
         """Recall and memories for `query` (the `<memory>` block within `memory_chars` too); the embedder
-        is awaited only for a vector-routed query."""
+        is awaited only for a vector-routed query. Never raises: a failure sends neither, with a note."""
+        try:
+            return await self._prepare(conversation_id, query, exclude_ids, memory_chars)
+        except Exception as exc:  # noqa: BLE001 — the memory layer never breaks a turn
+            notes: list[str] = []
+            self._say_once(notes, f"recall and memories skipped this turn: {exc}")
+            self.last = TurnMemory(query, notes=tuple(notes))
+            return self.last
+
+    async def _prepare(
+        self, conversation_id: int, query: str, exclude_ids: Collection[int], memory_chars: int | None
+    ) -> TurnMemory:
         notes: list[str] = []
+        if self.index_problem:
+            self._say_once(notes, self.index_problem)
         needs_vectors = self.semantic_on and route_of(query) is not Route.KEYWORD
         loaded = await self._ready(wait=needs_vectors)
         self._say_once(notes, loaded.problem)
         index = self._search_index(notes) if loaded.embedder is not None and self.semantic_on else None
+        # One embedding of the query per turn, off the event loop, for recall and memory ranking alike;
+        # an embedder that fails is not asked again by this process.
+        query_vector = None
+        embedder = loaded.embedder if needs_vectors else None
+        if embedder is not None:
+            from .embedders.base import EmbeddingError
+
+            try:
+                query_vector = (await asyncio.to_thread(embedder.embed, [query]))[0]
+            except EmbeddingError as exc:
+                self._loaded.embedder, self._loaded.problem = None, f"semantic recall uses keyword search only: {exc}"
+                self._say_once(notes, self._loaded.problem)
+                embedder = index = None
         result: RecallResult | None = None
         entries: tuple[RecallEntry, ...] = ()
         if self.semantic_on:
@@ -151,8 +180,9 @@ class MemoryService:
                 self.config.memory,
                 conversation_id=conversation_id,
                 exclude_ids=exclude_ids,
-                embedder=loaded.embedder if index is not None else None,
+                embedder=embedder if index is not None else None,
                 index=index,
+                query_vector=query_vector,
             )
             self._say_once(notes, result.note)
             entries = tuple(
@@ -160,13 +190,15 @@ class MemoryService:
             )
         memory_text, memory_ids = "", ()
         if self.long_term_on:
-            memory_text, memory_ids = self._memories(conversation_id, query, loaded.embedder, memory_chars, notes)
+            memory_text, memory_ids = self._memories(conversation_id, query, embedder, query_vector, memory_chars, notes)
         self.last = TurnMemory(query, result, entries, memory_text, memory_ids, tuple(notes))
         return self.last
 
     def _memories(
-        self, conversation_id: int, query: str, embedder: "Embedder | None", max_chars: int | None, notes: list[str]
+        self, conversation_id: int, query: str, embedder: "Embedder | None", query_vector, max_chars: int | None,
+        notes: list[str],
     ) -> tuple[str, tuple[int, ...]]:
+        """The `<memory>` block: ranked by vectors when the query was embedded, else by keywords."""
         from ..store.memories import MemoryStore
         from .long_term_access import select_for_turn
 
@@ -174,7 +206,7 @@ class MemoryService:
         if max_chars is not None and max_chars < config.max_chars:
             config = dataclasses.replace(config, max_chars=max_chars)
         selection = select_for_turn(
-            MemoryStore(self.db), embedder, query, str(self.project_root), conversation_id, config
+            MemoryStore(self.db), embedder, query, str(self.project_root), conversation_id, config, query_vector
         )
         self._say_once(notes, selection.warning or "")
         return selection.text, tuple(selection.ids)
@@ -201,34 +233,50 @@ class MemoryService:
 
     # ---- background indexing -----------------------------------------------------
 
-    def index_in_background(self) -> None:
-        """Embed agent-visible messages that have no vector yet, on a thread of its own."""
+    def index_in_background(self, since_id: int) -> None:
+        """Embed the agent-visible messages from `since_id` on (the turn's own) on a thread of its own.
+
+        Older messages without a vector (a database from before recall) are left to `zeph memory
+        reindex`, which `zeph context` suggests: a turn never pays for a backlog.
+        """
         if not self.semantic_on or self.db_path is None:
             return
-        self._index_again.set()
-        if self._indexer is not None and self._indexer.is_alive():
-            return
-        self.start_warming()
-        self._indexer = threading.Thread(target=self._index_loop, name="zeph-indexer", daemon=True)
-        self._indexer.start()
+        with self._index_lock:
+            self._index_from = since_id if self._index_from is None else min(self._index_from, since_id)
+            if self._indexer is not None:  # running: it takes the new request before it ends
+                return
+            self.start_warming()
+            self._indexer = threading.Thread(target=self._index_loop, name="zeph-indexer", daemon=True)
+            self._indexer.start()
 
     def _index_loop(self) -> None:
-        while self._index_again.is_set():
-            self._index_again.clear()
+        while True:
+            with self._index_lock:  # taken with the check in index_in_background: no request is lost
+                since, self._index_from = self._index_from, None
+                if since is None:
+                    self._indexer = None  # under the lock: the next request starts a new thread
+                    return
             try:
-                self.indexed += index_pending(self)
-            except Exception as exc:  # noqa: BLE001 — reported, never raised into a turn
-                self.index_problem = f"indexing messages for recall failed: {exc}"
-                return
+                self.indexed += index_pending(self, since_id=since, should_stop=self._stopping.is_set)
+            except Exception as exc:  # noqa: BLE001 — reported with the next turn, never raised into one
+                self.index_problem = f"indexing new messages for recall failed: {exc}"
 
-    async def finish(self, timeout: float = 30.0) -> None:
-        """Wait for background indexing (for `zeph ask`, after the reply is shown)."""
-        if self._indexer is not None:
-            await asyncio.to_thread(self._indexer.join, timeout)
+    async def finish(self, timeout: float = FINISH_WAIT_SECS) -> None:
+        """Give background indexing up to `timeout` seconds to store the last turn's vectors (for `zeph ask`,
+        after the reply is shown); then ask it to stop. Polls, so an interrupt is never held up."""
+        indexer = self._indexer
+        waited = 0.0  # (the thread clears self._indexer when done; `indexer` keeps the one to wait for)
+        while indexer is not None and indexer.is_alive() and waited < timeout:
+            await asyncio.sleep(0.02)
+            waited += 0.02
+        self._stopping.set()
 
 
-def index_pending(service: MemoryService) -> int:
-    """Embed what is not indexed yet, on a connection of this thread's own; how many messages were embedded."""
+def index_pending(
+    service: MemoryService, progress=None, *, since_id: int = 0, should_stop=lambda: False
+) -> int:
+    """Embed what is not indexed yet from `since_id` on, on a connection of this thread's own; how many
+    messages were embedded."""
     from ..store.database import open_database
     from .indexer import embed_pending
 
@@ -239,6 +287,7 @@ def index_pending(service: MemoryService) -> int:
         return 0
     db = open_database(service.db_path)
     try:
-        return embed_pending(service._make_index(db, service.db_path), embedder)
+        return embed_pending(service._make_index(db, service.db_path), embedder, progress, since_id=since_id,
+                             should_stop=should_stop)
     finally:
         db.close()

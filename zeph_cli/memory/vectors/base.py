@@ -48,12 +48,15 @@ class VectorIndex(Protocol):
 
     # For the indexer (both backends answer these from SQLite):
 
-    def missing(self, model: str, limit: int, roles: Sequence[str] | None = None) -> list[PendingMessage]:
+    def missing(
+        self, model: str, limit: int, roles: Sequence[str] | None = None, since_id: int = 0
+    ) -> list[PendingMessage]:
         """Up to `limit` agent-visible messages with non-blank text and no vector of `model` in this
-        backend, oldest first (`roles` narrows them, e.g. ("user", "assistant"))."""
+        backend, oldest first (`roles` narrows them, e.g. ("user", "assistant"); `since_id` skips
+        messages with smaller ids)."""
         ...
 
-    def missing_count(self, model: str, roles: Sequence[str] | None = None) -> int:
+    def missing_count(self, model: str, roles: Sequence[str] | None = None, since_id: int = 0) -> int:
         """How many messages `missing` would list without a limit (a reindex progress bar's total)."""
         ...
 

@@ -115,12 +115,14 @@ class QdrantVectorIndex:
 
     # ---- for the indexer ------------------------------------------------------
 
-    def missing(self, model: str, limit: int, roles: Sequence[str] | None = None) -> list[table.PendingMessage]:
+    def missing(
+        self, model: str, limit: int, roles: Sequence[str] | None = None, since_id: int = 0
+    ) -> list[table.PendingMessage]:
         """Agent-visible messages with text not yet recorded as in qdrant for `model`, oldest first."""
-        return table.missing_messages(self.db, model, with_vector=False, limit=limit, roles=roles)
+        return table.missing_messages(self.db, model, with_vector=False, limit=limit, roles=roles, since_id=since_id)
 
-    def missing_count(self, model: str, roles: Sequence[str] | None = None) -> int:
-        return table.missing_count(self.db, model, with_vector=False, roles=roles)
+    def missing_count(self, model: str, roles: Sequence[str] | None = None, since_id: int = 0) -> int:
+        return table.missing_count(self.db, model, with_vector=False, roles=roles, since_id=since_id)
 
     def sync(self, model: str) -> None:
         """Nothing to bring up to date: qdrant is written directly."""

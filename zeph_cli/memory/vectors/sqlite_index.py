@@ -58,7 +58,7 @@ class SqliteVectorIndex:
         if q.shape[0] != cached.dim:
             raise ValueError(
                 f"the query has {q.shape[0]} dimensions but {model!r} vectors have {cached.dim}; "
-                "run `zeph memory reindex` after changing the embedding model"
+                "run `zeph memory reindex --all` after changing the embedding model"
             )
         if len(cached.segments) == 1:
             ids, scores = cached.segments[0].ids, cached.segments[0].matrix @ q
@@ -79,12 +79,14 @@ class SqliteVectorIndex:
 
     # ---- for the indexer ------------------------------------------------------
 
-    def missing(self, model: str, limit: int, roles: Sequence[str] | None = None) -> list[table.PendingMessage]:
+    def missing(
+        self, model: str, limit: int, roles: Sequence[str] | None = None, since_id: int = 0
+    ) -> list[table.PendingMessage]:
         """Agent-visible messages with text and no vector of `model` here, oldest first."""
-        return table.missing_messages(self.db, model, with_vector=True, limit=limit, roles=roles)
+        return table.missing_messages(self.db, model, with_vector=True, limit=limit, roles=roles, since_id=since_id)
 
-    def missing_count(self, model: str, roles: Sequence[str] | None = None) -> int:
-        return table.missing_count(self.db, model, with_vector=True, roles=roles)
+    def missing_count(self, model: str, roles: Sequence[str] | None = None, since_id: int = 0) -> int:
+        return table.missing_count(self.db, model, with_vector=True, roles=roles, since_id=since_id)
 
     def sync(self, model: str) -> None:
         """Bring the on-disk matrix cache up to date, verified against the table's row count (so rows
