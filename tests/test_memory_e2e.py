@@ -90,6 +90,8 @@ def test_reindex_backfills_messages_stored_without_vectors(fake_server, compatib
         _reply(fake_server)
         assert run_zeph("ask", text, env=off).returncode == 0
     assert db_rows("select count(*) as n from message_vectors")[0]["n"] == 0
+    hint = json.loads(out(run_zeph("context", "--json", env=compatible)))["memory"]
+    assert hint[0].startswith("recall index: 4 stored messages have no vector yet; `zeph memory reindex`"), hint
     result = run_zeph("memory", "reindex", env=compatible)
     assert result.returncode == 0, err(result)
     assert "indexed 4 messages with embedded wordllama/l2_supercat_256" in out(result)

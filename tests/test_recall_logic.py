@@ -121,3 +121,9 @@ def test_memory_layer_is_a_context_message_after_the_prompt_layers():
     assert [m.role for m in messages[:2]] == ["system", "context"]
     assert report.block("memory").tokens > 0
     assert report.fixed_tokens >= report.block("memory").tokens
+
+
+def test_a_path_fragment_counts_as_found_in_a_longer_path():
+    query = terms("staging.sqlite3")
+    assert keyword_coverage(query, "the db lives at srv/data/orchid/staging.sqlite3") == 1.0
+    assert keyword_coverage(query, "staging uses postgres") == 0.0

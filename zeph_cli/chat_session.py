@@ -19,6 +19,7 @@ from typing import Any, Literal, Union
 
 from .agent import Agent
 from .agent_factory import build_agent, close_agent, set_mode
+from .memory.service import TurnMemory
 from .config import LoadedConfig
 from .context.report import ContextReport
 from .errors import NotFound, UsageError, ZephError
@@ -398,6 +399,7 @@ class ChatSession:
     def _forget(self) -> None:
         self.conversation = None
         self._pending_system = None
+        self.agent.turn_memory = TurnMemory()  # the last session's recall and memories are not this one's
         self.agent.compactor.reset()  # compaction state is per session
 
     # ---- settings ----------------------------------------------------------------------------

@@ -378,16 +378,17 @@ def context(
     asyncio.run(_context(loaded, session, json_output))
 
 
-async def preview_memory(agent, conversation) -> str:
-    """Recall and memories for the session's last user message, as its last turn saw them; the embedder's label."""
+async def preview_memory(agent, conversation) -> tuple[str, int]:
+    """Recall and memories for the session's last user message, as its last turn saw them; the embedder's
+    label and how many stored messages have no vector yet."""
     if agent.memory is None:
-        return ""
+        return "", 0
     history = agent.agent_history(conversation)
     query = next((i.message.content for i in reversed(history) if i.message.role == "user"), "")
     if query:
         agent.turn_memory = await agent.memory.prepare(conversation.id, query, {i.id for i in history},
                                                        agent.memory_chars())
-    return agent.memory.embedder_label()
+    return agent.memory.embedder_label(), await agent.memory.backlog()
 
 
 async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_output: bool) -> None:
@@ -396,7 +397,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     from .store import CompactionStore
 
     async with session_agent(loaded, session_id) as (agent, conversation):
-        memory = await preview_memory(agent, conversation)
+        embedder, backlog = await preview_memory(agent, conversation)
         _, report, _ = agent.context_for(conversation)
         metrics = CompactionStore(agent.store.db).metrics(conversation.id)
         provider = agent.provider
@@ -404,7 +405,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     if json_output:
         print(json.dumps({"session": conversation.id, "provider": provider.name, "model": agent.model_label,
                           "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox,
-                          "memory": memory_lines(agent.turn_memory, report, memory)}, indent=2))
+                          "memory": memory_lines(agent.turn_memory, report, embedder, backlog)}, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
@@ -413,7 +414,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
                                    agent.config.memory.compression.strategy):
         print(line)
     print(sandbox)
-    for line in memory_lines(agent.turn_memory, report, memory):
+    for line in memory_lines(agent.turn_memory, report, embedder, backlog):
         print(line)
     table = Table(box=None, pad_edge=False)
     for column, justify in (("block", "left"), ("tokens", "right"), ("share", "right"), ("", "left")):

@@ -9,6 +9,7 @@ command with one line and a non-zero exit, keeping every batch already stored.
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import typer
@@ -47,7 +48,7 @@ def reindex(again: bool) -> None:
         started = time.perf_counter()
         with Progress(
             TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            console=_stderr_console(), transient=True,
+            console=_stderr_console(), transient=True, disable=not sys.stderr.isatty(),
         ) as bar:
             task = bar.add_task("embedding", total=None)
             done = embed_pending(index, embedder, lambda n, total: bar.update(task, completed=n, total=total))

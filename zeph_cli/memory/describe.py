@@ -10,8 +10,11 @@ from ..context.report import ContextReport
 from .service import TurnMemory
 
 
-def memory_lines(turn: TurnMemory, report: ContextReport, embedder: str = "") -> list[str]:
+def memory_lines(turn: TurnMemory, report: ContextReport, embedder: str = "", backlog: int = 0) -> list[str]:
     lines: list[str] = []
+    if backlog:
+        lines.append(f"recall index: {backlog:,} stored message{'s have' if backlog != 1 else ' has'} no vector yet; "
+                     "`zeph memory reindex` embeds them")
     result = turn.recall
     if result is not None:
         sent = set(report.recalled_ids)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..context.recall_block import RecallEntry, render_entry
-from .recall import RecallResult, recall
+from .recall import RECALLED_ROLES, RecallResult, recall
 from .routing import Route, route as route_of
 
 if TYPE_CHECKING:
@@ -230,6 +230,17 @@ class MemoryService:
             except Exception as exc:  # noqa: BLE001 — a broken index must not break a turn
                 self._say_once(notes, f"semantic recall fell back to keyword search: the vector index failed ({exc})")
         return self._loaded.index
+
+    async def backlog(self) -> int:
+        """Stored messages with no vector of the embedder's model (0 when recall is off or cannot embed)."""
+        loaded = await self._ready(wait=True)
+        if not self.semantic_on or loaded.embedder is None:
+            return 0
+        try:
+            index = self._search_index([])
+            return index.missing_count(loaded.embedder.model, RECALLED_ROLES) if index is not None else 0
+        except Exception:  # noqa: BLE001 — a hint only
+            return 0
 
     # ---- background indexing -----------------------------------------------------
 
