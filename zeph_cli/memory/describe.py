@@ -34,6 +34,4 @@ def memory_lines(turn: TurnMemory, report: ContextReport, embedder: str = "", ba
     if turn.memory_ids:
         lines.append(f"memory: {len(turn.memory_ids)} saved memor{'y' if len(turn.memory_ids) == 1 else 'ies'} sent "
                      f"(ids {', '.join(map(str, turn.memory_ids))})")
-    elif turn.query:
-        lines.append("memory: no saved memory sent")
     return lines
