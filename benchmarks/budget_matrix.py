@@ -284,6 +284,7 @@ class CellResult:
 def build_agent(server_url: str, budget: int, workspace: Path, db_path: Path):
     """The agent as `zeph` builds it for a compatible server, defaults everywhere but the budget."""
     from zeph_cli.agent import Agent
+    from zeph_cli.agent_factory import memory_service
     from zeph_cli.config import load_config
     from zeph_cli.providers import create_provider, resolve_settings
     from zeph_cli.providers.summary import side_job_settings
@@ -297,15 +298,18 @@ def build_agent(server_url: str, budget: int, workspace: Path, db_path: Path):
         "ZEPH_LLM_MAX_RETRIES": "0",
         "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": str(budget),
     }
-    config = load_config(env=environ).config
+    loaded = load_config(env=environ)
+    config = loaded.config
     settings = resolve_settings(config, environ)
+    store = ConversationStore(open_database(db_path))
     return Agent(
         config=config,
-        store=ConversationStore(open_database(db_path)),
+        store=store,
         provider=create_provider(settings),
         cwd=workspace,
         approver=approve_all,
         helper_settings=side_job_settings(config, environ, settings),
+        memory=memory_service(loaded, store, settings, workspace),  # recall and memories on, as in zeph
     )
 
 

@@ -36,11 +36,14 @@ async def build_agent(
     """A started agent on the provider `loaded` selects, and the warnings its start-up produced."""
     settings = resolve_settings(loaded.config, env, loaded.sources)
     helpers = side_job_settings(loaded.config, env, settings)
+    memory = memory_service(loaded, store, settings, cwd)
+    if memory is not None:
+        memory.start_warming()  # the embedder loads while the provider's SDK is imported
     provider = create_provider(settings)
     agent: Agent | None = None
     try:
         agent = Agent(config=loaded.config, store=store, provider=provider, cwd=cwd, approver=approver,
-                      helper_settings=helpers, memory=memory_service(loaded, store, settings, cwd))
+                      helper_settings=helpers, memory=memory)
         if mode is not None:
             set_mode(agent, mode)
         return agent, await agent.start()
