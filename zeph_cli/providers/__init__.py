@@ -43,7 +43,7 @@ EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _SOURCE_RANK = {"default": 0, "file": 1, "env": 2, "flag": 3}
 
 
-def _rank(source: str) -> int:
+def source_rank(source: str) -> int:
     return _SOURCE_RANK[source.split(" ", 1)[0]]
 
 
@@ -108,10 +108,10 @@ def resolve_settings(
 
     # [llm] model/base_url belong to the [llm] provider: a provider chosen with a
     # stronger source (e.g. --provider) does not inherit them from a weaker one.
-    provider_rank = _rank(sources.get("llm.provider", "default"))
+    provider_rank = source_rank(sources.get("llm.provider", "default"))
 
     def own(key: str, value: str) -> str:
-        return value if value and _rank(sources.get(key, "default")) >= provider_rank else ""
+        return value if value and source_rank(sources.get(key, "default")) >= provider_rank else ""
 
     model = own("llm.model", llm.model) or (entry.model if entry else "") or DEFAULT_MODELS.get(kind, "")
     base_url = (

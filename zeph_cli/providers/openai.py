@@ -119,7 +119,7 @@ def _chunk_events(chunk: ChatCompletionChunk) -> list[StreamEvent]:
     return events
 
 
-def _error_text(body: object, fallback: str) -> str:
+def error_text(body: object, fallback: str) -> str:
     """The provider's own error message from an error body (OpenAI's or a compatible server's shape)."""
     if isinstance(body, dict):
         for key in ("message", "error", "detail"):
@@ -361,7 +361,7 @@ class OpenAIProvider(Provider):
         return describe_status_error(
             provider=self.name,
             status=status,
-            message=_error_text(exc.body, exc.message),
+            message=error_text(exc.body, exc.message),
             key_env=self.settings.api_key_env,
             url=self.endpoint,
             model=self.model,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import openai
 
 from ... import errors
-from ...providers.openai import _error_text
+from ...providers.openai import error_text
 from .remote import BATCH_SIZE, MAX_CHARS, SHORT_CHARS, Failure, stored_model_name
 from .rows import embed_in_batches
 
@@ -84,7 +84,7 @@ class OpenAIEmbedder:
         try:
             reply = self._sdk().embeddings.create(model=self.embedding_model, input=batch, encoding_format="float")
         except openai.APIStatusError as exc:
-            text = _error_text(exc.body, exc.message)
+            text = error_text(exc.body, exc.message)
             too_long = exc.code == "context_length_exceeded" or errors.is_context_length_message(text)
             error = self._fail.status(exc.status_code, text, too_long=too_long)
             raise (_TooLong(error) if too_long else error) from None

@@ -72,9 +72,9 @@ def _applies_to_provider(sources: Mapping[str, str]) -> bool:
     """`[llm] embedding_model` belongs to the `[llm]` provider: not to one chosen by a stronger source."""
     if not sources:
         return True
-    from ...providers import _rank
+    from ...providers import source_rank
 
-    return _rank(sources.get("llm.embedding_model", "default")) >= _rank(sources.get("llm.provider", "default"))
+    return source_rank(sources.get("llm.embedding_model", "default")) >= source_rank(sources.get("llm.provider", "default"))
 
 
 def embedder_for(
