@@ -13,12 +13,13 @@ import os
 import sys
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from . import __version__
 from .errors import StoreError, UsageError, ZephError
+from .command_context import load, open_store, read_stdin, state
 from .memory_command import memory_app
 from .stderr import eprint, warning_line
 
@@ -40,13 +41,6 @@ config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
 app.add_typer(memory_app, name="memory")
-
-
-class State:
-    config_path: Optional[str] = None
-
-
-state = State()
 
 
 def _version(value: bool) -> None:
@@ -88,43 +82,6 @@ def _chat(loaded: "LoadedConfig", continue_last: bool, session_id: Optional[int]
     from .tui.run import run_chat
 
     return asyncio.run(run_chat(loaded, continue_last=continue_last, session_id=session_id))
-
-
-def load(overrides: dict[str, tuple[Any, str]] | None = None) -> "LoadedConfig":
-    from .config import load_config
-
-    loaded = load_config(config_path=state.config_path, overrides=overrides or {})
-    for warning in loaded.warnings:
-        eprint(f"zeph: warning: {warning}")
-    return loaded
-
-
-def open_store() -> "ConversationStore":
-    from .log import log_to
-    from .paths import database_path
-    from .store import ConversationStore, open_database
-
-    path = database_path()
-    log_to(path.parent)
-    return ConversationStore(open_database(path))
-
-
-def read_stdin() -> str:
-    stream = sys.stdin
-    if stream is None or stream.closed:
-        return ""
-    try:
-        if stream.isatty():
-            return ""
-        data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read().encode()
-    except (OSError, ValueError):
-        return ""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(
-            f"standard input is not UTF-8 text (invalid byte at offset {exc.start}); pipe text, not binary data"
-        ) from None
 
 
 def combine_prompt(prompt: Optional[str], stdin_text: str) -> str:

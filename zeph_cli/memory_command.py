@@ -35,7 +35,7 @@ PREVIEW_CHARS = 100
 
 
 def _store() -> "MemoryStore":
-    from .cli import open_store
+    from .command_context import open_store
     from .store.memories import MemoryStore
 
     return MemoryStore(open_store().db)
@@ -96,7 +96,7 @@ def memory_list(
 def _read_text(text: str) -> str:
     if text != "-":
         return text
-    from .cli import read_stdin
+    from .command_context import read_stdin
 
     return read_stdin()
 

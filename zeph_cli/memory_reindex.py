@@ -25,7 +25,7 @@ class ReindexError(ZephError):
 def reindex(again: bool) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from .cli import load, open_store
+    from .command_context import load, open_store
     from .memory.embedders.base import EmbeddingError
     from .memory.embedders.select import describe_embedder, embedder_for
     from .memory.indexer import embed_pending

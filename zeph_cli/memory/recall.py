@@ -10,7 +10,7 @@ raises for a recall that finds nothing.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -204,10 +204,3 @@ def recall(
     )
     return RecallResult(chosen, hits, note, tuple(searched))
 
-
-def describe_hits(hits: Sequence[RecallHit]) -> str:
-    """One line for `zeph context`: how many messages were recalled from how many sessions."""
-    if not hits:
-        return "nothing recalled"
-    sessions = len({h.conversation_id for h in hits})
-    return f"{len(hits)} message{'s' if len(hits) != 1 else ''} from {sessions} session{'s' if sessions != 1 else ''}"

@@ -82,7 +82,6 @@ class MemoryService:
         self._stopping = threading.Event()
         self._said: set[str] = set()
         self.last = TurnMemory()
-        self.indexed = 0  # messages embedded by this process's background indexing
         self.index_problem = ""
 
     @property
@@ -268,7 +267,7 @@ class MemoryService:
                     self._indexer = None  # under the lock: the next request starts a new thread
                     return
             try:
-                self.indexed += index_pending(self, since_id=since, should_stop=self._stopping.is_set)
+                index_pending(self, since_id=since, should_stop=self._stopping.is_set)
             except Exception as exc:  # noqa: BLE001 — reported with the next turn, never raised into one
                 self.index_problem = f"indexing new messages for recall failed: {exc}"
 

@@ -20,7 +20,7 @@ from .confinement import Confinement
 from .failures import ToolFailure
 
 if TYPE_CHECKING:
-    from .memory_tools import MemoryAccess
+    from .memory_access import MemoryAccess
     from .sandbox import Sandbox
 
 __all__ = ["Tool", "ToolContext", "ToolFailure", "ToolKind", "ToolResult", "ToolSet", "validate_arguments"]

@@ -8,44 +8,18 @@ context's `memories` accessor and turn every refusal into one line for the model
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import ZephError
 from .base import Tool, ToolContext, ToolResult
 from .failures import ToolFailure
+from .memory_access import MemoryAccess
 
 MEMORY_SCOPES = ("user", "project", "session")
 MAX_MEMORY_CHARS = 1000  # one fact per memory; the whole <memory> block is 2,000 by default
 DEFAULT_SEARCH_LIMIT = 5
 MAX_SEARCH_LIMIT = 20
-
-
-class SavedMemory(Protocol):
-    id: int
-    scope: str
-    content: str
-    confidence: float
-
-
-class FoundMemory(Protocol):
-    id: int
-    scope: str
-    content: str
-    confidence: float
-    score: float
-
-
-class MemoryAccess(Protocol):
-    """What the memory tools need: long-term memory as seen from this session's place."""
-
-    def default_scope(self) -> str: ...
-
-    def save(
-        self, content: str, scope: str | None = None, confidence: float = 1.0, source: str = "tool"
-    ) -> tuple[SavedMemory, bool]: ...
-
-    def search(self, query: str, limit: int) -> tuple[Sequence[FoundMemory], str | None]: ...
 
 
 def _memories(context: ToolContext, tool: str) -> MemoryAccess:

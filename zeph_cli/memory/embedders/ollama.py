@@ -9,7 +9,6 @@ never as an SDK or httpx exception.
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -17,18 +16,16 @@ import httpx
 import ollama
 
 from ... import errors
-from .remote import BATCH_SIZE, MAX_CHARS, Failure, stored_model_name
-from .rows import embed_in_batches
+from .client import RemoteEmbedder
+from .remote import BATCH_SIZE, MAX_CHARS
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from ...providers.base import ProviderSettings
 
 RETRY_STATUSES = (429, 503)
 
 
-class OllamaEmbedder:
+class OllamaEmbedder(RemoteEmbedder):
     """`embedding_model` on the Ollama server at `settings.base_url`."""
 
     wire = "ollama"
@@ -43,40 +40,13 @@ class OllamaEmbedder:
         max_chars: int = MAX_CHARS,
         retry_base_delay: float | None = None,
     ) -> None:
-        self.settings = settings
-        self.embedding_model = embedding_model
-        self.model = stored_model_name(self.wire, embedding_model, settings.base_url)
-        self.batch_size = batch_size
-        self.max_chars = max_chars
-        self.dimensions = 0  # known after the first reply
+        super().__init__(settings, embedding_model, batch_size=batch_size, max_chars=max_chars)
         if retry_base_delay is not None:
             self.retry_base_delay = retry_base_delay
-        self._fail = Failure(settings.name, embedding_model, settings.base_url, settings.api_key, settings.api_key_env)
-        self._client: ollama.Client | None = None
-        self._lock = threading.Lock()
 
-    def _sdk(self) -> ollama.Client:
-        with self._lock:
-            if self._client is None:
-                headers = {"Authorization": f"Bearer {self.settings.api_key}"} if self.settings.api_key else None
-                self._client = ollama.Client(host=self.settings.base_url, timeout=self.settings.timeout_secs, headers=headers)
-            return self._client
-
-    def load(self) -> None:
-        """Make the client now (nothing is sent), as the embedded embedder loads its model."""
-        self._sdk()
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        rows = embed_in_batches(
-            texts,
-            self._embed_batch,
-            batch_size=self.batch_size,
-            max_chars=self.max_chars,
-            bad_reply=self._fail.bad_reply,
-            dimensions=self.dimensions,
-        )
-        self.dimensions = self.dimensions or (rows.shape[1] if texts else 0)
-        return rows
+    def _make_client(self) -> ollama.Client:
+        headers = {"Authorization": f"Bearer {self.settings.api_key}"} if self.settings.api_key else None
+        return ollama.Client(host=self.settings.base_url, timeout=self.settings.timeout_secs, headers=headers)
 
     def _embed_batch(self, batch: list[str]) -> list[list[float]]:
         attempt = 0

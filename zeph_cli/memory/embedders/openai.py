@@ -8,66 +8,27 @@ come back in input order, unit length; every failure leaves as a one-line
 
 from __future__ import annotations
 
-import threading
-from typing import TYPE_CHECKING
 
 import openai
 
 from ... import errors
 from ...providers.openai import error_text
-from .remote import BATCH_SIZE, MAX_CHARS, SHORT_CHARS, Failure, stored_model_name
-from .rows import embed_in_batches
-
-if TYPE_CHECKING:
-    import numpy as np
-
-    from ...providers.base import ProviderSettings
+from .client import RemoteEmbedder
+from .remote import SHORT_CHARS
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(RemoteEmbedder):
     """`embedding_model` at `settings.base_url`, with `settings`' key, timeout and retries."""
 
     wire = "openai"
 
-    def __init__(
-        self, settings: ProviderSettings, embedding_model: str, *, batch_size: int = BATCH_SIZE, max_chars: int = MAX_CHARS
-    ) -> None:
-        self.settings = settings
-        self.embedding_model = embedding_model
-        self.model = stored_model_name(self.wire, embedding_model, settings.base_url)
-        self.batch_size = batch_size
-        self.max_chars = max_chars
-        self.dimensions = 0  # known after the first reply
-        self._fail = Failure(settings.name, embedding_model, settings.base_url, settings.api_key, settings.api_key_env)
-        self._client: openai.OpenAI | None = None
-        self._lock = threading.Lock()
-
-    def _sdk(self) -> openai.OpenAI:
-        with self._lock:
-            if self._client is None:
-                self._client = openai.OpenAI(
-                    api_key=self.settings.api_key or "not-needed",
-                    base_url=self.settings.base_url,
-                    timeout=self.settings.timeout_secs,
-                    max_retries=self.settings.max_retries,
-                )
-            return self._client
-
-    def load(self) -> None:
-        """Make the client now (nothing is sent), as the embedded embedder loads its model."""
-        self._sdk()
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        rows = embed_in_batches(
-            texts,
-            self._embed_batch,
-            batch_size=self.batch_size,
-            max_chars=self.max_chars,
-            bad_reply=self._fail.bad_reply,
-            dimensions=self.dimensions,
+    def _make_client(self) -> openai.OpenAI:
+        return openai.OpenAI(
+            api_key=self.settings.api_key or "not-needed",
+            base_url=self.settings.base_url,
+            timeout=self.settings.timeout_secs,
+            max_retries=self.settings.max_retries,
         )
-        self.dimensions = self.dimensions or (rows.shape[1] if texts else 0)
-        return rows
 
     def _embed_batch(self, batch: list[str]) -> list[list[float]]:
         try:

@@ -1,0 +1,37 @@
+"""What the memory tools need of long-term memory, as protocols.
+
+Invariant: imports nothing from the package, so the tool context can name the
+accessor without importing the tools that use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+
+class SavedMemory(Protocol):
+    id: int
+    scope: str
+    content: str
+    confidence: float
+
+
+class FoundMemory(Protocol):
+    id: int
+    scope: str
+    content: str
+    confidence: float
+    score: float
+
+
+class MemoryAccess(Protocol):
+    """What the memory tools need: long-term memory as seen from this session's place."""
+
+    def default_scope(self) -> str: ...
+
+    def save(
+        self, content: str, scope: str | None = None, confidence: float = 1.0, source: str = "tool"
+    ) -> tuple[SavedMemory, bool]: ...
+
+    def search(self, query: str, limit: int) -> tuple[Sequence[FoundMemory], str | None]: ...
