@@ -9,8 +9,6 @@ command-line flag > `ZEPH_*` environment variable > config file > default.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import math
 import os
 import re
 import tomllib
@@ -19,36 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .config_keys import Key, iter_keys, setting
+from .config_keys import check_value as _check
+from .config_keys import parse_env as _parse_env
+from .config_keys import suggest as _suggest
+from .config_mcp import SERVER_KEYS, McpConfig, parse_servers
 from .errors import ConfigError
 from .paths import default_config_path
 
 PROVIDER_TYPES = ("anthropic", "openai", "compatible", "ollama", "local")
 # Names the spec uses for the same backends.
 PROVIDER_ALIASES = {"claude": "anthropic", "candle": "local"}
-
-
-def setting(
-    default: Any,
-    doc: str,
-    *,
-    lo: float | None = None,
-    hi: float | None = None,
-    choices: tuple[str, ...] | None = None,
-    kind: type | None = None,
-    env: str | None = None,
-    env_aliases: tuple[str, ...] = (),
-) -> Any:
-    """A config key: its default plus what validation and documentation need."""
-    meta = {
-        "doc": doc,
-        "lo": lo,
-        "hi": hi,
-        "choices": choices,
-        "kind": kind or type(default),
-        "env": env,
-        "env_aliases": env_aliases,
-    }
-    return field(default=default, metadata=meta)
 
 
 @dataclass
@@ -228,7 +207,19 @@ class ToolsConfig:
 
 @dataclass
 class SkillsConfig:
-    prompt_mode: str = setting("auto", "How matched skills are rendered: full, compact or auto.", choices=("full", "compact", "auto"))
+    prompt_mode: str = setting(
+        "auto",
+        "How matched skills are rendered: full, compact (name, description, triggers) or auto "
+        "(compact when the remaining budget is under 8,192 tokens).",
+        choices=("full", "compact", "auto"),
+    )
+    paths: tuple[str, ...] = setting(
+        (), "Folders of skills (each a folder with a SKILL.md); empty = the config dir's skills/. "
+        "A project's .zeph/skills is always read and wins on a name clash.", kind=tuple,
+    )
+    max_active_skills: int = setting(5, "Skills matched to a message that go into <available_skills>.", lo=0, hi=100)
+    min_score: float = setting(0.3, "Minimum match score (0-1) of a skill to go into <available_skills>.", lo=0.0, hi=1.0)
+    scan_on_load: bool = setting(True, "Scan skill bodies for prompt-injection patterns when they load, and warn.")
 
 
 @dataclass
@@ -247,6 +238,7 @@ class Config:
     agent: AgentConfig = field(default_factory=AgentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     skills: SkillsConfig = field(default_factory=SkillsConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
     debug: DebugConfig = field(default_factory=DebugConfig)
 
     def get(self, path: str) -> Any:
@@ -262,128 +254,12 @@ class Config:
 # ---- schema walking ---------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Key:
-    """A scalar key of the schema, with everything needed to validate and document it."""
-
-    path: str
-    default: Any
-    doc: str
-    kind: type
-    lo: float | None
-    hi: float | None
-    choices: tuple[str, ...] | None
-    env: str
-    env_aliases: tuple[str, ...] = ()
-
-    @property
-    def env_names(self) -> tuple[str, ...]:
-        """The canonical variable first: it wins over a backward-compatible alias."""
-        return (self.env,) + self.env_aliases
-
-
-def _is_section(f: dataclasses.Field) -> bool:
-    return f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory)  # type: ignore[arg-type]
-
-
-def _scalar_key(path: str, f: dataclasses.Field) -> Key:
-    meta = f.metadata
-    env = meta.get("env") or "ZEPH_" + path.replace(".", "_").upper()
-    return Key(
-        path=path,
-        default=f.default,
-        doc=meta["doc"],
-        kind=meta["kind"],
-        lo=meta["lo"],
-        hi=meta["hi"],
-        choices=meta["choices"],
-        env=env,
-        env_aliases=tuple(meta.get("env_aliases", ())),
-    )
-
-
-def iter_keys(cls: type = Config, prefix: str = "") -> Iterator[Key]:
-    """Every scalar key of `cls` (and its sections), in declaration order."""
-    for f in dataclasses.fields(cls):
-        path = f"{prefix}{f.name}"
-        if _is_section(f):
-            yield from iter_keys(f.default_factory, path + ".")  # type: ignore[arg-type]
-        elif "kind" in f.metadata:
-            yield _scalar_key(path, f)
-
-
-KEYS: dict[str, Key] = {k.path: k for k in iter_keys()}
+KEYS: dict[str, Key] = {k.path: k for k in iter_keys(Config)}
 ENTRY_KEYS: dict[str, Key] = {k.path: k for k in iter_keys(ProviderEntry)}
-TABLE_PATHS = ("llm.providers", "llm.summary_provider")
+TABLE_PATHS = ("llm.providers", "llm.summary_provider", "mcp.servers")
 ALL_PATHS = tuple(KEYS) + tuple(f"llm.providers.{k}" for k in ENTRY_KEYS) + tuple(
     f"llm.summary_provider.{k}" for k in ENTRY_KEYS
-)
-
-
-def describe_range(key: Key) -> str:
-    if key.choices:
-        return "one of " + ", ".join(repr(c) for c in key.choices if c)
-    kind = {bool: "true or false", int: "an integer", float: "a number", str: "a string", tuple: "a list of strings"}[key.kind]
-
-    def num(value: float) -> str:
-        return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
-
-    if key.lo is not None and key.hi is not None:
-        return f"{kind} between {num(key.lo)} and {num(key.hi)}"
-    if key.lo is not None:
-        return f"{kind} >= {num(key.lo)}"
-    return kind
-
-
-def _check(key: Key, value: Any, where: str) -> Any:
-    """Validate one value (already typed) against its key; return it normalised."""
-    ok_type = {
-        bool: isinstance(value, bool),
-        int: isinstance(value, int) and not isinstance(value, bool),
-        float: isinstance(value, (int, float)) and not isinstance(value, bool),
-        str: isinstance(value, str),
-        tuple: isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value),
-    }[key.kind]
-    if not ok_type:
-        raise ConfigError(f"{where}: {key.path} = {value!r} is not valid: expected {describe_range(key)}")
-    if key.kind is tuple:
-        return tuple(value)
-    if key.kind is float:
-        value = float(value)
-        if math.isnan(value) or math.isinf(value):
-            raise ConfigError(f"{where}: {key.path} = {value!r} is out of range: expected {describe_range(key)}")
-    if key.choices is not None and value not in key.choices:
-        raise ConfigError(f"{where}: {key.path} = {value!r} is not valid: expected {describe_range(key)}")
-    if key.kind in (int, float):
-        if (key.lo is not None and value < key.lo) or (key.hi is not None and value > key.hi):
-            raise ConfigError(f"{where}: {key.path} = {value!r} is out of range: expected {describe_range(key)}")
-    return value
-
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
-
-def _parse_env(key: Key, raw: str, var: str) -> Any:
-    text = raw.strip()
-    try:
-        if key.kind is bool:
-            if text.lower() in _TRUE:
-                return True
-            if text.lower() in _FALSE:
-                return False
-            raise ValueError
-        if key.kind is int:
-            return int(text)
-        if key.kind is float:
-            return float(text)
-        if key.kind is tuple:  # comma-separated
-            return tuple(item.strip() for item in text.split(",") if item.strip())
-    except ValueError:
-        raise ConfigError(
-            f"environment variable {var}={raw!r} is not valid for {key.path}: expected {describe_range(key)}"
-        ) from None
-    return raw
+) + tuple(f"mcp.servers.{k}" for k in SERVER_KEYS)
 
 
 # ---- loading ----------------------------------------------------------------
@@ -433,16 +309,6 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: config file is not valid UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise _toml_error(path, exc) from None
-
-
-def _suggest(path: str, candidates: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(path, candidates, n=1, cutoff=0.6)
-    if not close:
-        leaf = path.rsplit(".", 1)[-1]
-        leaves = {c.rsplit(".", 1)[-1]: c for c in candidates}
-        near = difflib.get_close_matches(leaf, list(leaves), n=1, cutoff=0.6)
-        close = [leaves[near[0]]] if near else []
-    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _flatten(data: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -552,6 +418,10 @@ def load_config(
             config.llm.providers = entries
             sources[key_path] = "file"
             continue
+        if key_path == "mcp.servers":
+            config.mcp.servers = parse_servers(value, where, warnings)
+            sources[key_path] = "file"
+            continue
         if key_path == "llm.summary_provider":
             config.llm.summary_provider = _provider_entry(value, where, "llm.summary_provider", warnings)
             sources[key_path] = "file"
@@ -607,7 +477,7 @@ def _check_relations(config: Config, sources: dict[str, str]) -> None:
     for name in ("allow", "deny"):
         for rule in getattr(config.tools, name):
             tool, _, glob = rule.partition(":")
-            if not re.fullmatch(r"[a-z_*]+", tool.strip()) or (":" in rule and not glob.strip()):
+            if not re.fullmatch(r"[A-Za-z0-9_*?-]+", tool.strip()) or (":" in rule and not glob.strip()):
                 raise ConfigError(
                     f"{sources.get(f'tools.{name}', 'default')}: tools.{name} entry {rule!r} is not valid: "
                     'expected "TOOL" or "TOOL:GLOB", e.g. "bash:git status*"'

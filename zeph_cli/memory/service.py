@@ -217,6 +217,11 @@ class MemoryService:
             return self._loaded.embedder
         return None
 
+    async def ready_embedder(self) -> "Embedder | None":
+        """The embedder, waiting (off the event loop) for it to load; None when it cannot load.
+        For other rankers (skills, MCP tool discovery) that share recall's model."""
+        return (await self._ready(wait=True)).embedder
+
     def _search_index(self, notes: list[str]) -> "VectorIndex | None":
         """The vector index on this thread's connection, opened on first use (None when it cannot open)."""
         if self._loaded.index is None and not self._loaded.problem:
