@@ -24,10 +24,10 @@ from .config import Config
 from .context.assembler import HistoryItem, PromptLayer, assemble
 from .context.budget import Budget, compute_budget
 from .context.environment import EnvironmentFacts, render_environment
+from .context.invariant import budget_problem, tool_output_allowance
 from .context.project import ProjectContext, render_project_context
 from .context.prompts import BASE_PROMPT, MODE_PROMPTS, NO_TOOLS_PROMPT
 from .context.report import ContextReport
-from .context.invariant import budget_problem, tool_output_allowance
 from .context.tool_fit import no_tools_warning, tool_form
 from .debug_dump import DebugDump
 from .errors import (
@@ -81,6 +81,7 @@ from .tools.output import MAX_OUTPUT_CHARS
 from .tools.permissions import Approver, PermissionPolicy, deny_all
 from .tools.registry import builtin_tool_names, tools_for_mode
 from .tools.sandbox import Sandbox
+from .turn_extras import TurnExtras
 from .workspace import environment_facts, find_project_files
 
 # What servers say when a model cannot take tools (Ollama, llama.cpp, vLLM...).
@@ -142,6 +143,7 @@ class Agent:
         mode: str | None = None,
         helper_settings: Mapping[str, ProviderSettings | None] | None = None,
         memory: MemoryService | None = None,
+        extras: TurnExtras | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -170,6 +172,9 @@ class Agent:
         # Recall and long-term memories: looked up once per turn, sent with every request of it.
         self.memory = memory
         self.turn_memory = TurnMemory()
+        # Skills matched to the message and MCP servers' tools: prepared once per turn.
+        self.extras = extras or TurnExtras(prompt_mode=config.skills.prompt_mode)
+        self._turn_notes: list[str] = []
         dump_dir = config.debug.dump_dir
         self.dump = DebugDump(Path(dump_dir).expanduser()) if dump_dir else None
         self._said_dump_problem = False
@@ -228,6 +233,8 @@ class Agent:
             if not path.is_dir():
                 warnings.append(f"tools.allowed_paths: {path} is not a directory")
         for rule in self.policy.unknown_tools(builtin_tool_names()):
+            if "__" in rule.partition(":")[0]:
+                continue  # names an MCP tool (ID__TOOL): known only once its server runs
             warnings.append(f"tools.allow/deny rule {rule!r} names no known tool ({', '.join(builtin_tool_names())})")
         return warnings
 
@@ -240,6 +247,9 @@ class Agent:
             return ToolSet()
         budgeted = self.profile is not None and self.budget().total > 0
         tools = tools_for_mode(self.mode, compression=budgeted, memory=self.config.memory.long_term.enabled)
+        extra = self.extras.tools(self.mode)
+        if extra:
+            tools = ToolSet({**tools.tools, **extra})
         if not budgeted or not tools.tools:
             return tools
         compact = dataclasses.replace(tools, compact=True)
@@ -309,9 +319,22 @@ class Agent:
         chars_per_token = len(sample) / max(self.counter.count(sample), 1)
         return min(MAX_OUTPUT_CHARS, int(tokens * chars_per_token))
 
+    @property
+    def mcp(self):
+        """The MCP servers this agent uses (None when none are configured)."""
+        return self.extras.mcp
+
+    @property
+    def skills(self):
+        """The skills this agent matches against messages (None when skills are off)."""
+        return self.extras.skills
+
     async def aclose(self) -> None:
-        """Close the side-job providers this agent built (the main provider is the caller's)."""
-        await self.side_jobs.aclose()
+        """Close the side-job providers and MCP servers this agent started (the main provider is the caller's)."""
+        try:
+            await self.extras.aclose()
+        finally:
+            await self.side_jobs.aclose()
 
     # ---- debug dump -------------------------------------------------------------
 
@@ -397,6 +420,7 @@ class Agent:
             pinned_id=self.pinned_id,
             context_layers=[PromptLayer("memory", self.turn_memory.memory_text)],
             recall=self.turn_memory.entries,
+            skills=self.extras.skills_input(),
         )
         if self.profile is not None:
             report = dataclasses.replace(report, window_source=self.profile.window_source)
@@ -420,6 +444,7 @@ class Agent:
         if self.memory is not None:
             visible = {item.id for item in self.agent_history(conversation)}
             self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
+        self._turn_notes = await self.extras.prepare(prompt, tools_wanted=not self.tools_unavailable)
         turn = self._turn(conversation, saved.id, system, stream)
         try:
             async for event in turn:
@@ -435,7 +460,7 @@ class Agent:
     ) -> AsyncIterator[AgentEvent]:
         """prepare → send → store the reply → run its tool calls, until the model answers without tools."""
         yield TurnStarted(conversation, user_message_id)
-        for note in self.turn_memory.notes:
+        for note in (*self.turn_memory.notes, *self._turn_notes):
             yield AgentWarning(note)
         for warning in self._tool_warnings(conversation):
             yield warning
@@ -482,7 +507,7 @@ class Agent:
                 return [AgentWarning(self._tools_dropped)]
         return []
 
-    async def _prepare(self, turn: "_TurnState", tools: ToolSet) -> AsyncIterator[AgentEvent]:
+    async def _prepare(self, turn: _TurnState, tools: ToolSet) -> AsyncIterator[AgentEvent]:
         """Compaction as the context needs it, then the request's messages and report; ends the turn
         when the request cannot fit the budget (the one check before a request leaves)."""
         conversation = turn.conversation
@@ -505,7 +530,7 @@ class Agent:
             turn.ended = True
             yield TurnFailed(ContextBudgetExceeded(problem))
 
-    async def _send(self, turn: "_TurnState", tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
+    async def _send(self, turn: _TurnState, tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
         """Stream one request into `builder`; a provider error ends the turn or asks for a retry."""
         assert self.profile is not None and turn.report is not None
         request = ChatRequest(
@@ -531,7 +556,7 @@ class Agent:
             raise
 
     async def _on_provider_error(
-        self, turn: "_TurnState", request: ChatRequest, builder: ReplyBuilder, exc: ProviderError
+        self, turn: _TurnState, request: ChatRequest, builder: ReplyBuilder, exc: ProviderError
     ) -> AsyncIterator[AgentEvent]:
         """A model without tools: again without them. Too long: learn the window, compact, again (twice at
         most). Anything else ends the turn, keeping what arrived."""
@@ -577,7 +602,7 @@ class Agent:
         turn.ended = True
         yield TurnFailed(exc, partial_id)
 
-    async def _store_reply(self, turn: "_TurnState", builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
+    async def _store_reply(self, turn: _TurnState, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
         """Store the reply and its usage; end the turn when it calls no tools or the round limit is reached."""
         conversation = turn.conversation
         turn.parsed = [(self._unique_id(call, turn.used_ids), problem) for call, problem in builder.parsed_tool_calls()]

@@ -22,6 +22,7 @@ from .providers.base import ProviderSettings
 from .store import ConversationStore
 from .tools.confinement import workspace_root
 from .tools.permissions import Approver
+from .turn_extras import TurnExtras
 
 
 async def build_agent(
@@ -40,18 +41,27 @@ async def build_agent(
     if memory is not None:
         memory.start_warming()  # the embedder loads while the provider's SDK is imported
     provider = create_provider(settings)
+    extras = turn_extras(loaded, memory, env, cwd)
     agent: Agent | None = None
     try:
         agent = Agent(config=loaded.config, store=store, provider=provider, cwd=cwd, approver=approver,
-                      helper_settings=helpers, memory=memory)
+                      helper_settings=helpers, memory=memory, extras=extras)
         if mode is not None:
             set_mode(agent, mode)
         return agent, await agent.start()
     except BaseException:
         if agent is not None:
             await agent.aclose()
+        else:
+            await extras.aclose()
         await provider.aclose()
         raise
+
+
+def turn_extras(loaded: LoadedConfig, memory: MemoryService | None, env: Mapping[str, str], cwd: Path) -> TurnExtras:
+    """Skills (the config dir's and the project's) and MCP servers (not started yet) for this agent."""
+    config = loaded.config
+    return TurnExtras(prompt_mode=config.skills.prompt_mode)
 
 
 def memory_service(

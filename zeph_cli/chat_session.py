@@ -400,6 +400,7 @@ class ChatSession:
         self.conversation = None
         self._pending_system = None
         self.agent.turn_memory = TurnMemory()  # the last session's recall and memories are not this one's
+        self.agent.extras.reset()
         self.agent.compactor.reset()  # compaction state is per session
 
     # ---- settings ----------------------------------------------------------------------------
@@ -487,7 +488,7 @@ class ChatSession:
             return sandbox
         memory = self.agent.memory
         recalled = memory_lines(self.agent.turn_memory, self.context_report(), memory.embedder_label() if memory else "")
-        return sandbox + recalled + compaction_metrics_lines(
+        return sandbox + recalled + self.agent.extras.lines() + compaction_metrics_lines(
             CompactionStore(self.agent.store.db).metrics(self.conversation.id)
         )
 

@@ -336,12 +336,14 @@ def context(
 
 
 async def preview_memory(agent, conversation) -> tuple[str, int]:
-    """Recall and memories for the session's last user message, as its last turn saw them; the embedder's
-    label and how many stored messages have no vector yet."""
-    if agent.memory is None:
-        return "", 0
+    """Recall, memories, skills and MCP tools for the session's last user message, as its last turn saw
+    them; the embedder's label and how many stored messages have no vector yet."""
     history = agent.agent_history(conversation)
     query = next((i.message.content for i in reversed(history) if i.message.role == "user"), "")
+    for note in await agent.extras.prepare(query, tools_wanted=not agent.tools_unavailable) if query else []:
+        eprint(warning_line(note))
+    if agent.memory is None:
+        return "", 0
     if query:
         agent.turn_memory = await agent.memory.prepare(conversation.id, query, {i.id for i in history},
                                                        agent.memory_chars())
@@ -362,7 +364,8 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     if json_output:
         print(json.dumps({"session": conversation.id, "provider": provider.name, "model": agent.model_label,
                           "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox,
-                          "memory": memory_lines(agent.turn_memory, report, embedder, backlog)}, indent=2))
+                          "memory": memory_lines(agent.turn_memory, report, embedder, backlog),
+                          "extras": agent.extras.lines()}, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
@@ -371,7 +374,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
                                    agent.config.memory.compression.strategy):
         print(line)
     print(sandbox)
-    for line in memory_lines(agent.turn_memory, report, embedder, backlog):
+    for line in memory_lines(agent.turn_memory, report, embedder, backlog) + agent.extras.lines():
         print(line)
     table = Table(box=None, pad_edge=False)
     for column, justify in (("block", "left"), ("tokens", "right"), ("share", "right"), ("", "left")):

@@ -25,14 +25,22 @@ from .allocation import allocate
 from .budget import Budget
 from .recall_block import RecallEntry, fit_recall
 from .report import ContextBlock, ContextReport
+from .skills_block import (
+    SKILLS_SHARE,
+    UNBUDGETED_SKILLS_TOKENS,
+    SkillsBlock,
+    SkillsInput,
+    fit_skills,
+    resolve_mode,
+)
 from .untrusted import delimit_tool_results, delimiter_tokens
-
 
 # Blocks are calibrated one by one and history group by group: their roundings
 # may add up to a few tokens more than the allowance they were fitted to.
 ROUNDING_SLACK = 8
 UNBUDGETED_RECALL_TOKENS = 2000  # the recall block's cap when there is no budget to take a share of
 RECALL_SLOT = "semantic_recall"
+SKILLS_LAYER = "skills"
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,7 @@ def assemble(
     pinned_id: int | None = None,
     context_layers: list[PromptLayer] | None = None,
     recall: tuple[RecallEntry, ...] | list[RecallEntry] = (),
+    skills: SkillsInput | None = None,
 ) -> tuple[list[Message], ContextReport]:
     """Block tokens in the report are calibrated (what the provider will count);
     `raw_tokens` is the uncalibrated estimate, for learning the calibration.
@@ -128,12 +137,22 @@ def assemble(
     `pinned_id` is the stored id of the running turn's user message.
     `context_layers` (long-term memory) follow the prompt layers as `context`
     messages; `recall` entries fill the semantic-recall block after them.
+    `skills` become the last system layer (`<available_skills>`, `<other_skills>`),
+    within their share of the budget, compact under `auto` when little room is left.
     """
     history = _as_sent(history, counter)
     layers = [layer for layer in layers if layer.text]
     extra = [layer for layer in context_layers or [] if layer.text]
+    skills_block = SkillsBlock()
+    if skills is not None:
+        skills_block = _skills_layer(skills, layers + extra, history, budget, counter, calibration, tools_tokens)
+        if skills_block.text:
+            layers = [*layers, PromptLayer(SKILLS_LAYER, skills_block.text)]
     raw_layers = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in layers + extra]
-    blocks = [ContextBlock(layer.name, calibration.apply(raw)) for layer, raw in zip(layers + extra, raw_layers)]
+    blocks = [
+        ContextBlock(layer.name, calibration.apply(raw), skills_block.detail if layer.name == SKILLS_LAYER else "")
+        for layer, raw in zip(layers + extra, raw_layers)
+    ]
     fixed = sum(b.tokens for b in blocks) + calibration.apply(tools_tokens + REQUEST_OVERHEAD)
     summaries = [i for i in history if i.metadata.get("compaction_summary")]
     recent = [i for i in history if not i.metadata.get("compaction_summary")]
@@ -201,8 +220,32 @@ def assemble(
         fixed_tokens=fixed,
         pinned_tokens=pinned_tokens,
         recalled_ids=recalled,
+        skills_shown=tuple((n, "full") for n in skills_block.full) + tuple((n, "compact") for n in skills_block.compact),
     )
     return messages, report
+
+
+def _skills_layer(
+    skills: SkillsInput,
+    layers: list[PromptLayer],
+    history: list[HistoryItem],
+    budget: Budget,
+    counter: TokenCounter,
+    calibration: Calibration,
+    tools_tokens: int,
+) -> SkillsBlock:
+    """The skills layer within its share of the budget; `auto` goes compact when what remains is small."""
+
+    def measure(text: str) -> int:
+        return calibration.apply(counter.count(text) + MESSAGE_OVERHEAD)
+
+    if not budget.available:
+        mode = resolve_mode(skills.prompt_mode, None)
+        return fit_skills(skills, mode=mode, allowance=UNBUDGETED_SKILLS_TOKENS, measure=measure)
+    others = sum(counter.count(layer.text) + MESSAGE_OVERHEAD for layer in layers)
+    used = calibration.apply(others + tools_tokens + REQUEST_OVERHEAD + sum(i.tokens for i in history))
+    mode = resolve_mode(skills.prompt_mode, budget.available - used)
+    return fit_skills(skills, mode=mode, allowance=int(budget.available * SKILLS_SHARE), measure=measure)
 
 
 def _recall_block(

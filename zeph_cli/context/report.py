@@ -40,6 +40,7 @@ class ContextReport:
     pinned_tokens: int = 0  # the running turn's user message and its tool chain, sent verbatim
     window_source: str = ""  # where `window` came from, e.g. "server: llama.cpp /props" ("" = not known)
     recalled_ids: tuple[int, ...] = ()  # stored ids of the past messages in the semantic-recall block
+    skills_shown: tuple[tuple[str, str], ...] = ()  # matched skills in <available_skills>: (name, "full" | "compact")
 
     @property
     def used_tokens(self) -> int:
@@ -93,4 +94,5 @@ class ContextReport:
             "allocation": dict(self.allocation),
             "compaction": list(self.compaction),
             "recalled_ids": list(self.recalled_ids),
+            "skills_shown": [{"name": n, "form": f} for n, f in self.skills_shown],
         }

@@ -1,0 +1,162 @@
+"""The skills layer: `<available_skills>` (matched skills) and `<other_skills>` (the rest), within an allowance.
+
+Invariant: pure. Matched skills appear best first, each whole — its full body
+(`full`) or its name, description and triggers (`compact`); the rest of the
+catalog is listed by description only. When the layer would exceed its
+allowance, the list of other skills is shortened first (to a quarter of the
+allowance), then the lowest-ranked matched skills go compact, then they move
+to the list: the block never cuts a skill's text in the middle. A skill body
+cannot close the tags that frame it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+PROMPT_MODES = ("full", "compact", "auto")
+AUTO_COMPACT_BELOW = 8192  # spec: auto is compact when the remaining context budget is below 8,192 tokens
+SKILLS_SHARE = 0.15  # of the prompt's budget, for both blocks together
+UNBUDGETED_SKILLS_TOKENS = 6000  # the cap when there is no budget to take a share of
+DESCRIPTION_CHARS = 240  # a description in <other_skills> is cut to this
+
+AVAILABLE_HEADER = (
+    "Skills matched to the user's message: instructions the user or this project wrote for tasks like this one. "
+    "Follow a skill when it fits the task; the rules above still come first. "
+    "load_skill(name) returns a skill's full text and lists its files."
+)
+OTHER_HEADER = "Other skills, by description; call load_skill(name) when one fits the task."
+
+
+class SkillLike(Protocol):
+    name: str
+    description: str
+    triggers: tuple[str, ...]
+    body: str
+
+
+@dataclass(frozen=True)
+class SkillsInput:
+    matched: tuple[SkillLike, ...]  # best first
+    others: tuple[SkillLike, ...]
+    prompt_mode: str = "auto"
+
+
+@dataclass(frozen=True)
+class SkillsBlock:
+    text: str = ""
+    mode: str = ""  # the form matched skills were asked in (full or compact)
+    full: tuple[str, ...] = ()
+    compact: tuple[str, ...] = ()
+    listed: tuple[str, ...] = ()
+    unlisted: int = 0  # skills neither shown nor listed for lack of room
+
+    @property
+    def detail(self) -> str:
+        parts = []
+        if self.full:
+            parts.append(f"{len(self.full)} full")
+        if self.compact:
+            parts.append(f"{len(self.compact)} compact")
+        if self.listed:
+            parts.append(f"{len(self.listed)} listed")
+        if self.unlisted:
+            parts.append(f"{self.unlisted} not listed")
+        return ", ".join(parts)
+
+
+def resolve_mode(prompt_mode: str, remaining_tokens: int | None) -> str:
+    """`full` or `compact`: `auto` is compact when the remaining budget is known and under 8,192 tokens."""
+    if prompt_mode in ("full", "compact"):
+        return prompt_mode
+    return "compact" if remaining_tokens is not None and remaining_tokens < AUTO_COMPACT_BELOW else "full"
+
+
+_CLOSING = re.compile(r"</\s*(available_skills|other_skills|skill|instructions)\s*>", re.IGNORECASE)
+
+
+def _quiet(text: str) -> str:
+    """Text with the tags that frame it defused, so a skill cannot end its own block."""
+    return _CLOSING.sub(lambda m: "&lt;/" + m.group(1) + "&gt;", text.strip())
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def render_skill(skill: SkillLike, form: str) -> str:
+    lines = [f'<skill name="{skill.name}">', f"<description>{_quiet(_one_line(skill.description, 1024))}</description>"]
+    if skill.triggers:
+        lines.append(f"<triggers>{_quiet(', '.join(skill.triggers))}</triggers>")
+    if form == "full" and skill.body.strip():
+        lines += ["<instructions>", _quiet(skill.body), "</instructions>"]
+    lines.append("</skill>")
+    return "\n".join(lines)
+
+
+def _available(matched: Sequence[tuple[SkillLike, str]]) -> str:
+    if not matched:
+        return ""
+    return "\n".join(["<available_skills>", AVAILABLE_HEADER, *(render_skill(s, f) for s, f in matched), "</available_skills>"])
+
+
+def _other(listed: Sequence[SkillLike], unlisted: int) -> str:
+    if not listed and not unlisted:
+        return ""
+    lines = ["<other_skills>", OTHER_HEADER]
+    lines += [f"- {s.name}: {_quiet(_one_line(s.description, DESCRIPTION_CHARS))}" for s in listed]
+    if unlisted:
+        lines.append(f"- ({unlisted} more; load_skill with any name lists them all)")
+    lines.append("</other_skills>")
+    return "\n".join(lines)
+
+
+def _join(*parts: str) -> str:
+    return "\n\n".join(p for p in parts if p)
+
+
+def fit_skills(
+    skills: SkillsInput,
+    *,
+    mode: str,
+    allowance: int,
+    measure: Callable[[str], int],
+) -> SkillsBlock:
+    """The layer for `skills` in `mode` (full or compact) within `allowance` tokens as `measure` counts them."""
+    if allowance <= 0 or not (skills.matched or skills.others):
+        return SkillsBlock(mode=mode, unlisted=len(skills.matched) + len(skills.others))
+    others = list(skills.others)
+    # The list of other skills first, within a quarter of the allowance.
+    listed: list[SkillLike] = []
+    for skill in others:
+        if measure(_other([*listed, skill], len(others) - len(listed) - 1)) > max(allowance // 4, 1):
+            break
+        listed.append(skill)
+    unlisted = len(others) - len(listed)
+    other_text = _other(listed, unlisted)
+    forms = [(s, mode) for s in skills.matched]
+    while True:
+        text = _join(_available(forms), other_text)
+        if measure(text) <= allowance or not forms:
+            break
+        full_at = [i for i, (_, f) in enumerate(forms) if f == "full"]
+        if full_at:
+            i = full_at[-1]
+            forms[i] = (forms[i][0], "compact")
+            continue
+        forms.pop()  # the lowest-ranked matched skill goes: counted among those not listed
+        unlisted += 1
+        other_text = _other(listed, unlisted)
+    if not forms and measure(text) > allowance:
+        text, listed, unlisted = "", [], len(skills.matched) + len(others)
+    return SkillsBlock(
+        text=text,
+        mode=mode,
+        full=tuple(s.name for s, f in forms if f == "full"),
+        compact=tuple(s.name for s, f in forms if f == "compact"),
+        listed=tuple(s.name for s in listed),
+        unlisted=unlisted,
+    )

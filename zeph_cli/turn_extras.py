@@ -1,0 +1,96 @@
+"""What a turn adds from outside zeph itself: skills matched to the message, and MCP servers' tools.
+
+Invariant: `prepare()` never raises (but for cancellation) and is the only step
+that may start MCP servers; before it ran, or without skills and servers, a
+turn gets no skills layer and no extra tools. Problems are returned as notes,
+each said once. Ask and plan modes get only the MCP tools that declare
+themselves read-only; load_skill is offered in every mode while skills exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .context.skills_block import SkillsInput
+from .tools.registry import READ_ONLY_MODES
+
+if TYPE_CHECKING:
+    from .mcp.manager import McpManager
+    from .mcp.tools import McpTool
+    from .skills.model import TurnSkills
+    from .skills.service import SkillService
+    from .tools.base import Tool
+
+
+@dataclass
+class TurnExtras:
+    skills: SkillService | None = None
+    mcp: McpManager | None = None
+    prompt_mode: str = "auto"
+    turn_skills: TurnSkills | None = None
+    mcp_tools: list[McpTool] = field(default_factory=list)  # offered this turn (discovery applied)
+    mcp_total: int = 0  # tools of the running servers before discovery
+    _started: bool = False
+
+    async def prepare(self, message: str, *, tools_wanted: bool) -> list[str]:
+        """Match skills to `message`; start MCP servers (once) when the turn can use tools, and pick their tools."""
+        notes: list[str] = []
+        if self.skills is not None:
+            self.turn_skills = await self.skills.match(message)
+            notes += self.skills.take_warnings()
+        if self.mcp is not None and tools_wanted:
+            if not self._started:
+                self._started = True
+                notes += await self.mcp.start()
+            notes += self.mcp.take_warnings()
+            running = self.mcp.tools()
+            self.mcp_total = len(running)
+            self.mcp_tools = await self.mcp.select_tools(message, running) if running else []
+        return notes
+
+    def reset(self) -> None:
+        """Forget the last turn's matches (a session switch): the next turn matches again."""
+        self.turn_skills = None
+        self.mcp_tools = []
+
+    def skills_input(self) -> SkillsInput | None:
+        turn = self.turn_skills
+        if turn is None or not (turn.matched or turn.others):
+            return None
+        return SkillsInput(tuple(m.skill for m in turn.matched), tuple(turn.others), self.prompt_mode)
+
+    def tools(self, mode: str) -> dict[str, Tool]:
+        """Tools to offer besides the built-in ones, by name."""
+        extra: dict[str, Tool] = {}
+        turn = self.turn_skills
+        if turn is not None and (turn.matched or turn.others):
+            from .tools.skill_tools import LoadSkillTool
+
+            extra[LoadSkillTool.name] = LoadSkillTool()
+        for tool in self.mcp_tools:
+            if mode in READ_ONLY_MODES and not tool.read_only:
+                continue
+            extra[tool.name] = tool
+        return extra
+
+    def lines(self) -> list[str]:
+        """What `zeph context` and `/context` say about skills and MCP tools this turn."""
+        out: list[str] = []
+        turn = self.turn_skills
+        if turn is not None and (turn.matched or turn.others):
+            if turn.matched:
+                shown = ", ".join(f"{m.skill.name} ({m.score:.2f}, {m.reason})" for m in turn.matched)
+                out.append(f"skills: matched {shown}; {len(turn.others)} others listed")
+            else:
+                out.append(f"skills: none matched this message; {len(turn.others)} listed")
+        if self.mcp is not None and self._started:
+            running = [s for s in self.mcp.status() if s.state == "running"]
+            offered = len(self.mcp_tools)
+            note = f" ({offered} offered this turn)" if offered != self.mcp_total else ""
+            out.append(f"mcp: {len(running)} of {len(self.mcp.status())} servers running, {self.mcp_total} tools{note}")
+        return out
+
+    async def aclose(self) -> None:
+        if self.mcp is not None:
+            await self.mcp.aclose()
