@@ -281,6 +281,7 @@ class Agent:
             compress=lambda strategy: self.compactor.on_request(conversation, strategy),
             sandbox=self.sandbox,
             memories=self.long_term_memory(conversation.id),
+            skills=self.extras.skills,
         )
         return ToolCallRunner(
             tools=tools,

@@ -22,6 +22,7 @@ from .failures import ToolFailure
 if TYPE_CHECKING:
     from .memory_access import MemoryAccess
     from .sandbox import Sandbox
+    from .skill_access import SkillAccess
 
 __all__ = ["Tool", "ToolContext", "ToolFailure", "ToolKind", "ToolResult", "ToolSet", "validate_arguments"]
 
@@ -58,6 +59,8 @@ class ToolContext:
     sandbox: "Sandbox | None" = None
     # Long-term memory as seen from this session (memory_save, memory_search); None = not available.
     memories: "MemoryAccess | None" = None
+    # The skills load_skill reads (a SkillService); None = no skills.
+    skills: "SkillAccess | None" = None
 
 
 class Tool(abc.ABC):
