@@ -60,18 +60,10 @@ async def build_agent(
 
 def turn_extras(loaded: LoadedConfig, memory: MemoryService | None, env: Mapping[str, str], cwd: Path) -> TurnExtras:
     """Skills (the config dir's and the project's) and MCP servers (not started yet) for this agent."""
-    from .skills.folders import user_skills_dir
-    from .skills.service import SkillService
+    from .skills.service import service_for
 
-    config = loaded.config
-    skills = SkillService(
-        config.skills,
-        project_root=workspace_root(cwd),
-        user_dir=user_skills_dir(env),
-        base_dir=loaded.path.parent if loaded.path else None,
-        embedder=memory.ready_embedder if memory is not None else None,
-    )
-    return TurnExtras(skills=skills, prompt_mode=config.skills.prompt_mode)
+    skills = service_for(loaded, env, cwd, embedder=memory.ready_embedder if memory is not None else None)
+    return TurnExtras(skills=skills, prompt_mode=loaded.config.skills.prompt_mode)
 
 
 def memory_service(

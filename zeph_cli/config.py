@@ -218,7 +218,7 @@ class SkillsConfig:
         "A project's .zeph/skills is always read and wins on a name clash.", kind=tuple,
     )
     max_active_skills: int = setting(5, "Skills matched to a message that go into <available_skills>.", lo=0, hi=100)
-    min_score: float = setting(0.3, "Minimum match score (0-1) of a skill to go into <available_skills>.", lo=0.0, hi=1.0)
+    min_score: float = setting(0.25, "Minimum match score (0-1) of a skill to go into <available_skills> (also at least 0.6 × the best score).", lo=0.0, hi=1.0)
     scan_on_load: bool = setting(True, "Scan skill bodies for prompt-injection patterns when they load, and warn.")
 
 

@@ -123,3 +123,17 @@ class SkillService:
         except Exception as exc:  # noqa: BLE001 — EmbeddingError or a broken model: keywords still work
             self._warn(f"skills: matching falls back to keywords ({exc})")
             return None
+
+
+def service_for(loaded, env, cwd: Path, embedder: EmbedderSource | None = None) -> SkillService:
+    """The skills as configured by `loaded` (a LoadedConfig) for a session started in `cwd`."""
+    from ..tools.confinement import workspace_root
+    from .folders import user_skills_dir
+
+    return SkillService(
+        loaded.config.skills,
+        project_root=workspace_root(cwd),
+        user_dir=user_skills_dir(env),
+        base_dir=loaded.path.parent if loaded.path else None,
+        embedder=embedder,
+    )

@@ -26,7 +26,7 @@ from ..render import length_cut_notice
 from ..tools.permissions import ApprovalDecision, ApprovalRequest
 from ..tools.registry import tool_subject
 from .prompt_input import PromptInput
-from .screens import ConfirmScreen, ContextScreen, SessionsScreen, memory_markdown
+from .screens import ConfirmScreen, ContextScreen, SessionsScreen, memory_markdown, skill_markdown, skills_markdown
 from .slash import SlashCommand, SlashError, complete, help_text, memory_action, parse, unescape
 from .status_bar import StatusBar
 from .transcript import AssistantEntry, Divider, Notice, ToolEntry, Transcript, UserEntry
@@ -314,6 +314,29 @@ class ZephApp(App[int]):
             await self.notice(f"exported to {path}")
         elif name == "memory":
             await self.memory_command(argument)
+        elif name == "skills":
+            await self.skills_command(argument)
+
+    async def skills_command(self, argument: str) -> None:
+        service = self.session.agent.skills
+        if service is None:
+            await self.notice("skills are not available in this session")
+            return
+        if argument:
+            skill = service.get(argument)
+            for warning in service.take_warnings():
+                await self.notice(warning, "warning")
+            if skill is None:
+                await self.notice(f"no skill named {argument!r} (/skills lists them)", "warning")
+                return
+            await self.transcript.add(HelpEntry(skill_markdown(skill)))
+            return
+        skills = service.skills()
+        for warning in service.take_warnings():
+            await self.notice(warning, "warning")
+        last = service.last
+        matched = {m.skill.name: m for m in last.matched} if last is not None else {}
+        await self.transcript.add(HelpEntry(skills_markdown(skills, matched, service.dirs)))
 
     async def memory_command(self, argument: str) -> None:
         memories = self.session.long_term_memory()

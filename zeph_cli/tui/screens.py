@@ -1,4 +1,4 @@
-"""Modal screens: tool confirmation, the context inspector, the session picker; the /memory listing.
+"""Modal screens: tool confirmation, the context inspector, the session picker; the /memory and /skills listings.
 
 Invariant: a screen shows what it is given and dismisses with the user's
 answer; confirmation dismisses with exactly "yes", "no" or "always", and
@@ -7,7 +7,7 @@ closing it any other way counts as "no".
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.markup import escape
@@ -75,6 +75,33 @@ def memory_markdown(memories: Sequence[Any]) -> str:
         lines.append(f"| {memory.id} | {memory.scope} | {memory.confidence:g} | {text} |")
     lines += ["", "`/memory add TEXT` saves one here · `/memory forget ID` deletes one · `zeph memory` manages them all."]
     return "\n".join(lines)
+
+
+def skills_markdown(skills: Sequence[Any], matched: Mapping[str, Any], folders: Sequence[Any]) -> str:
+    """Markdown for /skills: every skill (source, description), those matched on the last turn marked."""
+    if not skills:
+        where = " or ".join(f"`{folder}`" for folder in folders)
+        return f"No skills. A skill is a folder with a SKILL.md in {where}."
+    lines = ["| Skill | Source | Last turn | Description |", "|---|---|---|---|"]
+    for skill in skills:
+        match = matched.get(skill.name)
+        mark = f"matched ({match.score:.2f}, {match.reason})" if match is not None else ""
+        if skill.flags:
+            mark = (mark + " " if mark else "") + "flagged: " + ", ".join(skill.flags)
+        text = " ".join(skill.description.split()).replace("|", "\\|")
+        lines.append(f"| {skill.name} | {skill.source} | {mark.replace('|', '/')} | {text} |")
+    lines += ["", "`/skills NAME` shows one · `zeph skills list` lists them outside the chat."]
+    return "\n".join(lines)
+
+
+def skill_markdown(skill: Any) -> str:
+    """Markdown for /skills NAME: where the skill lives, its description and triggers, its body."""
+    head = [f"**{skill.name}** ({skill.source}) — `{skill.file}`", "", skill.description]
+    if skill.triggers:
+        head.append(f"Triggers: {', '.join(skill.triggers)}")
+    if skill.flags:
+        head.append(f"Flagged by the injection scan: {', '.join(skill.flags)} (never matched automatically)")
+    return "\n".join([*head, "", "---", "", skill.body])
 
 
 def bar(tokens: int, total: int, width: int = BAR_WIDTH) -> str:

@@ -1,0 +1,128 @@
+"""Skills end to end through the real `zeph` and the wire-level fake model: what reaches the
+model (the skills layer, MCP tool schemas, tool results) and what the user is told."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import err, out, run_zeph
+from tests.fakes import openai_wire
+
+DEPLOY = """---
+name: deploy
+description: Ship the API service to staging, then production, with the release checklist.
+triggers: [deploy, release, ship]
+---
+# Deploying
+1. Run `make check` and make sure it is green.
+2. Run `./scripts/deploy.sh staging` and watch the health endpoint for five minutes.
+3. Only then run `./scripts/deploy.sh production`.
+"""
+
+MIGRATIONS = """---
+name: sql-migrations
+description: Write and apply SQL schema migrations safely with alembic.
+triggers: [migration, alembic, schema change]
+---
+Always write a downgrade. Run `alembic upgrade head --sql` first and read the SQL.
+"""
+
+
+def _skill(root: Path, name: str, text: str) -> Path:
+    folder = root / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text(text)
+    return folder
+
+
+def _user_skills() -> Path:
+    return Path(os.environ["XDG_CONFIG_HOME"]) / "zeph" / "skills"
+
+
+def _reply(server, text: str = "Done.") -> None:
+    server.queue(openai_wire.stream_response(openai_wire.text_chunks([text])))
+
+
+def _call(server, name: str, arguments: dict) -> None:
+    server.queue(openai_wire.stream_response(openai_wire.tool_call_chunks([("call_1", name, json.dumps(arguments))])))
+
+
+def _requests(server):
+    return server.requests_to("/v1/chat/completions")
+
+
+def _system_text(request) -> str:
+    return "\n".join(m["content"] for m in request.json["messages"] if m["role"] == "system")
+
+
+def _tool_names(request) -> list[str]:
+    return [t["function"]["name"] for t in request.json.get("tools") or []]
+
+
+def _tool_results(request) -> list[str]:
+    return [m["content"] for m in request.json["messages"] if m["role"] == "tool"]
+
+
+# ---- skills ------------------------------------------------------------------------------------
+
+
+def test_a_matched_skill_goes_in_full_and_the_others_by_description(fake_server, compatible):
+    _skill(_user_skills(), "deploy", DEPLOY)
+    _skill(_user_skills(), "sql-migrations", MIGRATIONS)
+    _reply(fake_server)
+    result = run_zeph("ask", "Please deploy the api to staging", env=compatible)
+    assert result.returncode == 0, err(result)
+    request = _requests(fake_server)[-1]
+    system = _system_text(request)
+    available = system[system.index("<available_skills>"): system.index("</available_skills>")]
+    assert "./scripts/deploy.sh staging" in available
+    other = system[system.index("<other_skills>"): system.index("</other_skills>")]
+    assert "sql-migrations: Write and apply SQL schema migrations" in other
+    assert "alembic upgrade head" not in system  # an unmatched skill's body is not sent
+    assert "load_skill" in _tool_names(request)
+
+
+def test_compact_mode_sends_name_description_and_triggers_only(fake_server, compatible):
+    _skill(_user_skills(), "deploy", DEPLOY)
+    _reply(fake_server)
+    result = run_zeph("ask", "deploy it", env={**compatible, "ZEPH_SKILLS_PROMPT_MODE": "compact"})
+    assert result.returncode == 0, err(result)
+    system = _system_text(_requests(fake_server)[-1])
+    assert '<skill name="deploy">' in system and "deploy, release, ship" in system
+    assert "./scripts/deploy.sh" not in system
+
+
+def test_load_skill_returns_the_body_on_demand_and_project_skills_win(fake_server, compatible, tmp_path):
+    _skill(_user_skills(), "sql-migrations", MIGRATIONS)
+    project = tmp_path / "project"
+    _skill(project / ".zeph" / "skills", "sql-migrations", MIGRATIONS.replace("Always write a downgrade.", "Project rule: never drop a column."))
+    _call(fake_server, "load_skill", {"name": "sql-migrations"})
+    _reply(fake_server, "I read it.")
+    result = run_zeph("ask", "hello there", env=compatible, cwd=project)
+    assert result.returncode == 0, err(result)
+    first, second = _requests(fake_server)[-2:]
+    assert "<available_skills>" not in _system_text(first)  # small talk matches nothing
+    assert "sql-migrations" in _system_text(first)  # but the catalog lists it
+    results = _tool_results(second)
+    assert len(results) == 1 and "Project rule: never drop a column." in results[0]
+    assert "Always write a downgrade." not in results[0]
+
+
+def test_zeph_context_names_the_matched_skills(fake_server, compatible):
+    _skill(_user_skills(), "deploy", DEPLOY)
+    _reply(fake_server)
+    assert run_zeph("ask", "time to release the new build", env=compatible).returncode == 0
+    shown = run_zeph("context", "--json", env=compatible)
+    assert shown.returncode == 0, err(shown)
+    data = json.loads(out(shown))
+    assert any(line.startswith("skills: matched deploy") for line in data["extras"]), data["extras"]
+    assert {"name": "deploy", "form": "full"} in data["context"]["skills_shown"]
+    assert any(b["name"] == "skills" for b in data["context"]["blocks"])
+
+
