@@ -82,6 +82,6 @@ def test_skill_vectors_are_cached_by_model_and_text(embedder, labelled):
     vectors.similarity(embedder, labelled, "one")
     vectors.similarity(embedder, labelled, "two")
     assert vectors.embedded == len(labelled)
-    edited = [skill("docker", "Something else entirely now.", ("docker",)), *labelled[1:]]
+    edited = [skill(labelled[0].name, "Something else entirely now."), *labelled[1:]]
     vectors.similarity(embedder, edited, "three")
     assert vectors.embedded == len(labelled) + 1
