@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.data.skills_set import MATCHING, SKILLS, SMALL_TALK  # noqa: E402
@@ -35,8 +37,8 @@ def write_skills(root: Path) -> None:
     for name, (description, triggers, body) in SKILLS.items():
         folder = root / name
         folder.mkdir(parents=True)
-        listed = ", ".join(triggers)
-        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\ntriggers: [{listed}]\n---\n{body}\n")
+        front = yaml.safe_dump({"name": name, "description": description, "triggers": triggers}, sort_keys=False)
+        (folder / "SKILL.md").write_text(f"---\n{front}---\n{body}\n")
 
 
 def service(root: Path, min_score: float, embedder) -> SkillService:
@@ -61,6 +63,8 @@ async def figures(root: Path, min_score: float, embedder, show: bool) -> str:
         false_positives += bool(matched)
         if show and matched:
             print(f"  FP   {message!r} -> {[(m.skill.name, round(m.score, 2)) for m in matched]}")
+    for warning in skills.take_warnings():
+        print(f"  warning: {warning}")
     return (f"hits {hits}/{len(MATCHING)}  wrong extras {extras}  "
             f"small-talk false positives {false_positives}/{len(SMALL_TALK)}")
 

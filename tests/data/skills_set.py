@@ -93,6 +93,15 @@ MATCHING: list[tuple[str, str]] = [
     ("the sidebar layout breaks on mobile, fix the css", "frontend-css"),
     ("the site is down, we have an outage, help!", "incident-response"),
     ("write the postmortem for yesterday's incident", "incident-response"),
+    # paraphrases: no name or trigger in them, only similarity can match these
+    ("put the new build live on the servers", "deploy"),
+    ("the database tables need a new index added through our versioned scripts", "sql-migrations"),
+    ("combine these commits and tidy up the log before I push", "git-history"),
+    ("why does this function take so long to run", "perf-profiling"),
+    ("are there any api keys committed by accident?", "security-audit"),
+    ("the button is misaligned on the checkout page", "frontend-css"),
+    ("production returns 500 errors for every customer right now", "incident-response"),
+    ("describe the request and response formats of our REST endpoints", "api-docs"),
 ]
 
 # Messages that must match no skill.
