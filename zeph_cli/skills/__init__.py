@@ -1,5 +1,6 @@
-"""Skills: folders with a SKILL.md the user or the project wrote, matched to each message.
+"""Skills: folders with a SKILL.md (front matter + Markdown body) from the user's and the project's
+skill dirs, ranked against each message; the matched ones reach the prompt, the rest are listed.
 
-Invariant: importing this package imports nothing heavy; PyYAML and numpy load
-only when a skill file is read or ranked.
+Invariant: nothing here imports the `mcp` SDK, Textual or a provider SDK; numpy only through the
+embedder; PyYAML only when a SKILL.md is read.
 """
