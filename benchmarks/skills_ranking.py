@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.data.skills_set import MATCHING, SKILLS, SMALL_TALK  # noqa: E402
 from zeph_cli.config import SkillsConfig  # noqa: E402
 from zeph_cli.memory.embedders.embedded import EmbeddedEmbedder  # noqa: E402
+from zeph_cli.skills.ranking import SkillVectors  # noqa: E402
 from zeph_cli.skills.service import SkillService  # noqa: E402
 
 
@@ -69,6 +70,14 @@ async def figures(root: Path, min_score: float, embedder, show: bool) -> str:
             f"small-talk false positives {false_positives}/{len(SMALL_TALK)}")
 
 
+def small_talk_scores(skills: SkillService, embedder) -> str:
+    """How close small talk comes to the skills: its best similarity to any skill, per message."""
+    vectors = SkillVectors()
+    listed = skills.skills()
+    best = sorted(max(vectors.similarity(embedder, listed, message).values()) for message in SMALL_TALK)
+    return f"small talk's best similarity to a skill: max {best[-1]:.2f}, median {statistics.median(best):.2f}"
+
+
 async def latency(root: Path, embedder) -> str:
     skills = service(root, 0.25, embedder)
     start = time.perf_counter()
@@ -100,6 +109,7 @@ async def main() -> None:
         print(f"{len(SKILLS)} skills, {len(MATCHING)} matching messages, {len(SMALL_TALK)} small-talk messages")
         for threshold in [float(t) for t in args.thresholds.split(",")]:
             print(f"min_score {threshold:.2f}: {await figures(root, threshold, embedder, args.show)}")
+        print(small_talk_scores(service(root, 0.25, embedder), embedder))
         print(f"keywords only: {await figures(root, 0.25, None, args.show)}")
         print(await latency(root, embedder))
 

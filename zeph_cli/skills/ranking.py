@@ -91,8 +91,6 @@ class SkillVectors:
 
     def similarity(self, embedder: "Embedder", skills: Sequence[Skill], message: str) -> dict[str, float]:
         """Cosine similarity of `message` to each skill, by name (synchronous: call it in a thread)."""
-        import numpy as np
-
         if len(self._cache) > MAX_CACHED_VECTORS:
             self._cache.clear()
         keys = {skill.name: (embedder.model, hashlib.sha256(skill_text(skill).encode()).hexdigest()) for skill in skills}
@@ -100,7 +98,7 @@ class SkillVectors:
         texts = [message] + [skill_text(skill) for skill in missing]
         rows = embedder.embed(texts)
         for skill, row in zip(missing, rows[1:]):
-            self._cache[keys[skill.name]] = np.asarray(row, dtype=np.float32)
+            self._cache[keys[skill.name]] = row.copy()  # not a view keeping the whole batch alive
         self.embedded += len(missing)
-        query = np.asarray(rows[0], dtype=np.float32)
-        return {skill.name: float(np.dot(query, self._cache[keys[skill.name]])) for skill in skills}
+        query = rows[0]
+        return {skill.name: float(query @ self._cache[keys[skill.name]]) for skill in skills}
