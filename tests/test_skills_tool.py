@@ -67,6 +67,7 @@ async def test_an_unknown_name_lists_the_known_ones(context, deploy, user):
         ("scripts/../../other/secret.txt", "may not leave"),
         ("/etc/passwd", "must be relative"),
         ("~/.ssh/id_rsa", "must be relative"),
+        ("a\x00b", "is not a valid path"),
         ("missing.md", "has no file 'missing.md'; its files: checklist.md, scripts/deploy.sh"),
     ],
 )
@@ -81,6 +82,8 @@ async def test_a_symlink_out_of_the_folder_is_refused(context, deploy, tmp_path)
     os.symlink(tmp_path, deploy / "linkdir")
     assert "leads outside the skill's folder" in await fails(TOOL, context, name="deploy", file="link.txt")
     assert "leads outside" in await fails(TOOL, context, name="deploy", file="linkdir/secret.txt")
+    os.symlink(deploy / "loop", deploy / "loop")
+    assert "load_skill: file 'loop'" in await fails(TOOL, context, name="deploy", file="loop")
     listing = (await run(TOOL, context, name="deploy")).content
     assert "linkdir/" not in listing  # symlinked folders are not walked
 

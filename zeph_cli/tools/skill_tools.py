@@ -60,13 +60,18 @@ def folder_files(folder: Path, limit: int = MAX_LISTED_FILES) -> tuple[list[str]
 
 def _inside(skill: SkillView, raw: str) -> Path:
     """The file `raw` names inside the skill's folder, or a refusal."""
+    if "\x00" in raw:
+        raise ToolFailure(f"load_skill: file {raw!r} is not a valid path")
     relative = PurePath(raw)
     if relative.is_absolute() or raw.startswith("~"):
         raise ToolFailure(f"load_skill: file {raw!r} must be relative to the skill's folder")
     if ".." in relative.parts:
         raise ToolFailure(f"load_skill: file {raw!r} may not leave the skill's folder ('..')")
-    folder = skill.folder.resolve()
-    target = (folder / relative).resolve()
+    try:
+        folder = skill.folder.resolve()
+        target = (folder / relative).resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise ToolFailure(f"load_skill: file {raw!r} cannot be resolved ({exc})") from None
     if target != folder and folder not in target.parents:
         raise ToolFailure(f"load_skill: file {raw!r} leads outside the skill's folder (a symlink); refused")
     if not target.is_file():
