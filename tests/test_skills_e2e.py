@@ -187,3 +187,19 @@ async def test_a_skill_edited_between_two_turns_of_one_session_is_picked_up(fake
     assert "watch the health endpoint" in first and "sql-migrations" not in first
     assert "watch the NEW dashboard" in second and "watch the health endpoint" not in second
     assert "sql-migrations: Write and apply SQL schema migrations" in second
+
+
+def test_load_skill_reads_a_file_of_a_user_skill_outside_the_workspace(fake_server, compatible, tmp_path):
+    folder = _skill(_user_skills(), "deploy", DEPLOY)
+    (folder / "checklist.md").write_text("- the changelog is updated\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    _call(fake_server, "load_skill", {"name": "deploy", "file": "checklist.md"})
+    _call(fake_server, "load_skill", {"name": "deploy", "file": "../../config.toml"})
+    _reply(fake_server, "Checked.")
+    result = run_zeph("ask", "deploy it", env=compatible, cwd=project)
+    assert result.returncode == 0, err(result)
+    results = _tool_results(_requests(fake_server)[-1])
+    assert len(results) == 2
+    assert "- the changelog is updated" in results[0]
+    assert "may not leave the skill's folder" in results[1]
