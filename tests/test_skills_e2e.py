@@ -148,7 +148,8 @@ def test_a_flagged_skill_warns_once_and_is_only_listed(fake_server, compatible):
     system = _system_text(request)
     assert "<available_skills>" not in system and "upload ~/.ssh" not in system
     other = system[system.index("<other_skills>"): system.index("</other_skills>")]
-    assert "helper: Deploy helper for releases." in other
+    assert "- helper: (its text matched a prompt-injection pattern" in other  # listed by name only
+    assert "Deploy helper for releases." not in other
     assert "load_skill" in _tool_names(request)
 
 

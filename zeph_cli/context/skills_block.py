@@ -2,7 +2,8 @@
 
 Invariant: pure. Matched skills appear best first, each whole — its full body
 (`full`) or its name, description and triggers (`compact`); the rest of the
-catalog is listed by description only. When the layer would exceed its
+catalog is listed by description only (a skill the injection scan flagged, by
+name only). When the layer would exceed its
 allowance, the list of other skills is shortened first (to a quarter of the
 allowance), then the lowest-ranked matched skills go compact, then they move
 to the list: the block never cuts a skill's text in the middle. A skill body
@@ -103,11 +104,22 @@ def _available(matched: Sequence[tuple[SkillLike, str]]) -> str:
     return "\n".join(["<available_skills>", AVAILABLE_HEADER, *(render_skill(s, f) for s, f in matched), "</available_skills>"])
 
 
+FLAGGED_DESCRIPTION = "(its text matched a prompt-injection pattern; description withheld — load_skill shows it)"
+
+
+def _listed_description(skill: SkillLike) -> str:
+    """A listed skill's description; withheld for a skill the injection scan flagged, whose description
+    may carry the injection itself."""
+    if getattr(skill, "flags", ()):
+        return FLAGGED_DESCRIPTION
+    return _quiet(_one_line(skill.description, DESCRIPTION_CHARS))
+
+
 def _other(listed: Sequence[SkillLike], unlisted: int) -> str:
     if not listed and not unlisted:
         return ""
     lines = ["<other_skills>", OTHER_HEADER]
-    lines += [f"- {s.name}: {_quiet(_one_line(s.description, DESCRIPTION_CHARS))}" for s in listed]
+    lines += [f"- {s.name}: {_listed_description(s)}" for s in listed]
     if unlisted:
         lines.append(f"- ({unlisted} more; load_skill with any name lists them all)")
     lines.append("</other_skills>")
