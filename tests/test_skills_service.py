@@ -76,7 +76,7 @@ async def test_memory_off_means_keywords(tmp_path):
     write_skill(tmp_path / "user", "deploy", DEPLOY)
     skills = SkillService(SkillsConfig(), project_root=None, user_dir=tmp_path / "user", base_dir=None, embedder=None)
     assert [m.skill.name for m in (await skills.match("deploy now")).matched] == ["deploy"]
-    assert "memory is off" in skills.take_warnings()[0]
+    assert skills.take_warnings() == []  # the user's choice, not a fault
 
 
 async def test_a_failing_embedder_falls_back_to_keywords(tmp_path):

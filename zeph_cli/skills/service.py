@@ -110,9 +110,9 @@ class SkillService:
         return pick(scored, limit=self.config.max_active_skills, min_score=self.config.min_score)
 
     async def _similarity(self, skills: list[Skill], message: str) -> dict[str, float] | None:
-        """Embedding similarity by skill name, or None (keywords only; said once)."""
+        """Embedding similarity by skill name, or None (keywords only). Memory turned off is the user's
+        choice and goes unsaid (`zeph context` shows each match's reason); an embedder that fails is said once."""
         if self._embedder is None:
-            self._warn("skills: matching falls back to keywords (no embedder: memory is off)")
             return None
         embedder = await self._embedder()
         if embedder is None:
