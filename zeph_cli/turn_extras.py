@@ -81,7 +81,8 @@ class TurnExtras:
         if turn is not None and (turn.matched or turn.others):
             if turn.matched:
                 shown = ", ".join(f"{m.skill.name} ({m.score:.2f}, {m.reason})" for m in turn.matched)
-                out.append(f"skills: matched {shown}; {len(turn.others)} others listed")
+                others = len(turn.others)
+                out.append(f"skills: matched {shown}; {others} other{'' if others == 1 else 's'} listed")
             else:
                 out.append(f"skills: none matched this message; {len(turn.others)} listed")
         if self.mcp is not None and self._started:
