@@ -61,7 +61,13 @@ async def build_agent(
 def turn_extras(loaded: LoadedConfig, memory: MemoryService | None, env: Mapping[str, str], cwd: Path) -> TurnExtras:
     """Skills (the config dir's and the project's) and MCP servers (not started yet) for this agent."""
     config = loaded.config
-    return TurnExtras(prompt_mode=config.skills.prompt_mode)
+    mcp = None
+    if any(entry.enabled for entry in config.mcp.servers):
+        from .mcp.manager import McpManager  # only with servers: the SDK stays unloaded otherwise
+
+        mcp = McpManager.from_config(config, env, workspace_root(cwd),
+                                     embedder=memory.ready_embedder if memory else None)
+    return TurnExtras(mcp=mcp, prompt_mode=config.skills.prompt_mode)
 
 
 def memory_service(
