@@ -61,6 +61,7 @@ class ServerConnection:
     _task: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _http_refusal: str = ""
 
     def __post_init__(self) -> None:
         if not self.entry.enabled:
@@ -107,7 +108,7 @@ class ServerConnection:
             self._fail(f"did not answer within {self.entry.timeout:g} s")
         except BaseException as exc:  # noqa: BLE001 - every failure of a server is reported, never raised
             if not self._stop.is_set():
-                self._fail(describe(exc))
+                self._fail(self._http_refusal or describe(exc))
         finally:
             self._session = None
             if self.state == "running":
@@ -137,6 +138,12 @@ class ServerConnection:
             from mcp.shared._httpx_utils import create_mcp_http_client
 
             client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(entry.timeout, read=300.0))
+
+            async def remember_refusal(response: httpx2.Response) -> None:
+                if response.status_code >= 400:  # the SDK's error says only "an error response"
+                    self._http_refusal = f"{entry.url} answered HTTP {response.status_code} {response.reason_phrase}"
+
+            client.event_hooks["response"].append(remember_refusal)
             await stack.enter_async_context(client)
             streams = await stack.enter_async_context(streamable_http_client(entry.url, http_client=client))
         return streams[0], streams[1]
@@ -209,6 +216,7 @@ class ServerConnection:
     async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
         """The server's `CallToolResult`; `ServerError` naming the server on any failure."""
         session = self._running_session()
+        self._http_refusal = ""
         try:
             return await asyncio.wait_for(session.call_tool(tool, arguments, read_timeout_seconds=timeout),
                                           timeout + 1.0)
@@ -218,7 +226,7 @@ class ServerConnection:
             raise
         except Exception as exc:  # noqa: BLE001 - SDK and transport errors become one line
             self._after_failure(exc)
-            raise ServerError(f"MCP server {self.id}: {tool} failed: {describe(exc)}") from None
+            raise ServerError(f"MCP server {self.id}: {tool} failed: {self._http_refusal or describe(exc)}") from None
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> Any:
         session = self._running_session()
