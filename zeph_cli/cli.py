@@ -21,6 +21,7 @@ from . import __version__
 from .errors import StoreError, UsageError, ZephError
 from .command_context import load, open_store, read_stdin, state
 from .memory_command import memory_app
+from .mcp_command import mcp_app
 from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
 app.add_typer(memory_app, name="memory")
+app.add_typer(mcp_app, name="mcp")
 
 
 def _version(value: bool) -> None:
