@@ -56,7 +56,8 @@ class McpTool(Tool):
         if not text:
             structured = getattr(result, "structured_content", None)
             text = json.dumps(structured, ensure_ascii=False) if structured is not None else "(no output)"
-        summary = f"{self.server_id}: " + ("error" if is_error else f"{len(text.splitlines()) or 1} lines")
+        lines = len(text.splitlines()) or 1
+        summary = f"{self.server_id} · " + ("error" if is_error else f"{lines} line{'s' if lines != 1 else ''}")
         return ToolResult(text, is_error=is_error, summary=summary)
 
 
