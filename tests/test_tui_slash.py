@@ -23,6 +23,7 @@ from zeph_cli.tui.slash import (
 ISSUE_COMMANDS = {
     "help", "compact", "context", "clear", "new", "sessions", "model", "provider", "mode", "system", "export", "exit",
     "memory",  # issue 14
+    "mcp",  # issue 15
 }
 
 
