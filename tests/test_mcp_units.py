@@ -137,3 +137,26 @@ def test_arguments_without_a_single_string_type_pass_through_validation():
         validate_arguments("t", schema, {"trip": {}, "stops": "not json"})
     with pytest.raises(ToolFailure, match="'name' must be string"):
         validate_arguments("t", schema, {"trip": {}, "name": 3})
+
+
+@pytest.mark.parametrize(
+    ("trusted", "allow", "deny", "arguments", "action"),
+    [
+        (False, (), (), {"id": 1}, "ask"),
+        (True, (), (), {"id": 1}, "run"),
+        (False, ("tracker__get_issue",), (), {"id": 1}, "run"),
+        (False, ("tracker__*",), (), {"id": 1}, "run"),
+        (True, (), ("tracker__*",), {"id": 1}, "deny"),
+        (True, (), ('tracker__*:*"delete"*',), {"action": "delete"}, "deny"),
+        (True, (), ('tracker__*:*"delete"*',), {"action": "keep"}, "run"),
+    ],
+)
+def test_permission_rules_name_mcp_tools_and_match_their_arguments(trusted, allow, deny, arguments, action):
+    from zeph_cli.mcp.connection import ListedTool
+    from zeph_cli.mcp.tools import McpTool
+    from zeph_cli.tools.permissions import PermissionPolicy, ToolCallSubject
+
+    tool = McpTool(None, "tracker", "tracker__get_issue", ListedTool("get_issue", "Get one issue.", {}, False),  # type: ignore[arg-type]
+                   trusted=trusted, timeout=5)
+    subject = ToolCallSubject(tool.subject(arguments))
+    assert PermissionPolicy.from_config(allow, deny).decide(tool.name, tool.kind, subject).action == action
