@@ -3,6 +3,7 @@ MCPServer over streamable HTTP (tools, nested schemas, a raising tool, a prompt,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -145,6 +146,11 @@ async def test_results_go_through_redaction_and_the_runner(tmp_path, http_server
         outcome = await runner.run(ToolCallPart("c1", "fake__echo", {"text": f"key {secret}"}))
         assert outcome.decision == "auto" and not outcome.result.is_error
         assert outcome.result.content.startswith("echo: key") and secret not in outcome.result.content
+        # a long result is cut to the limit and kept whole for read_overflow
+        runner.output_limit = lambda text: 2_000
+        outcome = await runner.run(ToolCallPart("c3", "fake__echo", {"text": "word " * 5_000}))
+        assert outcome.kept_output_id and len(outcome.result.content) < 3_000
+        assert outcome.kept_output_id in outcome.result.content
         # arguments of any shape reach the server (the nested object is not rejected as a non-string)
         trip = {"trip": {"traveller": {"name": "Bo", "age": 3}, "stops": []}}
         outcome = await runner.run(ToolCallPart("c2", "fake__plan_trip", trip))
@@ -182,3 +188,25 @@ async def test_a_server_that_dies_is_reported_once_and_its_tools_withdrawn(tmp_p
     finally:
         await manager.aclose()
         server.stop()
+
+
+async def test_a_stdio_server_killed_between_turns_is_noticed_before_the_next(tmp_path):
+    import os
+    import signal
+
+    manager = _manager(tmp_path, McpServerEntry(id="time", command=TIME_SERVER))
+    try:
+        await manager.start()
+        assert len(manager.tools()) == 2
+        pids = subprocess.run(["pgrep", "-f", "-P", str(os.getpid()), "mcp-server-time"], capture_output=True, text=True).stdout.split()
+        assert len(pids) == 1
+        os.kill(int(pids[0]), signal.SIGKILL)
+        for _ in range(100):
+            if manager.status()[0].state == "failed":
+                break
+            await asyncio.sleep(0.05)
+        [warning] = manager.take_warnings()
+        assert warning == "MCP server time stopped: the connection closed; its tools are no longer offered"
+        assert manager.tools() == [] and manager.take_warnings() == []
+    finally:
+        await manager.aclose()

@@ -113,7 +113,7 @@ class ServerConnection:
             self._session = None
             if self.state == "running":
                 self.state = "failed" if not self._stop.is_set() else "not started"
-                self.reason = self.reason or "the connection ended"
+                self.reason = self.reason or "the connection closed"
             self._ready.set()
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
@@ -206,7 +206,7 @@ class ServerConnection:
 
     def _running_session(self) -> ClientSession:
         if self.closed_under_us():
-            self._fail("the server stopped")
+            self._fail("the connection closed")
         session = self._session
         if self.state != "running" or session is None:
             why = f" ({self.reason})" if self.reason else ""
@@ -245,7 +245,7 @@ class ServerConnection:
         from mcp.shared.exceptions import MCPError
 
         if (isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED) or self.closed_under_us():
-            self._fail("the server stopped")
+            self._fail("the connection closed")
         elif not isinstance(exc, MCPError):
             self._fail(describe(exc))  # the transport broke: the server is gone or unreachable
 

@@ -73,7 +73,7 @@ class McpManager:
         """What went wrong since the last call (a server that stopped, a stale allowlist entry), each once."""
         for conn in self.connections.values():
             if conn.closed_under_us():
-                conn.mark_dead("the server stopped")
+                conn.mark_dead("the connection closed")
             if conn.state == "failed" and conn.id not in self._reported and conn._task is not None:
                 self._reported.add(conn.id)
                 self._warnings.append(f"MCP server {conn.id} stopped: {conn.reason}; its tools are no longer offered")
@@ -93,7 +93,7 @@ class McpManager:
         out: list[McpTool] = []
         for conn in self.connections.values():
             if conn.closed_under_us():
-                conn.mark_dead("the server stopped")
+                conn.mark_dead("the connection closed")
             if conn.state != "running":
                 continue
             if conn.id not in self._tools:
@@ -128,7 +128,7 @@ class McpManager:
     def status(self) -> list[ServerStatus]:
         for conn in self.connections.values():
             if conn.closed_under_us():
-                conn.mark_dead("the server stopped")
+                conn.mark_dead("the connection closed")
         return [
             ServerStatus(c.id, c.entry.transport, c.state, c.reason,
                          [t.name for t in c.tools if not c.entry.tool_allowlist or t.name in c.entry.tool_allowlist],
