@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,11 +93,17 @@ class ServerConnection:
         """The server's whole life, in this one task: enter, serve until asked to stop, exit."""
         from mcp import ClientSession
 
+        keep_sdk_logs_off_the_terminal()
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await self._transport(stack)
                 session = await stack.enter_async_context(ClientSession(read, write))
-                await asyncio.wait_for(self._initialize(session), self.entry.timeout)
+                try:
+                    await asyncio.wait_for(self._initialize(session), self.entry.timeout)
+                except asyncio.TimeoutError:
+                    self._fail(f"did not answer within {self.entry.timeout:g} s")
+                    self._ready.set()  # start() returns now; the process is stopped in the background
+                    raise
                 self._session = session
                 self.state = "running"
                 self._ready.set()
@@ -105,7 +112,7 @@ class ServerConnection:
             if not self._stop.is_set():
                 self._fail("stopped")
         except asyncio.TimeoutError:
-            self._fail(f"did not answer within {self.entry.timeout:g} s")
+            pass  # said above
         except BaseException as exc:  # noqa: BLE001 - every failure of a server is reported, never raised
             if not self._stop.is_set():
                 self._fail(self._http_refusal or describe(exc))
@@ -263,3 +270,20 @@ def describe(exc: BaseException) -> str:
     if isinstance(message, str) and message:
         text = message
     return text[:300]
+
+
+class _ToZephLog(logging.Handler):
+    """The SDK's warnings (a server's unreadable output, a dropped stream) go to zeph's log file."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        for handler in logging.getLogger("zeph").handlers:
+            if record.levelno >= handler.level:
+                handler.handle(record)
+
+
+def keep_sdk_logs_off_the_terminal() -> None:
+    """The terminal belongs to zeph (and the chat app): the `mcp` loggers write to zeph's log instead."""
+    sdk = logging.getLogger("mcp")
+    if not any(isinstance(h, _ToZephLog) for h in sdk.handlers):
+        sdk.addHandler(_ToZephLog(logging.WARNING))
+        sdk.propagate = False
