@@ -8,7 +8,6 @@ one `zeph: error:` line with a non-zero exit.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from pathlib import Path
@@ -59,6 +58,8 @@ def mcp_list(as_json: bool = typer.Option(False, "--json", help="One JSON object
         finally:
             await manager.aclose()
 
+    import asyncio  # (asyncio loads logging: not for --help)
+
     statuses = asyncio.run(run())
     if as_json:
         for s in statuses:
@@ -88,6 +89,8 @@ def mcp_prompts() -> None:
             return await manager.list_prompts()
         finally:
             await manager.aclose()
+
+    import asyncio
 
     prompts = asyncio.run(run())
     if not prompts:
@@ -121,6 +124,8 @@ def mcp_prompt(
                 raise ZephError(str(exc)) from None
         finally:
             await manager.aclose()
+
+    import asyncio
 
     print(asyncio.run(run()))
 
