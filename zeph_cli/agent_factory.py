@@ -62,8 +62,15 @@ def turn_extras(loaded: LoadedConfig, memory: MemoryService | None, env: Mapping
     """Skills (the config dir's and the project's) and MCP servers (not started yet) for this agent."""
     from .skills.service import service_for
 
-    skills = service_for(loaded, env, cwd, embedder=memory.ready_embedder if memory is not None else None)
-    return TurnExtras(skills=skills, prompt_mode=loaded.config.skills.prompt_mode)
+    config = loaded.config
+    embedder = memory.ready_embedder if memory is not None else None
+    skills = service_for(loaded, env, cwd, embedder=embedder)
+    mcp = None
+    if any(entry.enabled for entry in config.mcp.servers):
+        from .mcp.manager import McpManager  # only with servers: the SDK stays unloaded otherwise
+
+        mcp = McpManager.from_config(config, env, workspace_root(cwd), embedder=embedder)
+    return TurnExtras(skills=skills, mcp=mcp, prompt_mode=config.skills.prompt_mode)
 
 
 def memory_service(

@@ -478,6 +478,27 @@ class ChatSession:
         conversation_id = self.conversation.id if self.conversation else None
         return LongTermMemory.here(MemoryStore(self.store.db), self.cwd, conversation_id=conversation_id)
 
+    async def mcp_prompts(self) -> tuple[list[tuple[str, Any]], list[str]]:
+        """The running MCP servers' prompts (servers start now if no turn started them) and start-up notes."""
+        mcp = self.agent.mcp
+        if mcp is None:
+            return [], []
+        notes = await self.agent.extras.start_mcp()
+        return await mcp.list_prompts(), notes
+
+    async def mcp_prompt(self, server: str, name: str, arguments: Mapping[str, str]) -> str:
+        """One MCP prompt rendered as text, for the input box; `ZephError` (one line) when it cannot be."""
+        from .mcp.manager import PromptError
+
+        mcp = self.agent.mcp
+        if mcp is None:
+            raise ZephError("no MCP servers are configured ([[mcp.servers]] in the config)")
+        await self.agent.extras.start_mcp()
+        try:
+            return await mcp.get_prompt(server, name, arguments)
+        except PromptError as exc:
+            raise ZephError(str(exc)) from None
+
     def metrics_lines(self) -> list[str]:
         """The sandbox state, what the last turn recalled, then the session's compaction metrics, one line
         each (none before the first prompt)."""

@@ -50,3 +50,8 @@ def data_dir(env: Mapping[str, str] | None = None) -> Path:
 
 def database_path(env: Mapping[str, str] | None = None) -> Path:
     return data_dir(env) / DATABASE_NAME
+
+
+def mcp_log_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where stdio MCP servers' stderr goes, one `ID.log` per server."""
+    return data_dir(env) / "mcp"

@@ -132,6 +132,8 @@ class ToolCallRunner:
             return shell_subject(
                 whole, cwd=self.context.cwd, workspace=self.context.confinement.allowed, home=self.home
             )
+        if getattr(tool, "server_id", None) is not None:
+            return ToolCallSubject(whole)  # an MCP tool: its arguments mean what its server says, not paths here
         if "path" in arguments and isinstance(arguments["path"], str):
             spellings = {whole}
             try:

@@ -1,7 +1,7 @@
 """What a turn adds from outside zeph itself: skills matched to the message, and MCP servers' tools.
 
-Invariant: `prepare()` never raises (but for cancellation) and is the only step
-that may start MCP servers; before it ran, or without skills and servers, a
+Invariant: `prepare()` never raises (but for cancellation) and, with
+`start_mcp()` (for /mcp), is the only step that may start MCP servers; before it ran, or without skills and servers, a
 turn gets no skills layer and no extra tools. Problems are returned as notes,
 each said once. Ask and plan modes get only the MCP tools that declare
 themselves read-only; load_skill is offered in every mode while skills exist.
@@ -40,14 +40,19 @@ class TurnExtras:
             self.turn_skills = await self.skills.match(message)
             notes += self.skills.take_warnings()
         if self.mcp is not None and tools_wanted:
-            if not self._started:
-                self._started = True
-                notes += await self.mcp.start()
+            notes += await self.start_mcp()
             notes += self.mcp.take_warnings()
             running = self.mcp.tools()
             self.mcp_total = len(running)
             self.mcp_tools = await self.mcp.select_tools(message, running) if running else []
         return notes
+
+    async def start_mcp(self) -> list[str]:
+        """Start the MCP servers unless they were started already (a turn, or /mcp in the chat app)."""
+        if self.mcp is None or self._started:
+            return []
+        self._started = True
+        return await self.mcp.start()
 
     def reset(self) -> None:
         """Forget the last turn's matches (a session switch): the next turn matches again."""

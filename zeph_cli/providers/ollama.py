@@ -144,7 +144,7 @@ class OllamaProvider(Provider):
             "options": _options(request),
         }
         if not request.stream:
-            reply = await self._with_retries(lambda: self._sdk().chat(**kwargs, stream=False))
+            reply = await self._with_retries(lambda: self._chat(kwargs, stream=False))
             for event in _events(reply, 0, final=True):
                 yield event
             return
@@ -168,9 +168,20 @@ class OllamaProvider(Provider):
         finally:
             await chunks.aclose()
 
+    def _chat(self, kwargs: dict[str, Any], *, stream: bool) -> Awaitable[Any]:
+        """The SDK's chat request with the tools' JSON schemas sent as written: its `Tool` model keeps
+        one level of `properties` and drops `anyOf` (nested schemas, as MCP tools have, would arrive empty)."""
+        tools = kwargs.get("tools")
+        from ollama._types import ChatRequest  # the model chat() itself builds
+
+        body = ChatRequest(**{**kwargs, "tools": None}, stream=stream).model_dump(exclude_none=True)
+        if tools:
+            body["tools"] = tools
+        return self._sdk()._request(ollama.ChatResponse, "POST", "/api/chat", json=body, stream=stream)
+
     async def _open_stream(self, kwargs: dict[str, Any]) -> tuple[AsyncIterator[ollama.ChatResponse], Any]:
         # The SDK sends the request on the first __anext__, so status errors surface here.
-        chunks = await self._sdk().chat(**kwargs, stream=True)
+        chunks = await self._chat(kwargs, stream=True)
         try:
             first = await chunks.__anext__()
         except StopAsyncIteration:

@@ -9,6 +9,7 @@ every call as a `ToolResult` — a failure the model should read is raised as
 from __future__ import annotations
 
 import abc
+import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -113,7 +114,12 @@ def validate_arguments(tool_name: str, schema: Mapping[str, Any], arguments: Map
         prop = properties.get(name)
         if prop is None or value is None:
             continue
-        expected = prop.get("type", "string")
+        expected = prop.get("type") if isinstance(prop, Mapping) else None
+        if not isinstance(expected, str):
+            checked[name] = value  # anyOf, a list of types or no type: the tool's own server checks it
+            continue
+        if expected in ("object", "array") and isinstance(value, str):
+            value = _decoded(value, expected)
         if expected == "integer":
             value = _as_integer(tool_name, name, value)
         elif expected == "number" and isinstance(value, str):
@@ -131,6 +137,15 @@ def validate_arguments(tool_name: str, schema: Mapping[str, Any], arguments: Map
             raise ToolFailure(f"{tool_name}: argument {name!r} must be >= {minimum}, got {value!r}")
         checked[name] = value
     return checked
+
+
+def _decoded(value: str, expected: str) -> Any:
+    """An object or array a model sent as JSON text, decoded; otherwise the text unchanged."""
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return value
+    return decoded if isinstance(decoded, _JSON_TYPES[expected]) else value
 
 
 def _as_integer(tool_name: str, name: str, value: Any) -> int:

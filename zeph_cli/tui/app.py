@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
-from ..errors import ZephError
+from ..errors import UsageError, ZephError
 from ..event_handler import dispatch
 from ..events import TurnStarted
 from ..log import current_log_path, get_logger
@@ -26,7 +26,15 @@ from ..render import length_cut_notice
 from ..tools.permissions import ApprovalDecision, ApprovalRequest
 from ..tools.registry import tool_subject
 from .prompt_input import PromptInput
-from .screens import ConfirmScreen, ContextScreen, SessionsScreen, memory_markdown, skill_markdown, skills_markdown
+from .screens import (
+    ConfirmScreen,
+    ContextScreen,
+    SessionsScreen,
+    mcp_prompts_markdown,
+    memory_markdown,
+    skill_markdown,
+    skills_markdown,
+)
 from .slash import SlashCommand, SlashError, complete, help_text, memory_action, parse, unescape
 from .status_bar import StatusBar
 from .transcript import AssistantEntry, Divider, Notice, ToolEntry, Transcript, UserEntry
@@ -316,6 +324,8 @@ class ZephApp(App[int]):
             await self.memory_command(argument)
         elif name == "skills":
             await self.skills_command(argument)
+        elif name == "mcp":
+            await self.mcp_command(argument)
 
     async def skills_command(self, argument: str) -> None:
         service = self.session.agent.skills
@@ -337,6 +347,28 @@ class ZephApp(App[int]):
         last = service.last
         matched = {m.skill.name: m for m in last.matched} if last is not None else {}
         await self.transcript.add(HelpEntry(skills_markdown(skills, matched, service.dirs)))
+
+    async def mcp_command(self, argument: str) -> None:
+        """/mcp lists the prompts; /mcp SERVER PROMPT NAME=value … puts one into the input box."""
+        import shlex
+
+        from ..mcp_command import parse_arguments
+
+        if not argument.strip():
+            prompts, notes = await self.session.mcp_prompts()
+            for note in notes:
+                await self.notice(note, "warning")
+            await self.transcript.add(HelpEntry(mcp_prompts_markdown(prompts)))
+            return
+        try:
+            words = shlex.split(argument)
+        except ValueError as exc:
+            raise UsageError(f"/mcp: {exc}") from None
+        if len(words) < 2:
+            raise UsageError("/mcp needs a server and a prompt: /mcp SERVER PROMPT NAME=value … (/mcp lists them)")
+        text = await self.session.mcp_prompt(words[0], words[1], parse_arguments(words[2:]))
+        self.restore_input(text)
+        self.prompt.focus()
 
     async def memory_command(self, argument: str) -> None:
         memories = self.session.long_term_memory()

@@ -104,6 +104,19 @@ def skill_markdown(skill: Any) -> str:
     return "\n".join([*head, "", "---", "", skill.body])
 
 
+def mcp_prompts_markdown(prompts: Sequence[tuple[str, Any]]) -> str:
+    """Markdown for /mcp: each running server's prompts with their arguments (* = required)."""
+    if not prompts:
+        return "No MCP prompts: no running server offers one (`zeph mcp list` shows the servers)."
+    lines = ["| Server | Prompt | Arguments | Description |", "|---|---|---|---|"]
+    for server, prompt in prompts:
+        arguments = " ".join(f"{name}{'*' if required else ''}" for name, required, _ in prompt.arguments)
+        description = " ".join(prompt.description.split()).replace("|", "\\|")
+        lines.append(f"| {server} | {prompt.name} | {arguments} | {description} |")
+    lines += ["", "`/mcp SERVER PROMPT NAME=value …` puts the prompt into the input box to edit and send."]
+    return "\n".join(lines)
+
+
 def bar(tokens: int, total: int, width: int = BAR_WIDTH) -> str:
     if total <= 0:
         return ""

@@ -36,6 +36,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("system", "TEXT", "Set this session's topic prompt.", True, "Answer in French."),
     CommandSpec("memory", "[add TEXT|forget ID]", "List the saved memories seen here, save one, or forget one."),
     CommandSpec("skills", "[NAME]", "List the skills (those matched on the last turn marked), or show one."),
+    CommandSpec("mcp", "[SERVER PROMPT [NAME=value ...]]", "List the MCP servers' prompts, or put one, with its arguments, into the input box."),
     CommandSpec("export", "[PATH|json]", "Export this session: Markdown, or JSON with every stored message for a .json PATH."),
     CommandSpec("exit", "", "Leave zeph."),
 )

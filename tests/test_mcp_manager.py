@@ -1,0 +1,212 @@
+"""McpManager against real servers: mcp-server-time and mcp-server-git over stdio, and the fake
+MCPServer over streamable HTTP (tools, nested schemas, a raising tool, a prompt, header expansion)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from zeph_cli.config_mcp import McpServerEntry
+from zeph_cli.mcp.manager import McpManager, PromptError
+from zeph_cli.tool_calls import ToolCallRunner
+from zeph_cli.tools.base import ToolContext, ToolSet
+from zeph_cli.tools.confinement import Confinement
+from zeph_cli.tools.failures import ToolFailure
+from zeph_cli.tools.permissions import PermissionPolicy, approve_all
+from tests.fakes import mcp_http
+
+BIN = Path(sys.executable).parent
+TIME_SERVER = shutil.which("mcp-server-time") or str(BIN / "mcp-server-time")
+GIT_SERVER = shutil.which("mcp-server-git") or str(BIN / "mcp-server-git")
+TOKEN_ENV = {"FAKE_TOKEN": "s3cret-token"}
+
+
+@pytest.fixture(scope="module")
+def http_server():
+    server = mcp_http.start()
+    yield server
+    server.stop()
+
+
+def _http(server, **kw) -> McpServerEntry:
+    return McpServerEntry(id=kw.pop("id", "fake"), url=server.url, headers={"X-Fake-Token": "${FAKE_TOKEN}"}, **kw)
+
+
+def _manager(tmp_path: Path, *entries: McpServerEntry, env=TOKEN_ENV, **kw) -> McpManager:
+    return McpManager(entries, env=env, cwd=tmp_path, log_dir=tmp_path / "mcp", **kw)
+
+
+async def test_stdio_time_server_tools_and_a_call(tmp_path):
+    manager = _manager(tmp_path, McpServerEntry(id="time", command=TIME_SERVER, args=("--local-timezone", "UTC")))
+    try:
+        assert await manager.start() == []
+        tools = {t.name: t for t in manager.tools()}
+        assert set(tools) == {"time__get_current_time", "time__convert_time"}
+        tool = tools["time__get_current_time"]
+        assert tool.server_id == "time" and tool.kind == "exec"
+        assert "timezone" in tool.parameters["properties"]
+        result = await tool.run({"timezone": "Asia/Tokyo"}, None)  # type: ignore[arg-type]
+        assert not result.is_error and "Asia/Tokyo" in json.loads(result.content)["timezone"]
+        [status] = manager.status()
+        assert (status.state, status.transport) == ("running", "stdio")
+        assert status.log_path == tmp_path / "mcp" / "time.log" and status.log_path.exists()
+    finally:
+        await manager.aclose()
+    await manager.aclose()  # idempotent
+    assert manager.tools() == []
+
+
+async def test_stdio_git_server_runs_in_the_workspace(tmp_path):
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "a.txt").write_text("hello\n")
+    manager = _manager(tmp_path, McpServerEntry(id="git", command=GIT_SERVER, trusted=True, timeout=20))
+    try:
+        assert await manager.start() == []
+        tools = {t.name: t for t in manager.tools()}
+        assert "git__git_status" in tools and tools["git__git_status"].kind == "read"
+        result = await tools["git__git_status"].run({"repo_path": str(tmp_path)}, None)  # type: ignore[arg-type]
+        assert "a.txt" in result.content
+    finally:
+        await manager.aclose()
+
+
+async def test_a_missing_command_and_an_unset_variable_fail_with_one_line_each(tmp_path, http_server):
+    manager = _manager(
+        tmp_path,
+        McpServerEntry(id="broken", command="/nonexistent/server"),
+        McpServerEntry(id="nokey", url=http_server.url, headers={"X-Fake-Token": "${NOT_SET_ANYWHERE}"}),
+        env={},
+    )
+    try:
+        notes = await manager.start()
+        assert len(notes) == 2
+        assert "broken" in notes[0] and "/nonexistent/server" in notes[0]
+        assert notes[1] == "MCP server nokey did not start: headers.X-Fake-Token refers to ${NOT_SET_ANYWHERE}, which is not set"
+        assert [s.state for s in manager.status()] == ["failed", "failed"]
+        assert manager.tools() == [] and manager.take_warnings() == []
+    finally:
+        await manager.aclose()
+
+
+async def test_a_wrong_header_is_refused_by_the_server(tmp_path, http_server):
+    manager = _manager(tmp_path, _http(http_server), env={"FAKE_TOKEN": "wrong"})
+    try:
+        [note] = await manager.start()
+        assert note == f"MCP server fake did not start: {http_server.url} answered HTTP 401 Unauthorized"
+    finally:
+        await manager.aclose()
+
+
+async def test_http_tools_allowlist_prompts_and_errors(tmp_path, http_server):
+    manager = _manager(tmp_path, _http(http_server, tool_allowlist=("echo", "plan_trip", "explode", "nosuch")))
+    try:
+        assert await manager.start() == []
+        tools = {t.name: t for t in manager.tools()}
+        assert set(tools) == {"fake__echo", "fake__plan_trip", "fake__explode"}
+        [warning] = manager.take_warnings()
+        assert "nosuch" in warning and manager.take_warnings() == []
+        assert tools["fake__echo"].read_only and not tools["fake__plan_trip"].read_only
+        schema = tools["fake__plan_trip"].parameters
+        assert "$defs" in json.dumps(schema)  # passed through as the server wrote it
+        trip = {"trip": {"traveller": {"name": "Ada"}, "stops": [{"city": "Lyon", "nights": 2}]}}
+        result = await tools["fake__plan_trip"].run(trip, None)  # type: ignore[arg-type]
+        assert result.content == "Ada visits Lyon (2 nights)"
+        failed = await tools["fake__explode"].run({"reason": "on purpose"}, None)  # type: ignore[arg-type]
+        assert failed.is_error and "explode" in failed.content  # the server's own error text
+        [(server, prompt)] = await manager.list_prompts()
+        assert (server, prompt.name) == ("fake", "review")
+        assert [(a[0], a[1]) for a in prompt.arguments] == [("path", True), ("focus", False)]
+        text = await manager.get_prompt("fake", "review", {"path": "app.py"})
+        assert text == "Review app.py with a focus on bugs."
+        with pytest.raises(PromptError, match="needs the argument"):
+            await manager.get_prompt("fake", "review", {})
+        with pytest.raises(PromptError, match="no prompt 'nope'"):
+            await manager.get_prompt("fake", "nope", {})
+    finally:
+        await manager.aclose()
+
+
+async def test_results_go_through_redaction_and_the_runner(tmp_path, http_server):
+    manager = _manager(tmp_path, _http(http_server, trusted=True))
+    try:
+        await manager.start()
+        tools = {t.name: t for t in manager.tools()}
+        context = ToolContext(confinement=Confinement(tmp_path), cwd=tmp_path)
+        runner = _runner(tools, context)
+        secret = "sk-ant-api03-" + "x" * 80
+        from zeph_cli.messages import ToolCallPart
+
+        outcome = await runner.run(ToolCallPart("c1", "fake__echo", {"text": f"key {secret}"}))
+        assert outcome.decision == "auto" and not outcome.result.is_error
+        assert outcome.result.content.startswith("echo: key") and secret not in outcome.result.content
+        # a long result is cut to the limit and kept whole for read_overflow
+        runner.output_limit = lambda text: 2_000
+        outcome = await runner.run(ToolCallPart("c3", "fake__echo", {"text": "word " * 5_000}))
+        assert outcome.kept_output_id and len(outcome.result.content) < 3_000
+        assert outcome.kept_output_id in outcome.result.content
+        # arguments of any shape reach the server (the nested object is not rejected as a non-string)
+        trip = {"trip": {"traveller": {"name": "Bo", "age": 3}, "stops": []}}
+        outcome = await runner.run(ToolCallPart("c2", "fake__plan_trip", trip))
+        assert outcome.result.content == "Bo visits "
+    finally:
+        await manager.aclose()
+
+
+def _runner(tools, context, policy=None):
+    from zeph_cli.store import ConversationStore, ToolLog
+    from zeph_cli.store.database import open_database
+
+    db = open_database(context.cwd / "t.db")
+    conversation = ConversationStore(db).create_conversation(provider="p", model="m", cwd=str(context.cwd))
+    return ToolCallRunner(tools=ToolSet(dict(tools)), context=context, policy=policy or PermissionPolicy(),
+                          approver=approve_all, log=ToolLog(db), conversation_id=conversation.id)
+
+
+async def test_a_server_that_dies_is_reported_once_and_its_tools_withdrawn(tmp_path):
+    server = mcp_http.start()
+    manager = _manager(tmp_path, _http(server))
+    try:
+        await manager.start()
+        tools = {t.name: t for t in manager.tools()}
+        started = time.monotonic()
+        with pytest.raises(ToolFailure, match="MCP server fake"):
+            await tools["fake__crash"].run({}, None)  # type: ignore[arg-type]
+        assert time.monotonic() - started < 20
+        with pytest.raises(ToolFailure, match="MCP server fake is not running"):
+            await tools["fake__echo"].run({"text": "hi"}, None)  # type: ignore[arg-type]
+        [warning] = manager.take_warnings()
+        assert warning.startswith("MCP server fake stopped")
+        assert manager.take_warnings() == [] and manager.tools() == []
+        assert manager.status()[0].state == "failed"
+    finally:
+        await manager.aclose()
+        server.stop()
+
+
+async def test_a_stdio_server_killed_between_turns_is_noticed_before_the_next(tmp_path):
+    import os
+    import signal
+
+    manager = _manager(tmp_path, McpServerEntry(id="time", command=TIME_SERVER))
+    try:
+        await manager.start()
+        assert len(manager.tools()) == 2
+        pids = subprocess.run(["pgrep", "-f", "-P", str(os.getpid()), "mcp-server-time"], capture_output=True, text=True).stdout.split()
+        assert len(pids) == 1
+        os.kill(int(pids[0]), signal.SIGKILL)
+        for _ in range(100):
+            if manager.status()[0].state == "failed":
+                break
+            await asyncio.sleep(0.05)
+        [warning] = manager.take_warnings()
+        assert warning == "MCP server time stopped: the connection closed; its tools are no longer offered"
+        assert manager.tools() == [] and manager.take_warnings() == []
+    finally:
+        await manager.aclose()

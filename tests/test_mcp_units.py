@@ -1,0 +1,162 @@
+"""MCP pure parts: offered names, ${VAR} expansion, and tool discovery with the real embedder."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import pytest
+
+from zeph_cli.config_mcp import ToolDiscoveryConfig
+from zeph_cli.mcp.discovery import ToolDiscovery
+from zeph_cli.mcp.expand import UnsetVariable, expand_table
+from zeph_cli.mcp.names import MAX_NAME, ToolNames, tool_name
+
+VALID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def test_short_clean_names_are_id_double_underscore_tool():
+    assert tool_name("git", "git_status") == "git__git_status"
+
+
+def test_long_or_odd_names_are_cut_cleaned_and_stay_unique():
+    long_a = tool_name("server-with-a-long-id-000000000000", "x" * 60 + "_alpha")
+    long_b = tool_name("server-with-a-long-id-000000000000", "x" * 60 + "_beta")
+    dotted = tool_name("fs", "read.file")
+    spaced = tool_name("fs", "read file")
+    for name in (long_a, long_b, dotted, spaced):
+        assert VALID.fullmatch(name), name
+    assert len(long_a) == MAX_NAME and long_a != long_b
+    assert dotted != spaced and dotted.startswith("fs__read_file_")
+
+
+def test_names_map_back_to_server_and_tool():
+    names = ToolNames()
+    offered = names.add("fs", "read.file")
+    assert names.lookup(offered) == ("fs", "read.file")
+    names.forget_server("fs")
+    assert names.lookup(offered) is None
+
+
+def test_variables_are_expanded_from_the_environment_given():
+    env = {"TOKEN": "abc", "HOST": "h"}
+    assert expand_table("api", "headers", {"Authorization": "Bearer ${TOKEN}", "X": "${HOST}-${TOKEN}", "Y": "$TOKEN"}, env) == {
+        "Authorization": "Bearer abc", "X": "h-abc", "Y": "$TOKEN",
+    }
+
+
+def test_an_unset_variable_names_server_key_and_variable_but_no_value():
+    with pytest.raises(UnsetVariable) as caught:
+        expand_table("api", "headers", {"Authorization": "Bearer ${MISSING}", "Other": "${TOKEN}"}, {"TOKEN": "sekrit"})
+    assert str(caught.value) == "MCP server api: headers.Authorization refers to ${MISSING}, which is not set"
+
+
+@dataclass
+class FakeTool:
+    name: str
+    description: str
+
+
+TOOLS = [
+    FakeTool("weather__forecast", "Weather forecast for a city: temperature, rain and wind for the next days."),
+    FakeTool("git__git_log", "Show the commit history of a git repository."),
+    FakeTool("git__git_diff", "Show the changes between commits or the working tree in a git repository."),
+    FakeTool("db__run_sql", "Run a SQL query against the PostgreSQL database and return the rows."),
+    FakeTool("mail__send_email", "Send an email message to a recipient with a subject and body."),
+    FakeTool("calendar__create_event", "Create a calendar event with a title, start time and attendees."),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from zeph_cli.memory.embedders.embedded import shared_embedded
+
+    return shared_embedded()
+
+
+async def test_few_tools_are_all_offered_without_embedding():
+    discovery = ToolDiscovery(ToolDiscoveryConfig(min_tools_to_filter=16), None)
+    assert await discovery.select("anything", TOOLS) == TOOLS
+    assert discovery.take_warnings() == []
+
+
+async def test_many_tools_are_ranked_by_the_message(embedder):
+    config = ToolDiscoveryConfig(top_k=2, min_similarity=0.0, min_tools_to_filter=3, always_include=("mail__send_email",))
+    discovery = ToolDiscovery(config, embedder)
+    chosen = [t.name for t in await discovery.select("what will the weather and rain be tomorrow in the city", TOOLS)]
+    assert "weather__forecast" in chosen and "mail__send_email" in chosen
+    assert len(chosen) == 3
+    chosen = [t.name for t in await discovery.select("show me the git commit history", TOOLS)]
+    assert "git__git_log" in chosen and "weather__forecast" not in chosen
+    assert len(discovery._vectors) == len(TOOLS)  # tool vectors embedded once
+
+
+async def test_a_similarity_floor_drops_unrelated_tools(embedder):
+    config = ToolDiscoveryConfig(top_k=6, min_similarity=0.99, min_tools_to_filter=3)
+    assert await ToolDiscovery(config, embedder).select("git history", TOOLS) == []
+
+
+async def test_the_embedder_may_come_from_an_async_getter(embedder):
+    async def ready():
+        return embedder
+
+    config = ToolDiscoveryConfig(top_k=1, min_similarity=0.0, min_tools_to_filter=3)
+    [tool] = await ToolDiscovery(config, ready).select("send an email to my boss", TOOLS)
+    assert tool.name == "mail__send_email"
+
+
+async def test_without_an_embedder_all_tools_are_offered_and_that_is_said_once():
+    async def none():
+        return None
+
+    discovery = ToolDiscovery(ToolDiscoveryConfig(min_tools_to_filter=3), none)
+    assert await discovery.select("x", TOOLS) == TOOLS
+    assert await discovery.select("y", TOOLS) == TOOLS
+    [warning] = discovery.take_warnings()
+    assert "6 MCP tools are all offered" in warning and discovery.take_warnings() == []
+
+
+def test_arguments_without_a_single_string_type_pass_through_validation():
+    from zeph_cli.tools.base import validate_arguments
+    from zeph_cli.tools.failures import ToolFailure
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "trip": {"$ref": "#/$defs/Trip"},
+            "age": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            "either": {"type": ["string", "number"]},
+            "stops": {"type": "array", "items": {"type": "object"}},
+            "name": {"type": "string"},
+        },
+        "required": ["trip"],
+    }
+    arguments = {"trip": {"who": "Ada"}, "age": 3, "either": 2.5, "stops": '[{"city": "Lyon"}]', "name": "x"}
+    assert validate_arguments("t", schema, arguments) == {**arguments, "stops": [{"city": "Lyon"}]}
+    with pytest.raises(ToolFailure, match="'stops' must be array"):
+        validate_arguments("t", schema, {"trip": {}, "stops": "not json"})
+    with pytest.raises(ToolFailure, match="'name' must be string"):
+        validate_arguments("t", schema, {"trip": {}, "name": 3})
+
+
+@pytest.mark.parametrize(
+    ("trusted", "allow", "deny", "arguments", "action"),
+    [
+        (False, (), (), {"id": 1}, "ask"),
+        (True, (), (), {"id": 1}, "run"),
+        (False, ("tracker__get_issue",), (), {"id": 1}, "run"),
+        (False, ("tracker__*",), (), {"id": 1}, "run"),
+        (True, (), ("tracker__*",), {"id": 1}, "deny"),
+        (True, (), ('tracker__*:*"delete"*',), {"action": "delete"}, "deny"),
+        (True, (), ('tracker__*:*"delete"*',), {"action": "keep"}, "run"),
+    ],
+)
+def test_permission_rules_name_mcp_tools_and_match_their_arguments(trusted, allow, deny, arguments, action):
+    from zeph_cli.mcp.connection import ListedTool
+    from zeph_cli.mcp.tools import McpTool
+    from zeph_cli.tools.permissions import PermissionPolicy, ToolCallSubject
+
+    tool = McpTool(None, "tracker", "tracker__get_issue", ListedTool("get_issue", "Get one issue.", {}, False),  # type: ignore[arg-type]
+                   trusted=trusted, timeout=5)
+    subject = ToolCallSubject(tool.subject(arguments))
+    assert PermissionPolicy.from_config(allow, deny).decide(tool.name, tool.kind, subject).action == action
