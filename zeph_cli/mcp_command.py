@@ -47,7 +47,7 @@ async def _started(manager: "McpManager", *, quiet: bool = False) -> list[str]:
 
 
 @mcp_app.command("list")
-def mcp_list(as_json: bool = typer.Option(False, "--json", help="One JSON object per server.")) -> None:
+def mcp_list(as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per server.")) -> None:
     """Start every enabled server and show its state, why it failed, and its tools (after tool_allowlist)."""
 
     async def run():
@@ -62,9 +62,9 @@ def mcp_list(as_json: bool = typer.Option(False, "--json", help="One JSON object
 
     statuses = asyncio.run(run())
     if as_json:
-        for s in statuses:
-            print(json.dumps({"id": s.id, "transport": s.transport, "state": s.state, "reason": s.reason,
-                              "tools": s.tools, "log": str(s.log_path) if s.log_path else None}))
+        print(json.dumps([{"id": s.id, "transport": s.transport, "state": s.state, "reason": s.reason,
+                           "tools": s.tools, "log": str(s.log_path) if s.log_path else None} for s in statuses],
+                         indent=2))
         return
     if not statuses:
         print("no MCP servers configured (add [[mcp.servers]] to the config)")

@@ -115,13 +115,21 @@ class ServerConnection:
             pass  # said above
         except BaseException as exc:  # noqa: BLE001 - every failure of a server is reported, never raised
             if not self._stop.is_set():
-                self._fail(self._http_refusal or describe(exc))
+                self._fail(self._http_refusal or self._unreachable(exc) or describe(exc))
         finally:
             self._session = None
             if self.state == "running":
                 self.state = "failed" if not self._stop.is_set() else "not started"
                 self.reason = self.reason or "the connection closed"
             self._ready.set()
+
+    def _unreachable(self, exc: BaseException) -> str:
+        """For an HTTP server nothing answers at: which URL, and why ("" for any other failure)."""
+        while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+            exc = exc.exceptions[0]
+        if not self.entry.url or "Connect" not in type(exc).__name__:
+            return ""
+        return f"could not connect to {self.entry.url} ({describe(exc)})"
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> tuple[Any, Any]:
         entry = self.entry
