@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -243,3 +244,25 @@ def test_zeph_mcp_list_prompts_and_prompt(tmp_path, http_server, fake_server, co
     assert asked.returncode == 0, err(asked)
     user = [m["content"] for m in _requests(fake_server)[-1].json["messages"] if m["role"] == "user"]
     assert "Review app.py with a focus on speed." in str(user[-1])
+
+
+GIT_SERVER = shutil.which("mcp-server-git") or str(Path(sys.executable).parent / "mcp-server-git")
+
+
+def test_in_a_small_budget_the_least_relevant_mcp_tools_are_left_out_not_every_tool(fake_server, compatible, tmp_path):
+    """12 git tools do not fit a quarter of a 5,500-token budget beside the built-in tools: the git tools
+    least relevant to the message go, the built-in ones and the relevant ones stay; said once."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    servers = f'[[mcp.servers]]\nid = "git"\ncommand = "{GIT_SERVER}"\nargs = ["--repository", "{repo}"]\n'
+    env = {**compatible, **_mcp_config(tmp_path, servers), "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": "5500"}
+    _reply(fake_server, "Here is the log.")
+    result = run_zeph("ask", "Show me the git log of the recent commits", env=env, cwd=repo)
+    assert result.returncode == 0, err(result)
+    names = _tool_names(_requests(fake_server)[-1])
+    git = [n for n in names if n.startswith("git__")]
+    assert "read_file" in names and "bash" in names  # the built-in tools stay
+    assert 0 < len(git) < 12 and "git__git_log" in git, (names, err(result))
+    warnings = [line for line in err(result).splitlines() if "MCP tools left out" in line]
+    assert len(warnings) == 1 and f"{12 - len(git)} of 12 MCP tools left out" in warnings[0], err(result)

@@ -77,6 +77,22 @@ async def test_stdio_git_server_runs_in_the_workspace(tmp_path):
         await manager.aclose()
 
 
+async def test_a_server_that_exits_at_start_is_reported_with_the_last_line_of_its_log(tmp_path):
+    not_a_repo = tmp_path / "plain"
+    not_a_repo.mkdir()
+    (tmp_path / "mcp").mkdir()
+    (tmp_path / "mcp" / "git.log").write_text("an older run's last words\n")  # the log is appended to
+    entry = McpServerEntry(id="git", command=GIT_SERVER, args=("--repository", str(not_a_repo)), timeout=20)
+    manager = _manager(tmp_path, entry)
+    try:
+        [note] = await manager.start()
+        assert note.startswith("MCP server git did not start: ") and "\n" not in note
+        assert f"its log ends: 'ERROR:mcp_server_git.server:{not_a_repo} is not a valid Git repository'" in note
+        assert "older run" not in note
+    finally:
+        await manager.aclose()
+
+
 async def test_a_missing_command_and_an_unset_variable_fail_with_one_line_each(tmp_path, http_server):
     manager = _manager(
         tmp_path,

@@ -116,6 +116,19 @@ async def test_without_an_embedder_all_tools_are_offered_and_that_is_said_once()
     assert "6 MCP tools are all offered" in warning and discovery.take_warnings() == []
 
 
+async def test_rank_orders_every_tool_for_a_budget_that_fits_only_some(embedder):
+    config = ToolDiscoveryConfig(always_include=("mail__send_email",))  # 6 tools: below the filtering threshold
+    discovery = ToolDiscovery(config, embedder)
+    assert await discovery.select("show me the git commit history", TOOLS) == TOOLS  # all offered, in order
+    ranked = [t.name for t in await discovery.rank("show me the git commit history", TOOLS)]
+    assert sorted(ranked) == sorted(t.name for t in TOOLS)
+    assert ranked[0] == "mail__send_email" and ranked[1] == "git__git_log"  # always_include, then the closest
+    assert ranked.index("git__git_log") < ranked.index("weather__forecast")
+    # memory off: the servers' order, and nothing to say (the user's choice)
+    plain = ToolDiscovery(ToolDiscoveryConfig(), None)
+    assert await plain.rank("show me the git commit history", TOOLS) == TOOLS and plain.take_warnings() == []
+
+
 def test_arguments_without_a_single_string_type_pass_through_validation():
     from zeph_cli.tools.base import validate_arguments
     from zeph_cli.tools.failures import ToolFailure

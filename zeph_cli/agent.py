@@ -28,7 +28,7 @@ from .context.invariant import budget_problem, tool_output_allowance
 from .context.project import ProjectContext, render_project_context
 from .context.prompts import BASE_PROMPT, MODE_PROMPTS, NO_TOOLS_PROMPT
 from .context.report import ContextReport
-from .context.tool_fit import no_tools_warning, tool_form
+from .context.tool_fit import mcp_trimmed_warning, no_tools_warning, tool_form
 from .debug_dump import DebugDump
 from .errors import (
     ContextBudgetExceeded,
@@ -165,6 +165,8 @@ class Agent:
             "file and shell tools need anthropic, openai, a compatible server or ollama"
         )
         self._said_no_tools = False
+        self._mcp_trimmed: str | None = None  # why some MCP tools were left out (said once)
+        self._said_mcp_trimmed = False
         self._tools_dropped: str | None = None  # why the budget leaves no room for tool schemas
         self._tools_token_cache: dict[tuple[str, ...], int] = {}
         # The running turn's user message: it and its tool chain are sent verbatim (never trimmed or compacted).
@@ -252,12 +254,41 @@ class Agent:
             tools = ToolSet({**tools.tools, **extra})
         if not budgeted or not tools.tools:
             return tools
-        compact = dataclasses.replace(tools, compact=True)
-        form = tool_form(self.budget().available, self._tools_tokens(tools), self._tools_tokens(compact))
+        return self._fit_tools(tools)
+
+    def _fit_tools(self, tools: ToolSet) -> ToolSet:
+        """The tools in full or compact form, within their share of the budget. When even compact schemas
+        exceed it, the MCP tools least relevant to the message are left out first (as few as need be);
+        only when the built-in tools alone do not fit are no tools offered."""
+        capacity = self.budget().available
+        droppable = self.extras.mcp_least_wanted(set(tools.tools))
+
+        def without(count: int) -> tuple[ToolSet, str]:
+            gone = set(droppable[:count])
+            kept = dataclasses.replace(tools, tools={n: t for n, t in tools.tools.items() if n not in gone})
+            compact = dataclasses.replace(kept, compact=True)
+            form = tool_form(capacity, self._tools_tokens(kept), self._tools_tokens(compact))
+            return (compact if form == "compact" else kept), form
+
+        left_out = 0
+        fitted, form = without(0)
+        if form == "none" and droppable and without(len(droppable))[1] != "none":
+            low, high = 1, len(droppable)  # the fewest left out that fit
+            while low < high:
+                middle = (low + high) // 2
+                if without(middle)[1] == "none":
+                    low = middle + 1
+                else:
+                    high = middle
+            left_out = low
+            fitted, form = without(left_out)
+        self.extras.mcp_left_out = left_out if form != "none" else len(droppable)
         if form == "none":
-            self._tools_dropped = no_tools_warning(self.budget().available, self._tools_tokens(compact))
+            self._tools_dropped = no_tools_warning(capacity, self._tools_tokens(dataclasses.replace(tools, compact=True)))
             return ToolSet()
-        return compact if form == "compact" else tools
+        if left_out:
+            self._mcp_trimmed = mcp_trimmed_warning(left_out, len(droppable), capacity)
+        return fitted
 
     def _tools_tokens(self, tools: ToolSet) -> int:
         """Tokens of the tool schemas, counted once per tool set and tokenizer."""
@@ -506,6 +537,9 @@ class Agent:
                     conversation.id, metadata={**conversation.metadata, TOOLS_DROPPED_SAID: self._tools_dropped}
                 )
                 return [AgentWarning(self._tools_dropped)]
+        if self._mcp_trimmed and not self._said_mcp_trimmed and self.extras.mcp_left_out:
+            self._said_mcp_trimmed = True
+            return [AgentWarning(self._mcp_trimmed)]
         return []
 
     async def _prepare(self, turn: _TurnState, tools: ToolSet) -> AsyncIterator[AgentEvent]:

@@ -365,11 +365,12 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         metrics = CompactionStore(agent.store.db).metrics(conversation.id)
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
+        extras = agent.extras.lines()  # while the MCP servers still run
     if json_output:
         print(json.dumps({"session": conversation.id, "provider": provider.name, "model": agent.model_label,
                           "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox,
                           "memory": memory_lines(agent.turn_memory, report, embedder, backlog),
-                          "extras": agent.extras.lines()}, indent=2))
+                          "extras": extras}, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
@@ -378,7 +379,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
                                    agent.config.memory.compression.strategy):
         print(line)
     print(sandbox)
-    for line in memory_lines(agent.turn_memory, report, embedder, backlog) + agent.extras.lines():
+    for line in memory_lines(agent.turn_memory, report, embedder, backlog) + extras:
         print(line)
     table = Table(box=None, pad_edge=False)
     for column, justify in (("block", "left"), ("tokens", "right"), ("share", "right"), ("", "left")):

@@ -31,6 +31,8 @@ class TurnExtras:
     turn_skills: TurnSkills | None = None
     mcp_tools: list[McpTool] = field(default_factory=list)  # offered this turn (discovery applied)
     mcp_total: int = 0  # tools of the running servers before discovery
+    mcp_priority: list[str] = field(default_factory=list)  # offered MCP tools' names, the first to keep first
+    mcp_left_out: int = 0  # offered MCP tools the agent left out because their schemas did not fit the budget
     _started: bool = False
 
     async def prepare(self, message: str, *, tools_wanted: bool) -> list[str]:
@@ -45,6 +47,7 @@ class TurnExtras:
             running = self.mcp.tools()
             self.mcp_total = len(running)
             self.mcp_tools = await self.mcp.select_tools(message, running) if running else []
+            self.mcp_priority = [t.name for t in await self.mcp.rank_tools(message, self.mcp_tools)]
         return notes
 
     async def start_mcp(self) -> list[str]:
@@ -58,6 +61,8 @@ class TurnExtras:
         """Forget the last turn's matches (a session switch): the next turn matches again."""
         self.turn_skills = None
         self.mcp_tools = []
+        self.mcp_priority = []
+        self.mcp_left_out = 0
 
     def skills_input(self) -> SkillsInput | None:
         turn = self.turn_skills
@@ -79,6 +84,10 @@ class TurnExtras:
             extra[tool.name] = tool
         return extra
 
+    def mcp_least_wanted(self, names: set[str]) -> list[str]:
+        """Of `names`, the MCP tools to leave out first when tool schemas do not fit the budget."""
+        return [name for name in reversed(self.mcp_priority) if name in names]
+
     def lines(self) -> list[str]:
         """What `zeph context` and `/context` say about skills and MCP tools this turn."""
         out: list[str] = []
@@ -92,8 +101,10 @@ class TurnExtras:
                 out.append(f"skills: none matched this message; {len(turn.others)} listed")
         if self.mcp is not None and self._started:
             running = [s for s in self.mcp.status() if s.state == "running"]
-            offered = len(self.mcp_tools)
+            offered = len(self.mcp_tools) - self.mcp_left_out
             note = f" ({offered} offered this turn)" if offered != self.mcp_total else ""
+            if self.mcp_left_out:
+                note = f" ({offered} offered this turn; {self.mcp_left_out} more did not fit the budget for tool schemas)"
             out.append(f"mcp: {len(running)} of {len(self.mcp.status())} servers running, {self.mcp_total} tools{note}")
         return out
 

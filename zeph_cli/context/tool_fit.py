@@ -30,3 +30,11 @@ def no_tools_warning(capacity: int, compact_tokens: int) -> str:
         f"quarter of the {capacity:,}-token prompt budget; raise [memory] context_budget_tokens (if the model's "
         "window allows) to use file and shell tools"
     )
+
+
+def mcp_trimmed_warning(left_out: int, mcp_tools: int, capacity: int) -> str:
+    return (
+        f"{left_out} of {mcp_tools} MCP tools left out: with them the tool schemas take more than a quarter of the "
+        f"{capacity:,}-token prompt budget; each turn offers the ones most relevant to the message "
+        "(zeph context shows how many)"
+    )

@@ -63,6 +63,7 @@ class ServerConnection:
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _http_refusal: str = ""
+    _log_from: int = 0  # where this start's lines begin in the (appended) log
 
     def __post_init__(self) -> None:
         if not self.entry.enabled:
@@ -115,13 +116,29 @@ class ServerConnection:
             pass  # said above
         except BaseException as exc:  # noqa: BLE001 - every failure of a server is reported, never raised
             if not self._stop.is_set():
-                self._fail(self._http_refusal or self._unreachable(exc) or describe(exc))
+                reason = self._http_refusal or self._unreachable(exc) or describe(exc)
+                said = self.last_words()
+                self._fail(f"{reason}; its log ends: {said!r}" if said else reason)
         finally:
             self._session = None
             if self.state == "running":
                 self.state = "failed" if not self._stop.is_set() else "not started"
                 self.reason = self.reason or "the connection closed"
             self._ready.set()
+
+    def last_words(self) -> str:
+        """The last line a stdio server wrote to its log since it was started ("" if none): often why it stopped."""
+        path = self.log_path
+        if path is None:
+            return ""
+        try:
+            with open(path, "rb") as log:
+                log.seek(self._log_from)
+                written = log.read()[-8192:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+        lines = [line.strip() for line in written.splitlines() if line.strip()]
+        return lines[-1][:200] if lines else ""
 
     def _unreachable(self, exc: BaseException) -> str:
         """For an HTTP server nothing answers at: which URL, and why ("" for any other failure)."""
@@ -145,6 +162,7 @@ class ServerConnection:
             assert log_path is not None
             log_path.parent.mkdir(parents=True, exist_ok=True)
             log = stack.enter_context(open(log_path, "a", encoding="utf-8"))
+            self._log_from = log.tell()
             params = StdioServerParameters(command=entry.command, args=list(entry.args), env=env or None, cwd=self.cwd)
             streams = await stack.enter_async_context(stdio_client(params, errlog=log))
         else:

@@ -117,6 +117,10 @@ class McpManager:
     async def select_tools(self, message: str, tools: Sequence[McpTool]) -> list[McpTool]:
         return await self.discovery.select(message, tools)
 
+    async def rank_tools(self, message: str, tools: Sequence[McpTool]) -> list[McpTool]:
+        """`tools`, the ones to keep first when only some fit the budget."""
+        return await self.discovery.rank(message, tools)
+
     async def call_tool(self, server_id: str, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
         conn = self.connections.get(server_id)
         if conn is None:
