@@ -1,10 +1,9 @@
 """MCP end to end through the real `zeph` and the wire-level fake model: what reaches the
-model (the skills layer, MCP tool schemas, tool results) and what the user is told."""
+model (MCP tool schemas, tool results) and what the user is told."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -13,61 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import err, out, run_zeph
-from tests.fakes import openai_wire
-
-DEPLOY = """---
-name: deploy
-description: Ship the API service to staging, then production, with the release checklist.
-triggers: [deploy, release, ship]
----
-# Deploying
-1. Run `make check` and make sure it is green.
-2. Run `./scripts/deploy.sh staging` and watch the health endpoint for five minutes.
-3. Only then run `./scripts/deploy.sh production`.
-"""
-
-MIGRATIONS = """---
-name: sql-migrations
-description: Write and apply SQL schema migrations safely with alembic.
-triggers: [migration, alembic, schema change]
----
-Always write a downgrade. Run `alembic upgrade head --sql` first and read the SQL.
-"""
-
-
-def _skill(root: Path, name: str, text: str) -> Path:
-    folder = root / name
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "SKILL.md").write_text(text)
-    return folder
-
-
-def _user_skills() -> Path:
-    return Path(os.environ["XDG_CONFIG_HOME"]) / "zeph" / "skills"
-
-
-def _reply(server, text: str = "Done.") -> None:
-    server.queue(openai_wire.stream_response(openai_wire.text_chunks([text])))
-
-
-def _call(server, name: str, arguments: dict) -> None:
-    server.queue(openai_wire.stream_response(openai_wire.tool_call_chunks([("call_1", name, json.dumps(arguments))])))
-
-
-def _requests(server):
-    return server.requests_to("/v1/chat/completions")
-
-
-def _system_text(request) -> str:
-    return "\n".join(m["content"] for m in request.json["messages"] if m["role"] == "system")
-
-
-def _tool_names(request) -> list[str]:
-    return [t["function"]["name"] for t in request.json.get("tools") or []]
-
-
-def _tool_results(request) -> list[str]:
-    return [m["content"] for m in request.json["messages"] if m["role"] == "tool"]
+from tests.chat_wire import chat_requests, queue_call, queue_reply, tool_names, tool_results
 
 
 # ---- MCP over stdio ----------------------------------------------------------------------------
@@ -95,17 +40,17 @@ tool_allowlist = ["get_current_time"]
 def test_an_mcp_tool_over_stdio_is_offered_called_and_its_result_reaches_the_model(fake_server, compatible, tmp_path):
     broken = '\n[[mcp.servers]]\nid = "broken"\ncommand = "/nonexistent/mcp-server"\n'
     env = {**compatible, **_mcp_config(tmp_path, TRUSTED_TIME + broken)}
-    _call(fake_server, "time__get_current_time", {"timezone": "Europe/Paris"})
-    _reply(fake_server, "It is evening in Paris.")
+    queue_call(fake_server, "time__get_current_time", {"timezone": "Europe/Paris"})
+    queue_reply(fake_server, "It is evening in Paris.")
     result = run_zeph("ask", "What time is it in Paris?", env=env)
     assert result.returncode == 0, err(result)
-    first, second = _requests(fake_server)[-2:]
-    names = _tool_names(first)
+    first, second = chat_requests(fake_server)[-2:]
+    names = tool_names(first)
     assert "time__get_current_time" in names
     assert "time__convert_time" not in names  # not on the allowlist
     schema = next(t for t in first.json["tools"] if t["function"]["name"] == "time__get_current_time")
     assert "timezone" in schema["function"]["parameters"]["properties"]
-    results = _tool_results(second)
+    results = tool_results(second)
     assert len(results) == 1 and "Europe/Paris" in results[0] and "untrusted" in results[0]
     # the broken server is named once, and did not stop the turn
     assert err(result).count("broken") == 1, err(result)
@@ -115,11 +60,11 @@ def test_an_mcp_tool_over_stdio_is_offered_called_and_its_result_reaches_the_mod
 @pytest.mark.skipif(not Path(TIME_SERVER).exists(), reason="mcp-server-time is a test dependency")
 def test_an_untrusted_server_s_tool_is_asked_about_and_refused_with_no_one_to_ask(fake_server, compatible, tmp_path):
     env = {**compatible, **_mcp_config(tmp_path, TRUSTED_TIME.replace("trusted = true", "trusted = false"))}
-    _call(fake_server, "time__get_current_time", {"timezone": "UTC"})
-    _reply(fake_server, "I could not check the time.")
+    queue_call(fake_server, "time__get_current_time", {"timezone": "UTC"})
+    queue_reply(fake_server, "I could not check the time.")
     result = run_zeph("ask", "What time is it?", env=env)
     assert result.returncode == 0, err(result)
-    results = _tool_results(_requests(fake_server)[-1])
+    results = tool_results(chat_requests(fake_server)[-1])
     assert len(results) == 1 and "did not approve" in results[0] and "no one could approve it" in results[0]
 
 
@@ -150,17 +95,17 @@ tool_allowlist = ["echo", "plan_trip", "explode", "crash"]
 def test_an_mcp_tool_over_http_gets_nested_arguments_and_its_result_reaches_the_model(fake_server, compatible, tmp_path, http_server):
     env = {**compatible, **_http_config(tmp_path, http_server.url)}
     trip = {"trip": {"traveller": {"name": "Ada", "age": 36}, "stops": [{"city": "Lyon", "nights": 2}, {"city": "Nice", "nights": 1}]}}
-    _call(fake_server, "fake__plan_trip", trip)
-    _reply(fake_server, "Ada's trip is planned.")
+    queue_call(fake_server, "fake__plan_trip", trip)
+    queue_reply(fake_server, "Ada's trip is planned.")
     result = run_zeph("ask", "Plan Ada's trip", env=env)
     assert result.returncode == 0, err(result)
-    first, second = _requests(fake_server)[-2:]
-    names = _tool_names(first)
+    first, second = chat_requests(fake_server)[-2:]
+    names = tool_names(first)
     assert {"fake__echo", "fake__plan_trip", "fake__explode", "fake__crash"} <= set(names)
     assert "fake__hidden" not in names
     schema = next(t for t in first.json["tools"] if t["function"]["name"] == "fake__plan_trip")["function"]["parameters"]
     assert "$defs" in schema and "traveller" in json.dumps(schema)
-    [text] = _tool_results(second)
+    [text] = tool_results(second)
     assert "Ada visits Lyon (2 nights), Nice (1 nights)" in text and "untrusted" in text
     assert "Ada's trip is planned." in out(result)
     assert "warning" not in err(result), err(result)
@@ -168,15 +113,15 @@ def test_an_mcp_tool_over_http_gets_nested_arguments_and_its_result_reaches_the_
 
 def test_a_raising_mcp_tool_gives_an_error_result_and_the_turn_goes_on(fake_server, compatible, tmp_path, http_server):
     env = {**compatible, **_http_config(tmp_path, http_server.url)}
-    _call(fake_server, "fake__explode", {"reason": "test"})
-    _call(fake_server, "fake__echo", {"text": "still here"})
-    _reply(fake_server, "Recovered.")
+    queue_call(fake_server, "fake__explode", {"reason": "test"})
+    queue_call(fake_server, "fake__echo", {"text": "still here"})
+    queue_reply(fake_server, "Recovered.")
     result = run_zeph("ask", "Try the tools", env=env)
     assert result.returncode == 0, err(result)
-    requests = _requests(fake_server)
-    [failed] = _tool_results(requests[-2])
+    requests = chat_requests(fake_server)
+    [failed] = tool_results(requests[-2])
     assert 'status="error"' in failed and "explode" in failed
-    assert "echo: still here" in _tool_results(requests[-1])[-1]
+    assert "echo: still here" in tool_results(requests[-1])[-1]
     assert "Recovered." in out(result)
 
 
@@ -184,31 +129,31 @@ def test_an_untrusted_http_server_s_tool_runs_when_a_rule_allows_it(fake_server,
     env = {**compatible, **_http_config(tmp_path, http_server.url, trusted=False)}
     config = Path(env["ZEPH_CONFIG"])
     config.write_text('[tools]\nallow = ["fake__echo"]\ndeny = ["fake__ex*"]\n' + config.read_text())
-    _call(fake_server, "fake__echo", {"text": "allowed"})
-    _call(fake_server, "fake__explode", {"reason": "denied"})
-    _reply(fake_server, "Done.")
+    queue_call(fake_server, "fake__echo", {"text": "allowed"})
+    queue_call(fake_server, "fake__explode", {"reason": "denied"})
+    queue_reply(fake_server, "Done.")
     result = run_zeph("ask", "Use the tools", env=env)
     assert result.returncode == 0, err(result)
-    requests = _requests(fake_server)
-    assert "echo: allowed" in _tool_results(requests[-2])[-1]
-    assert "tools.deny rule 'fake__ex*'" in _tool_results(requests[-1])[-1]
+    requests = chat_requests(fake_server)
+    assert "echo: allowed" in tool_results(requests[-2])[-1]
+    assert "tools.deny rule 'fake__ex*'" in tool_results(requests[-1])[-1]
 
 
 def test_a_server_that_dies_mid_session_is_named_and_the_turn_goes_on(fake_server, compatible, tmp_path):
     server = mcp_http.start()
     try:
         env = {**compatible, **_http_config(tmp_path, server.url)}
-        _call(fake_server, "fake__crash", {})
-        _call(fake_server, "fake__echo", {"text": "anyone?"})
-        _reply(fake_server, "The server is gone.")
+        queue_call(fake_server, "fake__crash", {})
+        queue_call(fake_server, "fake__echo", {"text": "anyone?"})
+        queue_reply(fake_server, "The server is gone.")
         result = run_zeph("ask", "Crash it", env=env, timeout=60)
     finally:
         server.stop()
     assert result.returncode == 0, err(result)
-    requests = _requests(fake_server)
-    crashed = _tool_results(requests[-2])[-1]
+    requests = chat_requests(fake_server)
+    crashed = tool_results(requests[-2])[-1]
     assert 'status="error"' in crashed and "MCP server fake" in crashed
-    after = _tool_results(requests[-1])[-1]
+    after = tool_results(requests[-1])[-1]
     assert "MCP server fake is not running" in after
     assert "The server is gone." in out(result)
 
@@ -239,10 +184,10 @@ def test_zeph_mcp_list_prompts_and_prompt(tmp_path, http_server, fake_server, co
     assert unknown.returncode == 1 and "no prompt 'nope'" in err(unknown)
 
     # piped into zeph ask, the prompt is the user's message
-    _reply(fake_server, "Reviewed.")
+    queue_reply(fake_server, "Reviewed.")
     asked = run_zeph("ask", input=out(rendered), env={**compatible, **env})
     assert asked.returncode == 0, err(asked)
-    user = [m["content"] for m in _requests(fake_server)[-1].json["messages"] if m["role"] == "user"]
+    user = [m["content"] for m in chat_requests(fake_server)[-1].json["messages"] if m["role"] == "user"]
     assert "Review app.py with a focus on speed." in str(user[-1])
 
 
@@ -257,10 +202,10 @@ def test_in_a_small_budget_the_least_relevant_mcp_tools_are_left_out_not_every_t
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     servers = f'[[mcp.servers]]\nid = "git"\ncommand = "{GIT_SERVER}"\nargs = ["--repository", "{repo}"]\n'
     env = {**compatible, **_mcp_config(tmp_path, servers), "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": "5500"}
-    _reply(fake_server, "Here is the log.")
+    queue_reply(fake_server, "Here is the log.")
     result = run_zeph("ask", "Show me the git log of the recent commits", env=env, cwd=repo)
     assert result.returncode == 0, err(result)
-    names = _tool_names(_requests(fake_server)[-1])
+    names = tool_names(chat_requests(fake_server)[-1])
     git = [n for n in names if n.startswith("git__")]
     assert "read_file" in names and "bash" in names  # the built-in tools stay
     assert 0 < len(git) < 12 and "git__git_log" in git, (names, err(result))
