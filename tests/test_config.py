@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import json
 import re
 import subprocess
 import tomllib
@@ -719,6 +720,17 @@ def test_cli_config_show_reports_env_source():
     assert re.search(r"=\s*0\.5\s+# env ZEPH_MEMORY_SOFT_COMPACTION_THRESHOLD$", line), line
     hard = next(l for l in result.stdout.splitlines() if l.startswith("memory.hard_compaction_threshold "))
     assert hard.endswith("# default")
+
+
+def test_cli_config_show_lists_mcp_servers_without_literal_secrets(tmp_path):
+    cfg = write(tmp_path / "c.toml", '[[mcp.servers]]\nid = "web"\nurl = "https://mcp.example/mcp"\n'
+                                    'headers = { Authorization = "Bearer ${TOKEN}", X-Key = "literal-s3cret" }\n')
+    result = zeph("--config", str(cfg), "config", "show", "--json")
+    assert result.returncode == 0, result.stderr
+    server = json.loads(result.stdout)["settings"]["mcp.servers[0]"]
+    assert server["source"] == "file" and server["value"]["url"] == "https://mcp.example/mcp"
+    assert server["value"]["headers"] == {"Authorization": "Bearer ${TOKEN}", "X-Key": "(set)"}
+    assert "literal-s3cret" not in zeph("--config", str(cfg), "config", "show").stdout
 
 
 def test_cli_unknown_key_warns_but_succeeds(tmp_path):

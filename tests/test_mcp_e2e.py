@@ -161,6 +161,7 @@ def test_a_server_that_dies_mid_session_is_named_and_the_turn_goes_on(fake_serve
 def test_zeph_mcp_list_prompts_and_prompt(tmp_path, http_server, fake_server, compatible):
     broken = '\n[[mcp.servers]]\nid = "broken"\ncommand = "/nonexistent/mcp-server"\n'
     broken += '\n[[mcp.servers]]\nid = "down"\nurl = "http://127.0.0.1:9/mcp"\ntimeout = 5\n'  # nothing listens
+    broken += TRUSTED_TIME.replace('["get_current_time"]', '["get_current_time", "get_time"]')  # a typo
     env = _http_config(tmp_path, http_server.url)
     Path(env["ZEPH_CONFIG"]).write_text(Path(env["ZEPH_CONFIG"]).read_text() + broken)
     listed = run_zeph("mcp", "list", env=env)
@@ -168,8 +169,11 @@ def test_zeph_mcp_list_prompts_and_prompt(tmp_path, http_server, fake_server, co
     assert "fake\thttp\trunning" in out(listed) and "echo, plan_trip, explode, crash" in out(listed)
     assert "broken\tstdio\tfailed (command not found: /nonexistent/mcp-server)" in out(listed)
     assert "down\thttp\tfailed (could not connect to http://127.0.0.1:9/mcp" in out(listed)
+    assert "time\tstdio\trunning\n  tools: get_current_time\n" in out(listed)
+    assert "MCP server time: tool_allowlist names 'get_time', which the server does not offer" in err(listed)
     rows = json.loads(out(run_zeph("mcp", "list", "--json", env=env)))
-    assert [(r["id"], r["state"]) for r in rows] == [("fake", "running"), ("broken", "failed"), ("down", "failed")]
+    assert [(r["id"], r["state"]) for r in rows] == [
+        ("fake", "running"), ("broken", "failed"), ("down", "failed"), ("time", "running")]
 
     prompts = run_zeph("mcp", "prompts", env=env)
     assert "fake\treview\tpath* focus" in out(prompts) and err(prompts).count("broken") == 1

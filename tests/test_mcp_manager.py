@@ -82,6 +82,7 @@ async def test_a_server_that_exits_at_start_is_reported_with_the_last_line_of_it
     not_a_repo.mkdir()
     (tmp_path / "mcp").mkdir()
     (tmp_path / "mcp" / "git.log").write_text("an older run's last words\n")  # the log is appended to
+    (tmp_path / "mcp" / "git.log.1").write_text("x")
     entry = McpServerEntry(id="git", command=GIT_SERVER, args=("--repository", str(not_a_repo)), timeout=20)
     manager = _manager(tmp_path, entry)
     try:
@@ -89,6 +90,14 @@ async def test_a_server_that_exits_at_start_is_reported_with_the_last_line_of_it
         assert note.startswith("MCP server git did not start: ") and "\n" not in note
         assert f"its log ends: 'ERROR:mcp_server_git.server:{not_a_repo} is not a valid Git repository'" in note
         assert "older run" not in note
+        assert "older run" in (tmp_path / "mcp" / "git.log").read_text()  # small logs are kept
+        # a log past 1 MiB is moved aside when the server starts again
+        (tmp_path / "mcp" / "git.log").write_text("y" * (1 << 20) + "\nbig\n")
+        again = _manager(tmp_path, entry)
+        await again.start()
+        await again.aclose()
+        assert (tmp_path / "mcp" / "git.log.1").read_text().endswith("\nbig\n")
+        assert (tmp_path / "mcp" / "git.log").stat().st_size < 10_000
     finally:
         await manager.aclose()
 
@@ -107,6 +116,36 @@ async def test_a_missing_command_and_an_unset_variable_fail_with_one_line_each(t
         assert notes[1] == "MCP server nokey did not start: headers.X-Fake-Token refers to ${NOT_SET_ANYWHERE}, which is not set"
         assert [s.state for s in manager.status()] == ["failed", "failed"]
         assert manager.tools() == [] and manager.take_warnings() == []
+    finally:
+        await manager.aclose()
+
+
+async def test_a_url_may_name_a_variable_and_messages_never_show_its_value(tmp_path, http_server):
+    down = McpServerEntry(id="down", url="http://127.0.0.1:9/mcp?key=${API_KEY}", timeout=5)
+    unset = McpServerEntry(id="unset", url="http://127.0.0.1:9/mcp?key=${NOT_SET_ANYWHERE}")
+    works = McpServerEntry(id="fake", url=http_server.url.replace("/mcp", "/${MCP_PATH}"),
+                           headers={"X-Fake-Token": "${FAKE_TOKEN}"})
+    manager = _manager(tmp_path, down, unset, works, env={**TOKEN_ENV, "API_KEY": "k3y-value", "MCP_PATH": "mcp"})
+    try:
+        notes = await manager.start()
+        assert notes[0].startswith("MCP server down did not start: could not connect to http://127.0.0.1:9/mcp?key=${API_KEY}")
+        assert notes[1] == "MCP server unset did not start: url refers to ${NOT_SET_ANYWHERE}, which is not set"
+        assert len(notes) == 2 and "k3y-value" not in " ".join(notes)
+        assert [s.state for s in manager.status()] == ["failed", "failed", "running"]
+    finally:
+        await manager.aclose()
+
+
+async def test_a_tool_whose_description_looks_like_an_injection_is_named_once_and_withheld(tmp_path, http_server):
+    manager = _manager(tmp_path, _http(http_server))
+    try:
+        assert await manager.start() == []
+        sly = next(t for t in manager.tools() if t.name == "fake__sly")
+        assert "Ignore all previous" not in sly.spec().description
+        [warning] = manager.take_warnings()
+        assert warning.startswith("MCP server fake: the description of sly matched a prompt-injection pattern")
+        manager.tools()
+        assert manager.take_warnings() == []
     finally:
         await manager.aclose()
 
@@ -191,6 +230,7 @@ async def test_a_server_that_dies_is_reported_once_and_its_tools_withdrawn(tmp_p
     try:
         await manager.start()
         tools = {t.name: t for t in manager.tools()}
+        assert [w for w in manager.take_warnings() if "fake__sly" not in w and "of sly" not in w] == []
         started = time.monotonic()
         with pytest.raises(ToolFailure, match="MCP server fake"):
             await tools["fake__crash"].run({}, None)  # type: ignore[arg-type]
@@ -226,3 +266,57 @@ async def test_a_stdio_server_killed_between_turns_is_noticed_before_the_next(tm
         assert manager.tools() == [] and manager.take_warnings() == []
     finally:
         await manager.aclose()
+
+
+def _silent_server(marker: str) -> McpServerEntry:
+    """A process that never speaks MCP: it neither answers nor exits (the marker finds it in `ps`)."""
+    return McpServerEntry(id="silent", command=sys.executable,
+                          args=("-c", "import time; time.sleep(300)", marker), timeout=30)
+
+
+def _running(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+
+
+async def test_closing_while_a_server_is_still_starting_stops_it_at_once(tmp_path):
+    """Ctrl-C or quitting during the first turn: the start is abandoned, the process stopped, nothing hangs."""
+    marker = f"zeph-silent-{time.monotonic_ns()}"
+    manager = _manager(tmp_path, _silent_server(marker))
+    starting = asyncio.ensure_future(manager.start())
+    await asyncio.sleep(1.0)
+    assert _running(marker) and not starting.done()
+    begun = time.monotonic()
+    await asyncio.wait_for(manager.aclose(), 25)  # a guard against a hang, not a speed check
+    assert await asyncio.wait_for(starting, 5) == []  # closed on purpose: not a failure to report
+    assert time.monotonic() - begun < 12  # well inside the 30 s start timeout: close did not wait for it
+    for _ in range(50):
+        if not _running(marker):
+            break
+        await asyncio.sleep(0.1)
+    assert not _running(marker)
+
+
+async def test_a_server_that_does_not_answer_is_named_at_its_timeout_stdio_and_http(tmp_path):
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)  # accepts connections, never answers
+    port = listener.getsockname()[1]
+    marker = f"zeph-silent-{time.monotonic_ns()}"
+    silent = McpServerEntry(id="silent", command=sys.executable, args=("-c", "import time; time.sleep(300)", marker),
+                            timeout=2)
+    mute = McpServerEntry(id="mute", url=f"http://127.0.0.1:{port}/mcp", timeout=2)
+    manager = _manager(tmp_path, silent, mute)
+    try:
+        notes = await manager.start()
+        assert notes == ["MCP server silent did not start: did not answer within 2 s",
+                         "MCP server mute did not start: did not answer within 2 s"]
+    finally:
+        await manager.aclose()
+        listener.close()
+    for _ in range(50):
+        if not _running(marker):
+            break
+        await asyncio.sleep(0.1)
+    assert not _running(marker)

@@ -86,6 +86,9 @@ async def test_a_symlink_out_of_the_folder_is_refused(context, deploy, tmp_path)
     assert "load_skill: file 'loop'" in await fails(TOOL, context, name="deploy", file="loop")
     listing = (await run(TOOL, context, name="deploy")).content
     assert "linkdir/" not in listing  # symlinked folders are not walked
+    assert "link.txt" not in listing  # nor files it would refuse to read
+    os.symlink(deploy / "SKILL.md", deploy / "inside.md")
+    assert "inside.md" in (await run(TOOL, context, name="deploy")).content  # a link within the folder is fine
 
 
 async def test_a_binary_file_is_refused_in_one_line(context, deploy):

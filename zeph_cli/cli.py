@@ -469,6 +469,7 @@ def config_show(json_output: bool = typer.Option(False, "--json", help="Print JS
     entries = [(f"llm.providers[{i}]", p.__dict__, "file") for i, p in enumerate(loaded.config.llm.providers)]
     if loaded.config.llm.summary_provider:
         entries.append(("llm.summary_provider", loaded.config.llm.summary_provider.__dict__, "file"))
+    entries += [(f"mcp.servers[{i}]", _shown_server(e), "file") for i, e in enumerate(loaded.config.mcp.servers)]
     if json_output:
         print(json.dumps({
             "config_file": str(loaded.path) if loaded.path else None,
@@ -482,6 +483,15 @@ def config_show(json_output: bool = typer.Option(False, "--json", help="Print JS
     for key, value, source in rows + entries:
         shown = "(unset)" if value is None else json.dumps(value) if not isinstance(value, bool) else str(value).lower()
         print(f"{key.ljust(width)} = {shown}  # {source}")
+
+
+def _shown_server(entry) -> dict:
+    """An `[[mcp.servers]]` entry to print: env and header values written as `${VAR}` references are shown,
+    literal ones (perhaps a token) are not."""
+    def masked(table: dict[str, str]) -> dict[str, str]:
+        return {k: v if "${" in v else "(set)" for k, v in table.items()}
+
+    return {**entry.__dict__, "env": masked(entry.env), "headers": masked(entry.headers)}
 
 
 # ---- entry point ------------------------------------------------------------------------

@@ -28,7 +28,7 @@ class McpServerEntry:
     id: str = setting("", "Server name: letters, digits, - and _ (at most 32); its tools are offered as ID__TOOL.")
     command: str = setting("", "Executable to start the server over stdio (with args and env).")
     args: tuple[str, ...] = setting((), "Arguments of command.", kind=tuple)
-    url: str = setting("", "Streamable HTTP endpoint, instead of command.")
+    url: str = setting("", "Streamable HTTP endpoint, instead of command (may name ${VAR}s, expanded at start).")
     timeout: float = setting(30.0, "Seconds to start the server and list its tools, and to wait for one tool call.", lo=1.0, hi=3600.0, kind=float)
     tool_allowlist: tuple[str, ...] = setting((), "Only these tools of the server are offered (empty = all).", kind=tuple)
     trusted: bool = setting(False, "Run this server's tools without asking (tools.deny rules still apply).")

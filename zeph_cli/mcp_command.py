@@ -54,6 +54,9 @@ def mcp_list(as_json: bool = typer.Option(False, "--json", help="A JSON array, o
         manager = _manager()
         try:
             await _started(manager, quiet=True)  # failures are in the listing
+            manager.tools()  # checks each tool_allowlist against what its server offers
+            for warning in manager.take_warnings():
+                eprint(f"zeph: warning: {warning}")
             return manager.status()
         finally:
             await manager.aclose()

@@ -9,6 +9,7 @@ themselves read-only; load_skill is offered in every mode while skills exist.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -33,7 +34,7 @@ class TurnExtras:
     mcp_total: int = 0  # tools of the running servers before discovery
     mcp_priority: list[str] = field(default_factory=list)  # offered MCP tools' names, the first to keep first
     mcp_left_out: int = 0  # offered MCP tools the agent left out because their schemas did not fit the budget
-    _started: bool = False
+    _starting: asyncio.Task[list[str]] | None = None  # the one start of the MCP servers (a turn's or /mcp's)
 
     async def prepare(self, message: str, *, tools_wanted: bool) -> list[str]:
         """Match skills to `message`; start MCP servers (once) when the turn can use tools, and pick their tools."""
@@ -51,11 +52,16 @@ class TurnExtras:
         return notes
 
     async def start_mcp(self) -> list[str]:
-        """Start the MCP servers unless they were started already (a turn, or /mcp in the chat app)."""
-        if self.mcp is None or self._started:
+        """Start the MCP servers once (a turn, or /mcp in the chat app); a second caller waits for the first
+        start to end. Notes go to whoever started them. A cancelled caller does not stop the start."""
+        if self.mcp is None:
             return []
-        self._started = True
-        return await self.mcp.start()
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self.mcp.start())
+            return list(await asyncio.shield(self._starting))
+        if not self._starting.done():
+            await asyncio.shield(self._starting)
+        return []
 
     def reset(self) -> None:
         """Forget the last turn's matches (a session switch): the next turn matches again."""
@@ -99,7 +105,7 @@ class TurnExtras:
                 out.append(f"skills: matched {shown}; {others} other{'' if others == 1 else 's'} listed")
             else:
                 out.append(f"skills: none matched this message; {len(turn.others)} listed")
-        if self.mcp is not None and self._started:
+        if self.mcp is not None and self._starting is not None and self._starting.done():
             running = [s for s in self.mcp.status() if s.state == "running"]
             offered = len(self.mcp_tools) - self.mcp_left_out
             note = f" ({offered} offered this turn)" if offered != self.mcp_total else ""
@@ -110,4 +116,6 @@ class TurnExtras:
 
     async def aclose(self) -> None:
         if self.mcp is not None:
-            await self.mcp.aclose()
+            await self.mcp.aclose()  # servers still starting are stopped too
+            if self._starting is not None and not self._starting.done():
+                await asyncio.wait({self._starting}, timeout=5.0)

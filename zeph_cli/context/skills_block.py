@@ -75,7 +75,7 @@ def resolve_mode(prompt_mode: str, remaining_tokens: int | None) -> str:
     return "compact" if remaining_tokens is not None and remaining_tokens < AUTO_COMPACT_BELOW else "full"
 
 
-_CLOSING = re.compile(r"</\s*(available_skills|other_skills|skill|instructions)\s*>", re.IGNORECASE)
+_CLOSING = re.compile(r"</\s*(available_skills|other_skills|skill|instructions|description|triggers)\s*>", re.IGNORECASE)
 
 
 def _quiet(text: str) -> str:

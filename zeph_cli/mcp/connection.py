@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .expand import UnsetVariable, expand_table
+from .expand import UnsetVariable, expand_table, expand_value
 
 if TYPE_CHECKING:
     from mcp import ClientSession
 
     from ..config_mcp import McpServerEntry
 
+LOG_ROTATE_BYTES = 1 << 20  # a server's log past this is moved to ID.log.1 (replacing it) when it starts again
 CLOSE_GRACE_SECS = 8.0  # the SDK gives a stdio server up to ~6 s to exit before it is killed
 
 
@@ -99,12 +100,8 @@ class ServerConnection:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await self._transport(stack)
                 session = await stack.enter_async_context(ClientSession(read, write))
-                try:
-                    await asyncio.wait_for(self._initialize(session), self.entry.timeout)
-                except asyncio.TimeoutError:
-                    self._fail(f"did not answer within {self.entry.timeout:g} s")
-                    self._ready.set()  # start() returns now; the process is stopped in the background
-                    raise
+                if not await self._initialized(session):
+                    return  # closed while starting: the contexts exit as usual, and the process with them
                 self._session = session
                 self.state = "running"
                 self._ready.set()
@@ -112,10 +109,8 @@ class ServerConnection:
         except asyncio.CancelledError:
             if not self._stop.is_set():
                 self._fail("stopped")
-        except asyncio.TimeoutError:
-            pass  # said above
         except BaseException as exc:  # noqa: BLE001 - every failure of a server is reported, never raised
-            if not self._stop.is_set():
+            if not self._stop.is_set() and self.state != "failed":  # a reason given already stands
                 reason = self._http_refusal or self._unreachable(exc) or describe(exc)
                 said = self.last_words()
                 self._fail(f"{reason}; its log ends: {said!r}" if said else reason)
@@ -125,6 +120,29 @@ class ServerConnection:
                 self.state = "failed" if not self._stop.is_set() else "not started"
                 self.reason = self.reason or "the connection closed"
             self._ready.set()
+
+    async def _initialized(self, session: ClientSession) -> bool:
+        """Initialize and list within the timeout, unless `close()` comes first (False). The request runs in
+        its own task so that a close is noticed at once, and the owner task never has to be cancelled
+        (cancelling it inside the SDK's stdio shutdown can leave it stuck, and the server running)."""
+        request = asyncio.ensure_future(self._initialize(session))
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            done, _ = await asyncio.wait({request, stop}, timeout=self.entry.timeout,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+            if not request.done():
+                request.cancel()
+                await asyncio.wait({request})
+        if request in done:
+            request.result()  # its failure, if any, is the server's
+            return True
+        if self._stop.is_set():
+            return False
+        self._fail(f"did not answer within {self.entry.timeout:g} s")
+        self._ready.set()  # start() returns now; the process is stopped as the contexts exit
+        raise ServerError(self.reason)
 
     def last_words(self) -> str:
         """The last line a stdio server wrote to its log since it was started ("" if none): often why it stopped."""
@@ -153,6 +171,7 @@ class ServerConnection:
         try:
             env = expand_table(entry.id, "env", entry.env, self.env)
             headers = expand_table(entry.id, "headers", entry.headers, self.env)
+            url = expand_value(entry.id, "url", entry.url, self.env)  # messages name the url as written
         except UnsetVariable as exc:
             raise ServerError(str(exc).removeprefix(f"MCP server {entry.id}: ")) from None
         if entry.transport == "stdio":
@@ -161,6 +180,7 @@ class ServerConnection:
             log_path = self.log_path
             assert log_path is not None
             log_path.parent.mkdir(parents=True, exist_ok=True)
+            _rotate(log_path)
             log = stack.enter_context(open(log_path, "a", encoding="utf-8"))
             self._log_from = log.tell()
             params = StdioServerParameters(command=entry.command, args=list(entry.args), env=env or None, cwd=self.cwd)
@@ -178,7 +198,7 @@ class ServerConnection:
 
             client.event_hooks["response"].append(remember_refusal)
             await stack.enter_async_context(client)
-            streams = await stack.enter_async_context(streamable_http_client(entry.url, http_client=client))
+            streams = await stack.enter_async_context(streamable_http_client(url, http_client=client))
         return streams[0], streams[1]
 
     async def _initialize(self, session: ClientSession) -> None:
@@ -228,12 +248,10 @@ class ServerConnection:
         task = self._task
         if task is None or task.done():
             return
-        try:
-            await asyncio.wait_for(asyncio.shield(task), CLOSE_GRACE_SECS)
-        except (asyncio.TimeoutError, Exception):
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(task, 2.0)
+        done, _ = await asyncio.wait({task}, timeout=CLOSE_GRACE_SECS)
+        if not done:
+            task.cancel()  # a last resort, never waited for without a bound
+            await asyncio.wait({task}, timeout=2.0)
 
     # ---- requests ----------------------------------------------------------------
 
@@ -281,6 +299,15 @@ class ServerConnection:
             self._fail("the connection closed")
         elif not isinstance(exc, MCPError):
             self._fail(describe(exc))  # the transport broke: the server is gone or unreachable
+
+
+def _rotate(log_path: Path) -> None:
+    """Keep a server's log bounded: past LOG_ROTATE_BYTES it becomes ID.log.1 and a new one starts."""
+    try:
+        if log_path.stat().st_size > LOG_ROTATE_BYTES:
+            log_path.replace(log_path.with_name(log_path.name + ".1"))
+    except OSError:
+        pass  # no log yet, or it cannot be moved: appending still works
 
 
 def describe(exc: BaseException) -> str:

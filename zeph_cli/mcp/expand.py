@@ -1,4 +1,4 @@
-"""`${VAR}` references in a server's `env` and `headers`, expanded when it starts.
+"""`${VAR}` references in a server's `env`, `headers` and `url`, expanded when it starts.
 
 Invariant: a value is expanded from the environment given, never from the
 config; an unset variable is an `UnsetVariable` naming the server, the key and
@@ -20,6 +20,11 @@ class UnsetVariable(Exception):
 def expand_table(server_id: str, table_name: str, table: Mapping[str, str], env: Mapping[str, str]) -> dict[str, str]:
     """`table` with every `${VAR}` replaced by its value in `env`."""
     return {key: _expand(server_id, f"{table_name}.{key}", value, env) for key, value in table.items()}
+
+
+def expand_value(server_id: str, key: str, value: str, env: Mapping[str, str]) -> str:
+    """One setting (such as `url`) with every `${VAR}` replaced by its value in `env`."""
+    return _expand(server_id, key, value, env)
 
 
 def _expand(server_id: str, where: str, value: str, env: Mapping[str, str]) -> str:

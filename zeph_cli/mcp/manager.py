@@ -107,12 +107,17 @@ class McpManager:
         for name in allow:
             if name not in listed:
                 self._warnings.append(f"MCP server {conn.id}: tool_allowlist names {name!r}, which the server does not offer")
-        return [
+        offered = [
             McpTool(self, conn.id, self.names.add(conn.id, t.name), t, trusted=conn.entry.trusted,
                     timeout=conn.entry.timeout)
             for t in conn.tools
             if not allow or t.name in allow
         ]
+        for tool in offered:
+            if tool.flags:
+                self._warnings.append(f"MCP server {conn.id}: the description of {tool.tool} matched a prompt-injection "
+                                      f"pattern ({', '.join(tool.flags)}); it is withheld from the model")
+        return offered
 
     async def select_tools(self, message: str, tools: Sequence[McpTool]) -> list[McpTool]:
         return await self.discovery.select(message, tools)

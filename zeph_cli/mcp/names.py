@@ -34,7 +34,13 @@ class ToolNames:
         self._by_name: dict[str, tuple[str, str]] = {}
 
     def add(self, server_id: str, tool: str) -> str:
+        """The offered name of (server, tool); when another pair already holds its plain name (`a_` +
+        `_b` and `a` + `__b` both read `a____b`), a hashed one that tells them apart."""
         name = tool_name(server_id, tool)
+        holder = self._by_name.get(name)
+        if holder is not None and holder != (server_id, tool):
+            digest = hashlib.sha256(f"{server_id}\0{tool}".encode()).hexdigest()[:_HASH_CHARS]
+            name = f"{_NOT_ALLOWED.sub('_', name)[: MAX_NAME - _HASH_CHARS - 1]}_{digest}"
         self._by_name[name] = (server_id, tool)
         return name
 

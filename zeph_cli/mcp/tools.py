@@ -13,7 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..tools.base import Tool, ToolContext, ToolResult
+from ..context.injection_scan import scan
+from ..tools.base import Tool, ToolContext, ToolResult, without_descriptions
 from ..tools.failures import ToolFailure
 from .connection import ServerError
 
@@ -37,6 +38,12 @@ class McpTool(Tool):
         self.name = name
         self.description = _bounded(listed.description or f"{listed.name} (MCP server {server_id})")
         self.parameters = listed.input_schema or EMPTY_SCHEMA
+        # A server's words reach the model as tool schemas, outside any untrusted framing: scanned, and
+        # withheld when they look like an injection (the tool stays usable by its name and parameters).
+        self.flags = scan(listed.description + "\n" + json.dumps(self.parameters))
+        if self.flags:
+            self.description = f"{listed.name} (MCP server {server_id}; its description was withheld)"
+            self.parameters = without_descriptions(self.parameters)
         self.kind = "read" if trusted else "exec"
         self.read_only = listed.read_only
         self.timeout = timeout

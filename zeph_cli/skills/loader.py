@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .model import Skill, SkillSource
-from .scan import scan
+from ..context.injection_scan import scan
 
 SKILL_FILE = "SKILL.md"
 MAX_SKILL_BYTES = 256 * 1024  # a skill bigger than this is not a skill
@@ -55,7 +55,8 @@ def load_skill_file(path: Path, source: SkillSource, *, scan_body: bool = True) 
     triggers = _words(meta.get("triggers"), "triggers", fault)
     tools = _words(meta.get("tools"), "tools", fault)
     body = body.strip()
-    flags = scan(body + "\n" + description) if scan_body else ()
+    # Every part that reaches the prompt is scanned: the body, the description, and the triggers and tools.
+    flags = scan("\n".join((body, description, *triggers, *tools))) if scan_body else ()
     return Skill(name=name, description=" ".join(description.split()), triggers=triggers, tools=tools,
                  body=body, folder=folder, source=source, flags=flags)
 

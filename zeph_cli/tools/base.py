@@ -160,10 +160,10 @@ def _as_integer(tool_name: str, name: str, value: Any) -> int:
     raise ToolFailure(f"{tool_name}: argument {name!r} must be integer, got {value!r}"[:300])
 
 
-def _without_descriptions(schema: Any) -> Any:
+def without_descriptions(schema: Any) -> Any:
     """A JSON schema without its prose; property names (even one called "description") stay."""
     if isinstance(schema, list):
-        return [_without_descriptions(v) for v in schema]
+        return [without_descriptions(v) for v in schema]
     if not isinstance(schema, dict):
         return schema
     out = {}
@@ -171,9 +171,9 @@ def _without_descriptions(schema: Any) -> Any:
         if key in ("description", "examples", "title"):
             continue
         if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: _without_descriptions(sub) for name, sub in value.items()}
+            out[key] = {name: without_descriptions(sub) for name, sub in value.items()}
         else:
-            out[key] = _without_descriptions(value)
+            out[key] = without_descriptions(value)
     return out
 
 
@@ -181,7 +181,7 @@ def compact_spec(spec: ToolSpec) -> ToolSpec:
     """The same tool in about a third of the tokens: the first sentence of its description and its
     argument schema without descriptions (names, types, enums and required fields stay)."""
     first = re.split(r"(?<=[.!?])\s", spec.description.strip(), maxsplit=1)[0]
-    return ToolSpec(spec.name, first, _without_descriptions(spec.parameters))
+    return ToolSpec(spec.name, first, without_descriptions(spec.parameters))
 
 
 @dataclass

@@ -8,6 +8,8 @@ against; the memory tools only while long-term memory is on.
 
 from __future__ import annotations
 
+import json
+
 from .base import Tool, ToolSet
 from .compress import CompressContextTool
 from .files import EditFileTool, ListDirectoryTool, ReadFileTool, WriteFileTool
@@ -15,6 +17,7 @@ from .memory_tools import MemorySaveTool, MemorySearchTool
 from .overflow import ReadOverflowTool
 from .search import FindPathTool, GrepTool
 from .shell import BashTool
+from .skill_tools import LoadSkillTool
 
 READ_ONLY_MODES = ("ask", "plan")
 
@@ -50,9 +53,14 @@ def tools_for_mode(mode: str, *, compression: bool = True, memory: bool = True) 
 
 
 def tool_subject(name: str, arguments: dict) -> str:
-    """What a call of tool `name` is about (its command or path), as its tool reports it."""
+    """What a call of tool `name` is about (its command or path), as its tool reports it; for a tool that is
+    not built in (an MCP server's, a skill's), its arguments as compact JSON, as MCP tools report them."""
+    if name == LoadSkillTool.name:
+        return LoadSkillTool().subject(arguments)
     tool = next((t for t in builtin_tools() if t.name == name), None)
-    return tool.subject(arguments) if tool else ""
+    if tool is not None:
+        return tool.subject(arguments)
+    return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, sort_keys=True) if arguments else ""
 
 
 def builtin_tool_names() -> list[str]:

@@ -41,9 +41,11 @@ def _skill(skills: SkillAccess, name: str) -> SkillView:
 
 
 def folder_files(folder: Path, limit: int = MAX_LISTED_FILES) -> tuple[list[str], bool]:
-    """The files in a skill's folder besides SKILL.md (relative, sorted, hidden ones and symlinked
-    folders skipped), at most `limit`, and whether there were more."""
+    """The files in a skill's folder besides SKILL.md (relative, sorted; hidden ones, symlinked folders
+    and symlinks leading out of the folder skipped: load_skill would refuse them), at most `limit`, and
+    whether there were more."""
     found: list[str] = []
+    home = folder.resolve()
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(root, d)))
         for name in sorted(files):
@@ -52,10 +54,20 @@ def folder_files(folder: Path, limit: int = MAX_LISTED_FILES) -> tuple[list[str]
             relative = os.path.relpath(os.path.join(root, name), folder)
             if relative == SKILL_FILE:
                 continue
+            path = os.path.join(root, name)
+            if os.path.islink(path) and not _leads_inside(Path(path), home):
+                continue
             if len(found) == limit:
                 return found, True
             found.append(Path(relative).as_posix())
     return found, False
+
+
+def _leads_inside(link: Path, home: Path) -> bool:
+    try:
+        return link.resolve(strict=True).is_relative_to(home)
+    except (OSError, RuntimeError):  # dangling, or a loop
+        return False
 
 
 def _inside(skill: SkillView, raw: str) -> Path:

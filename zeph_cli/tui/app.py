@@ -268,6 +268,9 @@ class ZephApp(App[int]):
         if name == "sessions":
             self.run_worker(self.pick_session(argument), group="dialog")
             return
+        if name == "mcp":  # servers may take their timeout to start: the app stays usable meanwhile
+            self.run_worker(self.mcp_in_background(argument, typed), group="mcp", exit_on_error=False)
+            return
         if self.busy and name in ("compact", "clear", "new", "model", "provider"):
             await self.notice(f"/{name} waits until the running turn ends (esc cancels it)", "warning")
             self.restore_input(typed)
@@ -324,8 +327,6 @@ class ZephApp(App[int]):
             await self.memory_command(argument)
         elif name == "skills":
             await self.skills_command(argument)
-        elif name == "mcp":
-            await self.mcp_command(argument)
 
     async def skills_command(self, argument: str) -> None:
         service = self.session.agent.skills
@@ -347,6 +348,13 @@ class ZephApp(App[int]):
         last = service.last
         matched = {m.skill.name: m for m in last.matched} if last is not None else {}
         await self.transcript.add(HelpEntry(skills_markdown(skills, matched, service.dirs)))
+
+    async def mcp_in_background(self, argument: str, typed: str) -> None:
+        try:
+            await self.mcp_command(argument)
+        except ZephError as exc:
+            await self.notice(str(exc), "error")
+            self.restore_input(typed)
 
     async def mcp_command(self, argument: str) -> None:
         """/mcp lists the prompts; /mcp SERVER PROMPT NAME=value … puts one into the input box."""

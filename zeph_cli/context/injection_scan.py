@@ -1,8 +1,11 @@
-"""A prompt-injection scan of a skill's body.
+"""A prompt-injection scan of text zeph passes on to the model but did not write: skill files, MCP
+tools' descriptions and schemas.
 
 Invariant: pure; returns the names of the patterns found (empty = nothing
 suspicious), each at most once, in the order of `PATTERNS`. It flags, it never
-edits: a flagged skill stays readable on demand but is never matched on its own.
+edits: what to do with a flagged text is the caller's (a flagged skill stays
+readable on demand but is never matched on its own; a flagged MCP tool's
+description is withheld).
 """
 
 from __future__ import annotations
