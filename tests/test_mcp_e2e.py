@@ -215,3 +215,14 @@ def test_in_a_small_budget_the_least_relevant_mcp_tools_are_left_out_not_every_t
     assert 0 < len(git) < 12 and "git__git_log" in git, (names, err(result))
     warnings = [line for line in err(result).splitlines() if "MCP tools left out" in line]
     assert len(warnings) == 1 and f"{12 - len(git)} of 12 MCP tools left out" in warnings[0], err(result)
+
+    # a budget too small for the built-in tools alone: no tools, and the figure given is theirs
+    queue_reply(fake_server, "No tools here.")
+    tiny = run_zeph("ask", "Show me the git log", env={**env, "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": "2000"}, cwd=repo)
+    assert tiny.returncode == 0, err(tiny)
+    assert tool_names(chat_requests(fake_server)[-1]) == []
+    [dropped] = [line for line in err(tiny).splitlines() if "running without tools" in line]
+    queue_reply(fake_server, "Still none.")
+    without_mcp = run_zeph("ask", "Show me the git log", env={**compatible, "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": "2000"},
+                           cwd=repo)
+    assert without_mcp.returncode == 0 and dropped in err(without_mcp)  # the same figure as with no MCP server

@@ -284,7 +284,9 @@ class Agent:
             fitted, form = without(left_out)
         self.extras.mcp_left_out = left_out if form != "none" else len(droppable)
         if form == "none":
-            self._tools_dropped = no_tools_warning(capacity, self._tools_tokens(dataclasses.replace(tools, compact=True)))
+            gone = set(droppable)  # the built-in tools alone are what does not fit
+            least = dataclasses.replace(tools, tools={n: t for n, t in tools.tools.items() if n not in gone}, compact=True)
+            self._tools_dropped = no_tools_warning(capacity, self._tools_tokens(least))
             return ToolSet()
         if left_out:
             self._mcp_trimmed = mcp_trimmed_warning(left_out, len(droppable), capacity)
