@@ -146,3 +146,17 @@ def test_many_small_messages_under_a_calibration_above_1_still_fit_exactly():
     _, report = assemble([PromptLayer("base prompt", "B" * 400)], history, budget(4000), COUNTER, window=64_000,
                          calibration=Calibration(1.1, 5))
     assert report.trimmed_messages > 0 and not report.over_budget
+
+
+def test_the_fewest_tools_left_out_that_make_the_rest_fit():
+    from zeph_cli.context.tool_fit import fewest_left_out
+
+    tokens = [400, 300, 200, 100, 50]  # least wanted first; the built-in tools take 1,000 more
+
+    def fits(capacity):
+        return lambda left_out: 1000 + sum(tokens[left_out:]) <= capacity
+    assert fewest_left_out(len(tokens), fits(2100)) == 0
+    assert fewest_left_out(len(tokens), fits(1400)) == 2
+    assert fewest_left_out(len(tokens), fits(1000)) == 5
+    assert fewest_left_out(len(tokens), fits(999)) is None
+    assert fewest_left_out(0, lambda left_out: True) == 0 and fewest_left_out(0, lambda left_out: False) is None

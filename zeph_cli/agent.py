@@ -28,7 +28,7 @@ from .context.invariant import budget_problem, tool_output_allowance
 from .context.project import ProjectContext, render_project_context
 from .context.prompts import BASE_PROMPT, MODE_PROMPTS, NO_TOOLS_PROMPT
 from .context.report import ContextReport
-from .context.tool_fit import mcp_trimmed_warning, no_tools_warning, tool_form
+from .context.tool_fit import ToolForm, fewest_left_out, mcp_trimmed_warning, no_tools_warning, tool_form
 from .debug_dump import DebugDump
 from .errors import (
     ContextBudgetExceeded,
@@ -93,6 +93,7 @@ _NO_TOOL_SUPPORT = re.compile(
 _VALID_CALL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 # Spec ("Reactive Retry on Context Length Errors"): compact and retry, "max_attempts (default: 2)".
 CONTEXT_LENGTH_RETRIES = 2
+TOOLS_TOKEN_CACHE_SIZE = 512  # tool sets whose schema tokens are kept (per tokenizer, form and names)
 REPLY_MARGIN_TOKENS, REPLY_MARGIN_SHARE = 32, 0.03  # kept free of prompt and reply, for server-side additions
 TOOLS_DROPPED_SAID = "tools_dropped_warning"
 MEMORY_CHARS_PER_TOKEN = 4  # for the <memory> block's cap: English prose runs about four characters a token  # conversation metadata: the no-room-for-tools warning given
@@ -245,16 +246,34 @@ class Agent:
     def offered_tools(self) -> ToolSet:
         """The tools the model is offered this turn (none when the model cannot call tools);
         compress_context only when there is a budget to compress against."""
+        tools, budgeted = self._mode_tools()
+        if not budgeted or not tools.tools:
+            return tools
+        return self._fit_tools(tools)
+
+    def _mode_tools(self) -> tuple[ToolSet, bool]:
+        """Every tool of the mode (the turn's skill and MCP tools included) before the budget is applied,
+        and whether there is a budget to apply."""
         if self.tools_unavailable:
-            return ToolSet()
+            return ToolSet(), False
         budgeted = self.profile is not None and self.budget().total > 0
         tools = tools_for_mode(self.mode, compression=budgeted, memory=self.config.memory.long_term.enabled)
         extra = self.extras.tools(self.mode)
         if extra:
             tools = ToolSet({**tools.tools, **extra})
-        if not budgeted or not tools.tools:
-            return tools
-        return self._fit_tools(tools)
+        return tools, budgeted
+
+    async def prepare_extras(self, prompt: str) -> list[str]:
+        """Skills and MCP tools for `prompt`; the MCP tools are ranked against it only when their schemas
+        cannot all fit the budget (ranking embeds the message: not worth it when nothing is left out)."""
+        notes = await self.extras.prepare(prompt, tools_wanted=not self.tools_unavailable)
+        tools, budgeted = self._mode_tools()
+        if budgeted and self.extras.mcp_tools:
+            compact = dataclasses.replace(tools, compact=True)
+            capacity = self.budget().available
+            if tool_form(capacity, self._tools_tokens(tools), self._tools_tokens(compact)) == "none":
+                notes += await self.extras.rank_mcp(prompt)
+        return notes
 
     def _fit_tools(self, tools: ToolSet) -> ToolSet:
         """The tools in full or compact form, within their share of the budget. When even compact schemas
@@ -263,39 +282,29 @@ class Agent:
         capacity = self.budget().available
         droppable = self.extras.mcp_least_wanted(set(tools.tools))
 
-        def without(count: int) -> tuple[ToolSet, str]:
+        def without(count: int) -> tuple[ToolSet, ToolSet, ToolForm]:
             gone = set(droppable[:count])
             kept = dataclasses.replace(tools, tools={n: t for n, t in tools.tools.items() if n not in gone})
             compact = dataclasses.replace(kept, compact=True)
-            form = tool_form(capacity, self._tools_tokens(kept), self._tools_tokens(compact))
-            return (compact if form == "compact" else kept), form
+            return kept, compact, tool_form(capacity, self._tools_tokens(kept), self._tools_tokens(compact))
 
-        left_out = 0
-        fitted, form = without(0)
-        if form == "none" and droppable and without(len(droppable))[1] != "none":
-            low, high = 1, len(droppable)  # the fewest left out that fit
-            while low < high:
-                middle = (low + high) // 2
-                if without(middle)[1] == "none":
-                    low = middle + 1
-                else:
-                    high = middle
-            left_out = low
-            fitted, form = without(left_out)
-        self.extras.mcp_left_out = left_out if form != "none" else len(droppable)
-        if form == "none":
-            gone = set(droppable)  # the built-in tools alone are what does not fit
-            least = dataclasses.replace(tools, tools={n: t for n, t in tools.tools.items() if n not in gone}, compact=True)
-            self._tools_dropped = no_tools_warning(capacity, self._tools_tokens(least))
+        left_out = fewest_left_out(len(droppable), lambda count: without(count)[2] != "none")
+        if left_out is None:  # the built-in tools alone do not fit
+            self.extras.mcp_left_out = len(droppable)
+            self._tools_dropped = no_tools_warning(capacity, self._tools_tokens(without(len(droppable))[1]))
             return ToolSet()
+        self.extras.mcp_left_out = left_out
         if left_out:
             self._mcp_trimmed = mcp_trimmed_warning(left_out, len(droppable), capacity)
-        return fitted
+        kept, compact, form = without(left_out)
+        return compact if form == "compact" else kept
 
     def _tools_tokens(self, tools: ToolSet) -> int:
         """Tokens of the tool schemas, counted once per tool set and tokenizer."""
         key = (self.counter.name, str(tools.compact), *tools.names())
         if key not in self._tools_token_cache:
+            if len(self._tools_token_cache) > TOOLS_TOKEN_CACHE_SIZE:  # subsets tried for small budgets add up
+                self._tools_token_cache.clear()
             self._tools_token_cache[key] = count_tools(self.counter, list(tools.specs())) if tools.tools else 0
         return self._tools_token_cache[key]
 
@@ -478,7 +487,7 @@ class Agent:
         if self.memory is not None:
             visible = {item.id for item in self.agent_history(conversation)}
             self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
-        self._turn_notes = await self.extras.prepare(prompt, tools_wanted=not self.tools_unavailable)
+        self._turn_notes = await self.prepare_extras(prompt)
         turn = self._turn(conversation, saved.id, system, stream)
         try:
             async for event in turn:

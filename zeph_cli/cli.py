@@ -344,7 +344,7 @@ async def preview_memory(agent, conversation) -> tuple[str, int]:
     them; the embedder's label and how many stored messages have no vector yet."""
     history = agent.agent_history(conversation)
     query = next((i.message.content for i in reversed(history) if i.message.role == "user"), "")
-    for note in await agent.extras.prepare(query, tools_wanted=not agent.tools_unavailable) if query else []:
+    for note in await agent.prepare_extras(query) if query else []:
         eprint(warning_line(note))
     if agent.memory is None:
         return "", 0

@@ -32,7 +32,7 @@ class TurnExtras:
     turn_skills: TurnSkills | None = None
     mcp_tools: list[McpTool] = field(default_factory=list)  # offered this turn (discovery applied)
     mcp_total: int = 0  # tools of the running servers before discovery
-    mcp_priority: list[str] = field(default_factory=list)  # offered MCP tools' names, the first to keep first
+    mcp_priority: list[str] = field(default_factory=list)  # MCP tools' names, first to keep first (when ranked)
     mcp_left_out: int = 0  # offered MCP tools the agent left out because their schemas did not fit the budget
     _starting: asyncio.Task[list[str]] | None = None  # the one start of the MCP servers (a turn's or /mcp's)
 
@@ -48,8 +48,15 @@ class TurnExtras:
             running = self.mcp.tools()
             self.mcp_total = len(running)
             self.mcp_tools = await self.mcp.select_tools(message, running) if running else []
-            self.mcp_priority = [t.name for t in await self.mcp.rank_tools(message, self.mcp_tools)]
+            self.mcp_priority = []  # ranked by `rank_mcp` when the budget cannot take them all
         return notes
+
+    async def rank_mcp(self, message: str) -> list[str]:
+        """Order this turn's MCP tools for a budget that fits only some (see `mcp_least_wanted`); notes."""
+        if self.mcp is None or not self.mcp_tools:
+            return []
+        self.mcp_priority = [t.name for t in await self.mcp.rank_tools(message, self.mcp_tools)]
+        return self.mcp.take_warnings()
 
     async def start_mcp(self) -> list[str]:
         """Start the MCP servers once (a turn, or /mcp in the chat app); a second caller waits for the first

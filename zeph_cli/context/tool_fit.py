@@ -8,6 +8,7 @@ prompt's share of the budget.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 TOOLS_MAX_SHARE = 0.25
@@ -22,6 +23,23 @@ def tool_form(capacity: int, full_tokens: int, compact_tokens: int) -> ToolForm:
     if compact_tokens <= capacity * TOOLS_MAX_SHARE:
         return "compact"
     return "none"
+
+
+def fewest_left_out(count: int, fits: Callable[[int], bool]) -> int | None:
+    """The fewest of `count` tools to leave out (least wanted first) so that `fits(left_out)` holds; None
+    when leaving all of them out is not enough. `fits` must only get truer as more are left out."""
+    if fits(0):
+        return 0
+    if not count or not fits(count):
+        return None
+    low, high = 1, count
+    while low < high:
+        middle = (low + high) // 2
+        if fits(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def no_tools_warning(capacity: int, compact_tokens: int) -> str:

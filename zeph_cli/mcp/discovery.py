@@ -15,9 +15,9 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar, Union
 
-if TYPE_CHECKING:
-    import numpy as np
+from ..memory.text_vectors import TextVectors
 
+if TYPE_CHECKING:
     from ..config_mcp import ToolDiscoveryConfig
     from ..memory.embedders.base import Embedder
 
@@ -41,7 +41,7 @@ class ToolDiscovery:
         self.config = config
         self._source = embedder
         self.embedder: Embedder | None = None
-        self._vectors: dict[str, np.ndarray] = {}  # tool text -> its row
+        self._vectors = TextVectors()
         self._warnings: list[str] = []
         self._warned = False
 
@@ -91,13 +91,7 @@ class ToolDiscovery:
 
     def _scores(self, message: str, tools: Sequence[DiscoverableTool]) -> list[float]:
         assert self.embedder is not None
-        texts = [tool_text(t) for t in tools]
-        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
-        if missing:
-            for text, row in zip(missing, self.embedder.embed(missing)):
-                self._vectors[text] = row
-        query = self.embedder.embed([message])[0]
-        return [float(self._vectors[t] @ query) for t in texts]
+        return self._vectors.similarities(self.embedder, [tool_text(t) for t in tools], message)
 
     def _warn_once(self, text: str) -> None:
         if not self._warned:

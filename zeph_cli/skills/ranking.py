@@ -12,23 +12,20 @@ embedded once.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from ..memory.text_vectors import TextVectors
 from .model import Skill, SkillMatch
 
 if TYPE_CHECKING:
-    import numpy as np
-
     from ..memory.embedders.base import Embedder
 
 NAME_BOOST = 0.9
 TRIGGER_BOOST = 0.85
 RELATIVE_FLOOR = 0.6
-MAX_CACHED_VECTORS = 4096
 
 
 def skill_text(skill: Skill) -> str:
@@ -83,22 +80,16 @@ def pick(scored: Sequence[SkillMatch], *, limit: int, min_score: float) -> tuple
 
 
 class SkillVectors:
-    """Skill vectors by (embedder model, text hash); computes only the missing ones."""
+    """Skill vectors cached by (embedder model, text): an unchanged skill is embedded once."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, str], np.ndarray] = {}
-        self.embedded = 0  # skill texts embedded so far
+        self._texts = TextVectors()
+
+    @property
+    def embedded(self) -> int:
+        return self._texts.embedded
 
     def similarity(self, embedder: "Embedder", skills: Sequence[Skill], message: str) -> dict[str, float]:
         """Cosine similarity of `message` to each skill, by name (synchronous: call it in a thread)."""
-        if len(self._cache) > MAX_CACHED_VECTORS:
-            self._cache.clear()
-        keys = {skill.name: (embedder.model, hashlib.sha256(skill_text(skill).encode()).hexdigest()) for skill in skills}
-        missing = [skill for skill in skills if keys[skill.name] not in self._cache]
-        texts = [message] + [skill_text(skill) for skill in missing]
-        rows = embedder.embed(texts)
-        for skill, row in zip(missing, rows[1:]):
-            self._cache[keys[skill.name]] = row.copy()  # not a view keeping the whole batch alive
-        self.embedded += len(missing)
-        query = rows[0]
-        return {skill.name: float(query @ self._cache[keys[skill.name]]) for skill in skills}
+        scores = self._texts.similarities(embedder, [skill_text(skill) for skill in skills], message)
+        return {skill.name: score for skill, score in zip(skills, scores)}
