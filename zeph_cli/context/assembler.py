@@ -47,6 +47,7 @@ SKILLS_LAYER = "skills"
 class PromptLayer:
     name: str
     text: str
+    detail: str = ""  # shown beside the block in the report
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ def assemble(
             layers = [*layers, PromptLayer(SKILLS_LAYER, skills_block.text)]
     raw_layers = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in layers + extra]
     blocks = [
-        ContextBlock(layer.name, calibration.apply(raw), skills_block.detail if layer.name == SKILLS_LAYER else "")
+        ContextBlock(layer.name, calibration.apply(raw), skills_block.detail if layer.name == SKILLS_LAYER else layer.detail)
         for layer, raw in zip(layers + extra, raw_layers)
     ]
     fixed = sum(b.tokens for b in blocks) + calibration.apply(tools_tokens + REQUEST_OVERHEAD)
