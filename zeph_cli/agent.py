@@ -422,7 +422,7 @@ class Agent:
             PromptLayer("environment", render_environment(self.workspace.environment)),
             PromptLayer("project context", self.workspace.project.text),
             PromptLayer("mode prompt", mode.text, mode.detail),
-            PromptLayer("session prompt", topic or ""),
+            PromptLayer("topic prompt", f"<topic_prompt>\n{topic.strip()}\n</topic_prompt>" if topic and topic.strip() else ""),
         ]
 
     def _history(self, stored: list[StoredMessage]) -> list[HistoryItem]:

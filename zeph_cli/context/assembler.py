@@ -1,7 +1,7 @@
 """Turning prompt layers and history into the messages of one request.
 
 Invariant: pure; stable blocks come first (base prompt, environment, project
-context, session prompt), then the per-turn blocks (long-term memory, semantic
+context, mode and topic prompts), then the per-turn blocks (long-term memory, semantic
 recall: `context` messages, after the cached system prompt — Octopus' role for
 retrieved material) and history last, so provider prompt caches keep hitting. Semantic recall only
 takes room that is free: at most its allocation share and never past the soft
