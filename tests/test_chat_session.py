@@ -366,7 +366,7 @@ async def test_set_mode_checks_the_name(env, workspace):
 async def test_set_system_reaches_the_next_request_and_empty_text_removes_it(model, fake_server, env, workspace):
     session = await open_session(env, workspace)
     session.set_system("Always answer in French.")
-    assert session.context_report().block("session prompt").tokens > 0  # before the first prompt too
+    assert session.context_report().block("topic prompt").tokens > 0  # before the first prompt too
     model.say("Bonjour.")
     await turn(session, "hello")
     assert "Always answer in French." in system_text(chat_requests(fake_server)[-1])

@@ -86,7 +86,7 @@ def test_project_context_and_session_prompt_reach_the_model(fake_server, compati
     for request in fake_server.requests_to("/v1/chat/completions"):
         system = "\n".join(m["content"] for m in request.json["messages"] if m["role"] == "system")
         assert "<project_context>" in system and "Always answer in French." in system
-        assert "You review Rust code." in system  # the session prompt is kept for later turns
+        assert "You review Rust code." in system  # the topic prompt is kept for later turns
 
 
 def test_provider_error_keeps_the_prompt(fake_server, compatible):

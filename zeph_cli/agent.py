@@ -26,7 +26,7 @@ from .context.budget import Budget, compute_budget
 from .context.environment import EnvironmentFacts, render_environment
 from .context.invariant import budget_problem, tool_output_allowance
 from .context.project import ProjectContext, render_project_context
-from .context.prompts import BASE_PROMPT, MODE_PROMPTS, NO_TOOLS_PROMPT
+from .context.prompt_modules import MODE_MODULES, PromptModule, base_prompt, mode_prompt
 from .context.report import ContextReport
 from .context.tool_fit import ToolForm, fewest_left_out, mcp_trimmed_warning, no_tools_warning, tool_form
 from .debug_dump import DebugDump
@@ -66,7 +66,8 @@ from .messages import (
     normalize_stop_reason,
 )
 from .models import ModelProfile, prefer_learned_window, reply_token_cap, with_window
-from .paths import global_project_file
+from .paths import config_dir, global_project_file
+from .prompt_files import load_prompt_modules
 from .providers.base import ChatRequest, Provider, ProviderSettings
 from .providers.pool import ProviderPool
 from .side_jobs import SideJobs, record_response
@@ -109,6 +110,7 @@ class Workspace:
     environment: EnvironmentFacts
     project: ProjectContext
     warnings: list[str] = field(default_factory=list)
+    prompts: dict[str, PromptModule] = field(default_factory=lambda: load_prompt_modules(None, None)[0])
 
 
 @dataclass
@@ -231,7 +233,9 @@ class Agent:
             warnings.append(
                 "project context cut to fit context.project_context_max_tokens: " + ", ".join(project.truncated)
             )
-        self.workspace = Workspace(environment_facts(self.cwd, self.model_label), project, warnings)
+        prompts, prompt_warnings = load_prompt_modules(config_dir() / "prompts", workspace_root(self.cwd))
+        warnings.extend(prompt_warnings)
+        self.workspace = Workspace(environment_facts(self.cwd, self.model_label), project, warnings, prompts)
         for path in self.confinement.extra:
             if not path.is_dir():
                 warnings.append(f"tools.allowed_paths: {path} is not a directory")
@@ -309,7 +313,7 @@ class Agent:
         return self._tools_token_cache[key]
 
     def set_mode(self, mode: str) -> None:
-        if mode not in MODE_PROMPTS:
+        if mode not in MODE_MODULES:
             raise ValueError(f"unknown mode {mode!r}: use agent, ask or plan")
         self.mode = mode
 
@@ -420,13 +424,14 @@ class Agent:
     def _layers(self, conversation: Conversation, system: str | None, tools: ToolSet) -> list[PromptLayer]:
         assert self.workspace is not None, "call start() first"
         topic = system if system is not None else conversation.metadata.get("system", "")
-        mode_prompt = MODE_PROMPTS[self.mode] if tools.tools else NO_TOOLS_PROMPT
+        base = base_prompt(self.workspace.prompts)
+        mode = mode_prompt(self.workspace.prompts, self.mode, tools=bool(tools.tools))
         return [
-            PromptLayer("base prompt", BASE_PROMPT),
+            PromptLayer("base prompt", base.text, base.detail),
             PromptLayer("environment", render_environment(self.workspace.environment)),
             PromptLayer("project context", self.workspace.project.text),
-            PromptLayer("mode prompt", mode_prompt),
-            PromptLayer("session prompt", topic or ""),
+            PromptLayer("mode prompt", mode.text, mode.detail),
+            PromptLayer("topic prompt", f"<topic_prompt>\n{topic.strip()}\n</topic_prompt>" if topic and topic.strip() else ""),
         ]
 
     def _history(self, stored: list[StoredMessage]) -> list[HistoryItem]:

@@ -409,7 +409,7 @@ class ChatSession:
         set_mode(self.agent, mode)
 
     def set_system(self, text: str) -> None:
-        """The session prompt for this and later turns; empty text removes it."""
+        """The topic prompt for this and later turns; empty text removes it."""
         text = text.strip()
         if self.conversation is None:
             self._pending_system = text or None

@@ -108,7 +108,7 @@ def ask(
     prompt: Optional[str] = typer.Argument(None, help="The question; piped standard input is sent with it."),
     model: Optional[str] = typer.Option(None, "-m", "--model", help="Model to use (for local: a .gguf path)."),
     provider: Optional[str] = typer.Option(None, "-p", "--provider", help="anthropic, openai, compatible, ollama, local, or a [[llm.providers]] name."),
-    system: Optional[str] = typer.Option(None, "-s", "--system", help="Session prompt (kept for later turns of the session)."),
+    system: Optional[str] = typer.Option(None, "-s", "--topic", "--system", help="Topic prompt: what this session is about (kept for -c turns)."),
     continue_: bool = typer.Option(False, "-c", "--continue", help="Continue the most recent session."),
     session: Optional[int] = typer.Option(None, "--session", help="Continue session ID."),
     no_stream: bool = typer.Option(False, "--no-stream", help="Wait for the whole reply instead of streaming it."),

@@ -69,7 +69,7 @@ def conversation_markdown(conversation: Conversation, messages: list[StoredMessa
     lines.append(f"- provider: {conversation.provider} · model: {conversation.model}")
     lines.append(f"- started: {conversation.created_at} · directory: {conversation.cwd}")
     if conversation.metadata.get("system"):
-        lines.append(f"- session prompt: {conversation.metadata['system']}")
+        lines.append(f"- topic prompt: {conversation.metadata['system']}")
     for stored in messages:
         if stored.metadata.get("marker") == "clear":
             lines += ["", "---", "", "*Context cleared: the messages above are no longer sent to the model.*"]

@@ -1,7 +1,7 @@
 """Turning prompt layers and history into the messages of one request.
 
 Invariant: pure; stable blocks come first (base prompt, environment, project
-context, session prompt), then the per-turn blocks (long-term memory, semantic
+context, mode and topic prompts), then the per-turn blocks (long-term memory, semantic
 recall: `context` messages, after the cached system prompt — Octopus' role for
 retrieved material) and history last, so provider prompt caches keep hitting. Semantic recall only
 takes room that is free: at most its allocation share and never past the soft
@@ -47,6 +47,7 @@ SKILLS_LAYER = "skills"
 class PromptLayer:
     name: str
     text: str
+    detail: str = ""  # shown beside the block in the report
 
 
 @dataclass(frozen=True)
@@ -150,7 +151,7 @@ def assemble(
             layers = [*layers, PromptLayer(SKILLS_LAYER, skills_block.text)]
     raw_layers = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in layers + extra]
     blocks = [
-        ContextBlock(layer.name, calibration.apply(raw), skills_block.detail if layer.name == SKILLS_LAYER else "")
+        ContextBlock(layer.name, calibration.apply(raw), skills_block.detail if layer.name == SKILLS_LAYER else layer.detail)
         for layer, raw in zip(layers + extra, raw_layers)
     ]
     fixed = sum(b.tokens for b in blocks) + calibration.apply(tools_tokens + REQUEST_OVERHEAD)

@@ -318,7 +318,7 @@ class ZephApp(App[int]):
             await self.notice(f"mode: {argument}")
         elif name == "system":
             session.set_system(argument)
-            await self.notice(f"session prompt: {argument}" if argument else "session prompt cleared")
+            await self.notice(f"topic prompt: {argument}" if argument else "topic prompt cleared")
             self.refresh_gauge()
         elif name == "export":
             path = session.export(argument or None)
