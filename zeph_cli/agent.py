@@ -482,6 +482,16 @@ class Agent:
         own = conversation.metadata.get(ENHANCE_KEY)
         return own if isinstance(own, str) and own.strip() else self.config.context.enhanced_prompt
 
+    def set_enhancement(self, conversation: Conversation, text: str) -> Conversation:
+        """The session's own enhancement prompt from now on; empty text falls back to the configured one."""
+        metadata = {k: v for k, v in conversation.metadata.items() if k != ENHANCE_KEY}
+        if text.strip():
+            metadata[ENHANCE_KEY] = text.strip()
+        if conversation.id:
+            self.store.update_conversation(conversation.id, metadata=metadata)
+            return self.store.get_conversation(conversation.id)
+        return dataclasses.replace(conversation, metadata=metadata)
+
     # ---- one turn ---------------------------------------------------------------
 
     async def run_turn(
