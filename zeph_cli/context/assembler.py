@@ -1,9 +1,10 @@
 """Turning prompt layers and history into the messages of one request.
 
 Invariant: pure; stable blocks come first (base prompt, environment, project
-context, session prompt), then the per-turn blocks (long-term memory, semantic
-recall: `context` messages, after the cached system prompt — Octopus' role for
-retrieved material) and history last, so provider prompt caches keep hitting. Semantic recall only
+context, session prompt), then the per-turn blocks (time, long-term memory,
+semantic recall: `context` messages, after the cached system prompt — Octopus'
+role for retrieved material), history, and the closing blocks (the enhancement
+prompt) as the very last messages, so provider prompt caches keep hitting. Semantic recall only
 takes room that is free: at most its allocation share and never past the soft
 compaction line, so it never causes a compaction or trims history. The messages returned are exactly those sent (tool results wrapped as
 untrusted data) and every token of them is in the report. History that does
