@@ -11,6 +11,9 @@ from zeph_cli.context.history_shaping import cap_history, describe_gap, landmark
 from zeph_cli.context.turn_blocks import ENHANCEMENT_NOTE, render_enhancement, render_time
 from zeph_cli.messages import Message, ToolCallPart, ToolResultPart
 from zeph_cli.tokens import ApproximateCounter
+from tests.agent_helpers import close_agents  # noqa: F401  (autouse fixture)
+from tests.fakes import openai_wire
+from tests.test_agent import make_agent
 
 COUNTER = ApproximateCounter()
 CET = timezone(timedelta(hours=1), "CET")
@@ -136,3 +139,21 @@ def test_landmarks_go_before_the_later_message_and_are_counted():
     without, plain = assemble(LAYERS, history, budget(8000), COUNTER, window=8000, landmark_gap_minutes=0, zone=CET)
     assert len(without) == len(messages) - 1
     assert block.tokens - next(b for b in plain.blocks if b.name == "history").tokens == COUNTER.count(messages[4].content) + 4
+
+
+async def test_the_agent_renders_the_time_block_from_the_clock_it_is_given(fake_server, tmp_path):
+    ticks = iter([datetime(2026, 11, 27, 14, 5, tzinfo=CET), datetime(2026, 11, 27, 17, 40, tzinfo=CET)])
+    agent = make_agent(fake_server, tmp_path)
+    now = next(ticks)
+    agent.clock = lambda: now
+    conversation = agent.new_conversation("hello")
+    sent = []
+    for prompt in ("hello", "again"):
+        fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["ok"])))
+        [event async for event in agent.run_turn(conversation, prompt)]
+        sent.append(fake_server.requests_to("/v1/chat/completions")[-1].json["messages"])
+        now = next(ticks, now)
+    times = [next(m["content"] for m in messages if m["content"].startswith("<time>")) for messages in sent]
+    assert times == [render_time(datetime(2026, 11, 27, 14, 5, tzinfo=CET)), render_time(datetime(2026, 11, 27, 17, 40, tzinfo=CET))]
+    prefix = [[m for m in messages[: messages.index(next(x for x in messages if x["content"] == t))]] for messages, t in zip(sent, times)]
+    assert prefix[0] == prefix[1]
