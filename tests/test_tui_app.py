@@ -340,6 +340,25 @@ async def test_help_mode_system_and_unknown_commands(fake_server, model, workspa
         await session.aclose()
 
 
+async def test_enhance_sets_the_sessions_enhancement_prompt_sent_last(fake_server, model, workspace):
+    model.say("one")
+    model.say("two")
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "/enhance Answer in haiku.")  # before the first prompt: kept for the session
+            await send(pilot, app, "first")
+            last = chat_bodies(fake_server)[-1]["messages"][-1]
+            assert last["role"] == "system" and "<enhanced_prompt>\nAnswer in haiku.\n</enhanced_prompt>" in last["content"]
+            await send(pilot, app, "/enhance")
+            await send(pilot, app, "second")
+            messages = chat_bodies(fake_server)[-1]["messages"]
+            assert messages[-1] == {"role": "user", "content": "second"}
+            assert not any("<enhanced_prompt>" in (m["content"] or "") for m in messages)
+    finally:
+        await session.aclose()
+
+
 async def test_model_and_provider_switches_and_a_bad_provider_keeps_the_old_one(fake_server, model, workspace):
     model.say("from the other model")
     app, session = await open_app(fake_server, workspace)

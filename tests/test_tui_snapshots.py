@@ -71,8 +71,10 @@ async def test_main_screen_snapshot(fake_server, workspace):
 
 
 async def test_context_screen_snapshot(fake_server, workspace):
-    # The sandbox line depends on the machine (Landlock or not): off, it reads the same everywhere.
-    app, session = await scripted_exchange(fake_server, workspace, env={"ZEPH_TOOLS_SANDBOX_ENABLED": "false"})
+    # The sandbox line depends on the machine (Landlock or not), the <time> block's size on the date:
+    # off, they read the same everywhere.
+    env = {"ZEPH_TOOLS_SANDBOX_ENABLED": "false", "ZEPH_CONTEXT_INJECT_TIME": "false"}
+    app, session = await scripted_exchange(fake_server, workspace, env=env)
     try:
         async with app.run_test(size=(110, 34)) as pilot:
             app.prompt.cursor_blink = False

@@ -15,8 +15,9 @@ import contextlib
 import dataclasses
 import re
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from .compactor import CompactionDeps, Compactor
@@ -29,6 +30,7 @@ from .context.project import ProjectContext, render_project_context
 from .context.prompt_modules import MODE_MODULES, PromptModule, base_prompt, mode_prompt
 from .context.report import ContextReport
 from .context.tool_fit import ToolForm, fewest_left_out, mcp_trimmed_warning, no_tools_warning, tool_form
+from .context.turn_blocks import render_enhancement, render_time
 from .debug_dump import DebugDump
 from .errors import (
     ContextBudgetExceeded,
@@ -97,6 +99,7 @@ CONTEXT_LENGTH_RETRIES = 2
 TOOLS_TOKEN_CACHE_SIZE = 512  # tool sets whose schema tokens are kept (per tokenizer, form and names)
 REPLY_MARGIN_TOKENS, REPLY_MARGIN_SHARE = 32, 0.03  # kept free of prompt and reply, for server-side additions
 TOOLS_DROPPED_SAID = "tools_dropped_warning"
+ENHANCE_KEY = "enhance"  # conversation metadata: the session's enhancement prompt
 MEMORY_CHARS_PER_TOKEN = 4  # for the <memory> block's cap: English prose runs about four characters a token  # conversation metadata: the no-room-for-tools warning given
 
 
@@ -147,8 +150,12 @@ class Agent:
         helper_settings: Mapping[str, ProviderSettings | None] | None = None,
         memory: MemoryService | None = None,
         extras: TurnExtras | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.config = config
+        # The local time the <time> block and the landmarks' zone come from (tests give a fixed one).
+        self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
+        self._turn_time: str | None = None  # the running turn's <time> block: one per turn, its tool rounds share it
         self.store = store
         self.provider = provider
         self.cwd = cwd
@@ -443,7 +450,7 @@ class Agent:
             if count is None or row.token_counter != self.counter.name:
                 count = count_message(self.counter, row.message)
                 missing.append((row.id, count, self.counter.name))
-            items.append(HistoryItem(row.message, count, row.id, row.metadata))
+            items.append(HistoryItem(row.message, count, row.id, row.metadata, row.created_at))
         self.store.set_token_counts(missing)
         return items
 
@@ -466,13 +473,38 @@ class Agent:
             tools_tokens=self._tools_tokens(tools),
             calibration=self.store.calibration(self.provider.name, self.provider.model),
             pinned_id=self.pinned_id,
-            context_layers=[PromptLayer("memory", self.turn_memory.memory_text)],
+            context_layers=[PromptLayer("time", self._time_text()), PromptLayer("memory", self.turn_memory.memory_text)],
             recall=self.turn_memory.entries,
             skills=self.extras.skills_input(),
+            closing_layers=[PromptLayer("enhancement prompt", render_enhancement(self.enhancement(conversation)))],
+            max_chat_history=self.config.context.max_chat_history,
+            landmark_gap_minutes=self.config.context.time_landmark_gap_minutes,
+            zone=self.clock().tzinfo,
         )
         if self.profile is not None:
             report = dataclasses.replace(report, window_source=self.profile.window_source)
         return messages, report, report.raw_tokens
+
+    def _time_text(self) -> str:
+        """The <time> block: the running turn's, else rendered now; "" when `[context] inject_time` is off."""
+        if not self.config.context.inject_time:
+            return ""
+        return self._turn_time or render_time(self.clock())
+
+    def enhancement(self, conversation: Conversation) -> str:
+        """The enhancement prompt's text: the session's own (`/enhance`, `--enhance`), else the configured one."""
+        own = conversation.metadata.get(ENHANCE_KEY)
+        return own if isinstance(own, str) and own.strip() else self.config.context.enhanced_prompt
+
+    def set_enhancement(self, conversation: Conversation, text: str) -> Conversation:
+        """The session's own enhancement prompt from now on; empty text falls back to the configured one."""
+        metadata = {k: v for k, v in conversation.metadata.items() if k != ENHANCE_KEY}
+        if text.strip():
+            metadata[ENHANCE_KEY] = text.strip()
+        if conversation.id:
+            self.store.update_conversation(conversation.id, metadata=metadata)
+            return self.store.get_conversation(conversation.id)
+        return dataclasses.replace(conversation, metadata=metadata)
 
     # ---- one turn ---------------------------------------------------------------
 
@@ -489,6 +521,7 @@ class Agent:
             self.store.update_conversation(conversation.id, metadata={**conversation.metadata, "system": system})
         conversation = self.store.get_conversation(conversation.id)
         self.pinned_id = saved.id
+        self._turn_time = render_time(self.clock())
         if self.memory is not None:
             visible = {item.id for item in self.agent_history(conversation)}
             self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
@@ -499,6 +532,7 @@ class Agent:
                 yield event
         finally:
             self.pinned_id = None
+            self._turn_time = None
             await turn.aclose()  # a caller that stops early cancels the turn's own clean-up in order
             if self.memory is not None:
                 self.memory.index_in_background(saved.id)  # the turn's messages get vectors after the reply

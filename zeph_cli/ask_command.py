@@ -43,6 +43,7 @@ class AskOptions:
     json_output: bool
     approve_all: bool
     markdown: bool  # standard output is a terminal: render the reply as Markdown
+    enhance: str | None = None  # the session's enhancement prompt (--enhance; "" clears it)
 
 
 def _conversation(store: ConversationStore, options: AskOptions) -> Conversation | None:
@@ -92,6 +93,8 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             eprint(warning_line(warning))
         if conversation is None:
             conversation = agent.new_conversation(text, options.system)
+        if options.enhance is not None:
+            conversation = agent.set_enhancement(conversation, options.enhance)
         assert agent.profile is not None, "build_agent starts the agent"
         output = AskOutput(
             session_id=conversation.id, provider=agent.provider.name, model=agent.model_label,

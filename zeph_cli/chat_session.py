@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Union
 
-from .agent import Agent
+from .agent import ENHANCE_KEY, Agent
 from .agent_factory import build_agent, close_agent, set_mode
 from .memory.service import TurnMemory
 from .config import LoadedConfig
@@ -262,6 +262,7 @@ class ChatSession:
         self.warnings: list[str] = []
         self._overrides: dict[str, tuple[str, str]] = {}
         self._pending_system: str | None = None  # a /system given before the first prompt
+        self._pending_enhance: str | None = None  # an /enhance given before the first prompt
         self._closed = False
         self._learning: asyncio.Task | None = None  # the compression-guidelines updater, when enabled
 
@@ -331,6 +332,8 @@ class ChatSession:
     def _unsaved_conversation(self) -> Conversation:
         """A stand-in for the session the first prompt will create (id 0 holds no messages)."""
         metadata = {"system": self._pending_system} if self._pending_system else {}
+        if self._pending_enhance:
+            metadata[ENHANCE_KEY] = self._pending_enhance
         return Conversation(0, "", "", "", self.provider.name, self.agent.model_label, str(self.cwd), metadata)
 
     # ---- turns ----------------------------------------------------------------------------
@@ -340,6 +343,9 @@ class ChatSession:
         if self.conversation is None:
             self.conversation = self.agent.new_conversation(prompt, system if system is not None else self._pending_system)
             self._pending_system = None
+            if self._pending_enhance is not None:
+                self.conversation = self.agent.set_enhancement(self.conversation, self._pending_enhance)
+                self._pending_enhance = None
         async for event in self.agent.run_turn(self.conversation, prompt, system=system):
             if isinstance(event, TurnStarted):
                 self.conversation = event.conversation
@@ -399,6 +405,7 @@ class ChatSession:
     def _forget(self) -> None:
         self.conversation = None
         self._pending_system = None
+        self._pending_enhance = None
         self.agent.turn_memory = TurnMemory()  # the last session's recall and memories are not this one's
         self.agent.extras.reset()
         self.agent.compactor.reset()  # compaction state is per session
@@ -419,6 +426,13 @@ class ChatSession:
             metadata["system"] = text
         self.store.update_conversation(self.conversation.id, metadata=metadata)
         self.conversation = self.store.get_conversation(self.conversation.id)
+
+    def set_enhancement(self, text: str) -> None:
+        """The session's enhancement prompt for this and later turns; empty text goes back to the configured one."""
+        if self.conversation is None:
+            self._pending_enhance = text.strip()
+            return
+        self.conversation = self.agent.set_enhancement(self.conversation, text)
 
     async def set_model(self, name: str) -> list[str]:
         """Use model `name` from the next request on; return start-up warnings not shown before."""

@@ -111,6 +111,9 @@ def ask(
     system: Optional[str] = typer.Option(None, "-s", "--topic", "--system", help="Topic prompt: what this session is about (kept for -c turns)."),
     continue_: bool = typer.Option(False, "-c", "--continue", help="Continue the most recent session."),
     session: Optional[int] = typer.Option(None, "--session", help="Continue session ID."),
+    enhance: Optional[str] = typer.Option(
+        None, "--enhance", metavar="TEXT", help="Enhancement prompt sent last with every request of the session (\"\" = the configured one)."
+    ),
     no_stream: bool = typer.Option(False, "--no-stream", help="Wait for the whole reply instead of streaming it."),
     usage: bool = typer.Option(False, "-u", "--usage", help="Print token usage and context fill to stderr."),
     json_output: bool = typer.Option(False, "--json", help="Print the reply and its metadata as JSON."),
@@ -141,7 +144,7 @@ def ask(
     })
     from .ask_command import AskOptions, run_ask
 
-    options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes, stdout_is_terminal())
+    options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes, stdout_is_terminal(), enhance)
     try:
         store = open_store()
     except StoreError as exc:  # the database cannot be used at all: the prompt goes to a file instead

@@ -156,6 +156,18 @@ class ContextConfig:
     project_context_max_tokens: int = setting(
         4000, "Cap for the <project_context> block (ZEPH.md files); longer content is cut with a note.", lo=0, hi=1_000_000
     )
+    inject_time: bool = setting(True, "Send a <time> block (local time and ISO 8601 timestamp) with every request, after the cached prefix.")
+    enhanced_prompt: str = setting(
+        "", "An <enhanced_prompt> sent as the last message of every request (the model is told not to reveal it); empty = none."
+    )
+    max_chat_history: int = setting(
+        0, "Send at most this many recent history messages (tool calls stay with their results); 0 = off, the budget alone decides.",
+        lo=0, hi=1_000_000,
+    )
+    time_landmark_gap_minutes: int = setting(
+        120, "Put a dated [time: ...] marker before a user message sent longer than this after the previous one; 0 = off.",
+        lo=0, hi=10_000_000,
+    )
 
 
 AGENT_MODES = ("agent", "ask", "plan")

@@ -1,9 +1,10 @@
 """Turning prompt layers and history into the messages of one request.
 
 Invariant: pure; stable blocks come first (base prompt, environment, project
-context, mode and topic prompts), then the per-turn blocks (long-term memory, semantic
-recall: `context` messages, after the cached system prompt — Octopus' role for
-retrieved material) and history last, so provider prompt caches keep hitting. Semantic recall only
+context, mode and topic prompts), then the per-turn blocks (time, long-term memory,
+semantic recall: `context` messages, after the cached system prompt — Octopus'
+role for retrieved material), history, and the closing blocks (the enhancement
+prompt) as the very last messages, so provider prompt caches keep hitting. Semantic recall only
 takes room that is free: at most its allocation share and never past the soft
 compaction line, so it never causes a compaction or trims history. The messages returned are exactly those sent (tool results wrapped as
 untrusted data) and every token of them is in the report. History that does
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import tzinfo
 from typing import Any
 
 from ..messages import Message
 from ..tokens import MESSAGE_OVERHEAD, REQUEST_OVERHEAD, Calibration, TokenCounter
 from .allocation import allocate
 from .budget import Budget
+from .history_shaping import LANDMARK_KEY, cap_history, landmarks
 from .recall_block import RecallEntry, fit_recall
 from .report import ContextBlock, ContextReport
 from .skills_block import (
@@ -58,6 +61,7 @@ class HistoryItem:
     tokens: int  # raw estimate, before calibration
     id: int = 0  # the store's message id (0 = not stored)
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    created_at: str = ""  # the store's ISO 8601 timestamp ("" = unknown)
 
 
 def message_groups(history: list[HistoryItem]) -> list[list[HistoryItem]]:
@@ -109,7 +113,7 @@ def pinned_index(history: list[HistoryItem], pinned_id: int | None) -> int | Non
 def _as_sent(history: list[HistoryItem], counter: TokenCounter) -> list[HistoryItem]:
     """History items whose token counts include the untrusted-data wrapping of their tool results."""
     return [
-        HistoryItem(i.message, i.tokens + delimiter_tokens(i.message, counter), i.id, i.metadata)
+        HistoryItem(i.message, i.tokens + delimiter_tokens(i.message, counter), i.id, i.metadata, i.created_at)
         if i.message.tool_results
         else i
         for i in history
@@ -129,6 +133,10 @@ def assemble(
     context_layers: list[PromptLayer] | None = None,
     recall: tuple[RecallEntry, ...] | list[RecallEntry] = (),
     skills: SkillsInput | None = None,
+    closing_layers: list[PromptLayer] | None = None,
+    max_chat_history: int = 0,
+    landmark_gap_minutes: int = 0,
+    zone: tzinfo | None = None,
 ) -> tuple[list[Message], ContextReport]:
     """Block tokens in the report are calibrated (what the provider will count);
     `raw_tokens` is the uncalibrated estimate, for learning the calibration.
@@ -140,13 +148,18 @@ def assemble(
     messages; `recall` entries fill the semantic-recall block after them.
     `skills` become the last system layer (`<available_skills>`, `<other_skills>`),
     within their share of the budget, compact under `auto` when little room is left.
+    `closing_layers` (the enhancement prompt) are `context` messages after the history: the
+    request's last messages. `max_chat_history` caps the recent history in messages (0 = off);
+    `landmark_gap_minutes` puts a dated `context` marker before a user message that comes
+    longer than that after the previous one (0 = off), its time shown in `zone`.
     """
     history = _as_sent(history, counter)
     layers = [layer for layer in layers if layer.text]
     extra = [layer for layer in context_layers or [] if layer.text]
+    closing = [layer for layer in closing_layers or [] if layer.text]
     skills_block = SkillsBlock()
     if skills is not None:
-        skills_block = _skills_layer(skills, layers + extra, history, budget, counter, calibration, tools_tokens)
+        skills_block = _skills_layer(skills, layers + extra + closing, history, budget, counter, calibration, tools_tokens)
         if skills_block.text:
             layers = [*layers, PromptLayer(SKILLS_LAYER, skills_block.text)]
     raw_layers = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in layers + extra]
@@ -154,9 +167,13 @@ def assemble(
         ContextBlock(layer.name, calibration.apply(raw), skills_block.detail if layer.name == SKILLS_LAYER else layer.detail)
         for layer, raw in zip(layers + extra, raw_layers)
     ]
-    fixed = sum(b.tokens for b in blocks) + calibration.apply(tools_tokens + REQUEST_OVERHEAD)
+    raw_closing = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in closing]
+    closing_blocks = [ContextBlock(layer.name, calibration.apply(raw)) for layer, raw in zip(closing, raw_closing)]
+    fixed = sum(b.tokens for b in blocks + closing_blocks) + calibration.apply(tools_tokens + REQUEST_OVERHEAD)
     summaries = [i for i in history if i.metadata.get("compaction_summary")]
     recent = [i for i in history if not i.metadata.get("compaction_summary")]
+    recent, capped = cap_history(message_groups(recent), max_chat_history, pinned_index(recent, pinned_id))
+    recent = _with_landmarks(recent, landmark_gap_minutes, zone, counter)
     raw_summaries = sum(i.tokens for i in summaries)
     notes: list[str] = []
     allocation = None
@@ -193,8 +210,16 @@ def assemble(
     if summaries:
         blocks.append(ContextBlock("compaction summary", calibration.apply(raw_summaries), f"{len(summaries)} summar{'y' if len(summaries) == 1 else 'ies'}"))
     raw_history = sum(i.tokens for i in kept) + REQUEST_OVERHEAD
-    detail = f"{len(kept)} messages" + (f", {dropped} older not sent" if dropped else "")
+    marks = sum(1 for i in kept if i.metadata.get(LANDMARK_KEY))
+    dropped -= sum(1 for i in recent[: len(recent) - len(kept)] if i.metadata.get(LANDMARK_KEY))
+    detail = (
+        f"{len(kept) - marks} messages"
+        + (f", {marks} time landmark{'s' * (marks != 1)}" if marks else "")
+        + (f", {capped} older beyond max_chat_history" if capped else "")
+        + (f", {dropped} older not sent" if dropped else "")
+    )
     blocks.append(ContextBlock("history", calibration.apply(raw_history), detail))
+    blocks.extend(closing_blocks)
     if dropped:
         notes.append(f"{dropped} older messages did not fit the budget and were not sent")
     if recall and not budget.available:
@@ -204,6 +229,7 @@ def assemble(
             blocks.append(ContextBlock("semantic recall", calibration.apply(raw_recall), f"{len(recalled)} recalled"))
     per_turn = [Message.context(layer.text) for layer in extra] + ([Message.context(recall_text)] if recall_text else [])
     messages = [Message.system(layer.text) for layer in layers] + per_turn + [i.message for i in summaries + kept]
+    messages += [Message.context(layer.text) for layer in closing]
     messages = delimit_tool_results(messages)
     report = ContextReport(
         blocks=tuple(blocks),
@@ -212,10 +238,10 @@ def assemble(
         reserved_for_response=budget.reserved_for_response,
         soft_threshold=budget.soft_threshold,
         hard_threshold=budget.hard_threshold,
-        history_messages=len(kept),
+        history_messages=len(kept) - marks,
         trimmed_messages=dropped,
         notes=tuple(notes),
-        raw_tokens=sum(raw_layers) + tools_tokens + raw_summaries + raw_recall + raw_history,
+        raw_tokens=sum(raw_layers) + sum(raw_closing) + tools_tokens + raw_summaries + raw_recall + raw_history,
         allocation=dict(allocation.tokens) if allocation else {},
         unsent_tokens=unsent,
         fixed_tokens=fixed,
@@ -224,6 +250,22 @@ def assemble(
         skills_shown=tuple((n, "full") for n in skills_block.full) + tuple((n, "compact") for n in skills_block.compact),
     )
     return messages, report
+
+
+def _with_landmarks(
+    recent: list[HistoryItem], gap_minutes: int, zone: tzinfo | None, counter: TokenCounter
+) -> list[HistoryItem]:
+    """`recent` with a time landmark (a `context` item) before each user message after a long gap."""
+    marks = landmarks([(i.message.role, i.created_at) for i in recent], gap_minutes, zone)
+    if not marks:
+        return recent
+    shaped: list[HistoryItem] = []
+    for index, item in enumerate(recent):
+        if index in marks:
+            text = marks[index]
+            shaped.append(HistoryItem(Message.context(text), counter.count(text) + MESSAGE_OVERHEAD, 0, {LANDMARK_KEY: True}))
+        shaped.append(item)
+    return shaped
 
 
 def _skills_layer(

@@ -320,6 +320,10 @@ class ZephApp(App[int]):
             session.set_system(argument)
             await self.notice(f"topic prompt: {argument}" if argument else "topic prompt cleared")
             self.refresh_gauge()
+        elif name == "enhance":
+            session.set_enhancement(argument)
+            await self.notice(f"enhancement prompt: {argument}" if argument else "enhancement prompt: the configured one")
+            self.refresh_gauge()
         elif name == "export":
             path = session.export(argument or None)
             await self.notice(f"exported to {path}")
