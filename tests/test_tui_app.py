@@ -359,6 +359,33 @@ async def test_enhance_sets_the_sessions_enhancement_prompt_sent_last(fake_serve
         await session.aclose()
 
 
+def system_of(body: dict) -> str:
+    return "\n".join(m["content"] for m in body["messages"] if m["role"] == "system")
+
+
+async def test_profile_lists_and_switches_the_global_prompt(fake_server, model, workspace, tmp_path):
+    config = tmp_path / "profiles.toml"
+    config.write_text('[prompt.profiles]\nreviewer = "You review code."\nterse = "Be terse."\n')
+    model.say("one")
+    model.say("two")
+    app, session = await open_app(fake_server, workspace, env={"ZEPH_CONFIG": str(config)})
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "/profile")
+            listing = entries(app, Notice)[-1].text
+            assert "global prompt: none" in listing and "reviewer: You review code." in listing
+            await send(pilot, app, "/profile ghost")
+            assert "no prompt profile 'ghost'" in entries(app, Notice)[-1].text
+            await send(pilot, app, "/profile terse")  # before the first prompt: kept for the session
+            await send(pilot, app, "first")
+            assert "<system_prompt>\nBe terse.\n</system_prompt>" in system_of(chat_bodies(fake_server)[-1])
+            await send(pilot, app, "/profile none")
+            await send(pilot, app, "second")
+            assert "<system_prompt>" not in system_of(chat_bodies(fake_server)[-1])
+    finally:
+        await session.aclose()
+
+
 async def test_model_and_provider_switches_and_a_bad_provider_keeps_the_old_one(fake_server, model, workspace):
     model.say("from the other model")
     app, session = await open_app(fake_server, workspace)

@@ -25,6 +25,7 @@ from .config import Config
 from .context.assembler import HistoryItem, PromptLayer, assemble
 from .context.budget import Budget, compute_budget
 from .context.environment import EnvironmentFacts, render_environment
+from .context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, session_profile
 from .context.invariant import budget_problem, tool_output_allowance
 from .context.project import ProjectContext, render_project_context
 from .context.prompt_modules import MODE_MODULES, PromptModule, base_prompt, mode_prompt
@@ -410,6 +411,7 @@ class Agent:
 
     def new_conversation(self, title: str, system: str | None = None) -> Conversation:
         metadata = {"system": system} if system else {}
+        metadata[PROFILE_KEY] = self.config.prompt.profile  # the session keeps the profile it started with
         return self.store.create_conversation(
             provider=self.provider.name, model=self.model_label, cwd=str(self.cwd), title=title, metadata=metadata
         )
@@ -438,8 +440,14 @@ class Agent:
             PromptLayer("environment", render_environment(self.workspace.environment)),
             PromptLayer("project context", self.workspace.project.text),
             PromptLayer("mode prompt", mode.text, mode.detail),
+            PromptLayer("global prompt", (chosen := self.global_prompt(conversation)).text, chosen.detail),
             PromptLayer("topic prompt", f"<topic_prompt>\n{topic.strip()}\n</topic_prompt>" if topic and topic.strip() else ""),
         ]
+
+    def global_prompt(self, conversation: Conversation) -> GlobalPrompt:
+        """The session's global prompt profile (ETOS 1), rendered as `<system_prompt>`."""
+        name = session_profile(conversation.metadata, self.config.prompt.profile)
+        return global_prompt(name, self.config.prompt.profiles)
 
     def _history(self, stored: list[StoredMessage]) -> list[HistoryItem]:
         """History with token counts, counting (and caching) only what is not cached yet."""
@@ -498,9 +506,20 @@ class Agent:
 
     def set_enhancement(self, conversation: Conversation, text: str) -> Conversation:
         """The session's own enhancement prompt from now on; empty text falls back to the configured one."""
-        metadata = {k: v for k, v in conversation.metadata.items() if k != ENHANCE_KEY}
-        if text.strip():
-            metadata[ENHANCE_KEY] = text.strip()
+        return self.with_metadata(conversation, ENHANCE_KEY, text.strip() or None)
+
+    def set_prompt_profile(self, conversation: Conversation, name: str) -> Conversation:
+        """The session's global prompt profile from now on ("" = none); `name` must be configured."""
+        if name and name not in self.config.prompt.profiles:
+            known = ", ".join(sorted(self.config.prompt.profiles)) or "none are defined"
+            raise ValueError(f"no prompt profile {name!r} in [prompt.profiles] (known: {known})")
+        return self.with_metadata(conversation, PROFILE_KEY, name)
+
+    def with_metadata(self, conversation: Conversation, key: str, value: object | None) -> Conversation:
+        """The conversation with metadata `key` set (None removes it), saved when the session is stored."""
+        metadata = {k: v for k, v in conversation.metadata.items() if k != key}
+        if value is not None:
+            metadata[key] = value
         if conversation.id:
             self.store.update_conversation(conversation.id, metadata=metadata)
             return self.store.get_conversation(conversation.id)
@@ -546,6 +565,8 @@ class Agent:
             yield AgentWarning(note)
         for warning in self._tool_warnings(conversation):
             yield warning
+        if problem := self.global_prompt(conversation).problem:
+            yield AgentWarning(problem)
         turn = _TurnState(conversation, system, stream, self._call_ids(conversation))
         self.compactor.start_turn()
         while True:

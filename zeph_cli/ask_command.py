@@ -44,6 +44,7 @@ class AskOptions:
     approve_all: bool
     markdown: bool  # standard output is a terminal: render the reply as Markdown
     enhance: str | None = None  # the session's enhancement prompt (--enhance; "" clears it)
+    profile: str | None = None  # the session's global prompt profile (--profile; "" = none), checked by the config
 
 
 def _conversation(store: ConversationStore, options: AskOptions) -> Conversation | None:
@@ -95,6 +96,8 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             conversation = agent.new_conversation(text, options.system)
         if options.enhance is not None:
             conversation = agent.set_enhancement(conversation, options.enhance)
+        if options.profile is not None:
+            conversation = agent.set_prompt_profile(conversation, options.profile)
         assert agent.profile is not None, "build_agent starts the agent"
         output = AskOutput(
             session_id=conversation.id, provider=agent.provider.name, model=agent.model_label,

@@ -21,6 +21,7 @@ from .agent import ENHANCE_KEY, Agent
 from .agent_factory import build_agent, close_agent, set_mode
 from .memory.service import TurnMemory
 from .config import LoadedConfig
+from .context.global_prompt import PROFILE_KEY, session_profile
 from .context.report import ContextReport
 from .errors import NotFound, UsageError, ZephError
 from .events import AgentEvent, TurnStarted
@@ -263,6 +264,7 @@ class ChatSession:
         self._overrides: dict[str, tuple[str, str]] = {}
         self._pending_system: str | None = None  # a /system given before the first prompt
         self._pending_enhance: str | None = None  # an /enhance given before the first prompt
+        self._pending_profile: str | None = None  # a /profile NAME given before the first prompt
         self._closed = False
         self._learning: asyncio.Task | None = None  # the compression-guidelines updater, when enabled
 
@@ -327,13 +329,15 @@ class ChatSession:
 
     def context_report(self) -> ContextReport:
         """What the next request would carry (before the first prompt: the prompt layers and tools alone)."""
-        return self.agent.context_for(self.conversation or self._unsaved_conversation())[1]
+        return self.agent.context_for(self._session_or_unsaved())[1]
 
     def _unsaved_conversation(self) -> Conversation:
         """A stand-in for the session the first prompt will create (id 0 holds no messages)."""
         metadata = {"system": self._pending_system} if self._pending_system else {}
         if self._pending_enhance:
             metadata[ENHANCE_KEY] = self._pending_enhance
+        if self._pending_profile is not None:
+            metadata[PROFILE_KEY] = self._pending_profile
         return Conversation(0, "", "", "", self.provider.name, self.agent.model_label, str(self.cwd), metadata)
 
     # ---- turns ----------------------------------------------------------------------------
@@ -346,6 +350,9 @@ class ChatSession:
             if self._pending_enhance is not None:
                 self.conversation = self.agent.set_enhancement(self.conversation, self._pending_enhance)
                 self._pending_enhance = None
+            if self._pending_profile is not None:
+                self.conversation = self.agent.set_prompt_profile(self.conversation, self._pending_profile)
+                self._pending_profile = None
         async for event in self.agent.run_turn(self.conversation, prompt, system=system):
             if isinstance(event, TurnStarted):
                 self.conversation = event.conversation
@@ -421,11 +428,7 @@ class ChatSession:
         if self.conversation is None:
             self._pending_system = text or None
             return
-        metadata = {k: v for k, v in self.conversation.metadata.items() if k != "system"}
-        if text:
-            metadata["system"] = text
-        self.store.update_conversation(self.conversation.id, metadata=metadata)
-        self.conversation = self.store.get_conversation(self.conversation.id)
+        self.conversation = self.agent.with_metadata(self.conversation, "system", text or None)
 
     def set_enhancement(self, text: str) -> None:
         """The session's enhancement prompt for this and later turns; empty text goes back to the configured one."""
@@ -433,6 +436,22 @@ class ChatSession:
             self._pending_enhance = text.strip()
             return
         self.conversation = self.agent.set_enhancement(self.conversation, text)
+
+    def prompt_profile(self) -> str:
+        """The global prompt profile this session uses ("" = none)."""
+        return session_profile(self._session_or_unsaved().metadata, self.agent.config.prompt.profile)
+
+    def set_prompt_profile(self, name: str) -> None:
+        """The session's global prompt profile from now on ("" or "none" = none); ValueError names an unknown one."""
+        name = "" if name.strip().lower() == "none" else name.strip()
+        if self.conversation is None:
+            self.agent.set_prompt_profile(self._unsaved_conversation(), name)  # validates
+            self._pending_profile = name
+            return
+        self.conversation = self.agent.set_prompt_profile(self.conversation, name)
+
+    def _session_or_unsaved(self) -> Conversation:
+        return self.conversation or self._unsaved_conversation()
 
     async def set_model(self, name: str) -> list[str]:
         """Use model `name` from the next request on; return start-up warnings not shown before."""

@@ -63,16 +63,20 @@ def root(
     model: Optional[str] = typer.Option(None, "-m", "--model", help="Model for the chat (for local: a .gguf path)."),
     provider: Optional[str] = typer.Option(None, "-p", "--provider", help="Provider for the chat."),
     mode: Optional[str] = typer.Option(None, "--mode", help="agent (all tools), ask or plan (read-only tools)."),
+    profile: Optional[str] = typer.Option(None, "--profile", metavar="NAME", help="Global prompt profile for new sessions ([prompt.profiles]; none = no global prompt)."),
 ) -> None:
     """zeph: a chat in the terminal (run with no command), or ask questions and manage sessions."""
     state.config_path = config
     if ctx.invoked_subcommand is None:
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
-            if continue_ or session is not None or model or provider or mode:
+            if continue_ or session is not None or model or provider or mode or profile is not None:
                 raise UsageError("the chat needs a terminal; for one question use: zeph ask \"...\"")
             print(ctx.get_help())
             raise typer.Exit()
-        loaded = load({"llm.model": (model, "--model"), "llm.provider": (provider, "--provider"), "agent.mode": (mode, "--mode")})
+        loaded = load({
+            "llm.model": (model, "--model"), "llm.provider": (provider, "--provider"), "agent.mode": (mode, "--mode"),
+            "prompt.profile": (profile_choice(profile), "--profile"),
+        })
         raise typer.Exit(_chat(loaded, continue_, session))
 
 
@@ -96,6 +100,13 @@ def combine_prompt(prompt: Optional[str], stdin_text: str) -> str:
     return prompt or piped
 
 
+def profile_choice(flag: Optional[str]) -> Optional[str]:
+    """--profile's value for the config: "none" (any case) means no global prompt."""
+    if flag is None:
+        return None
+    return "" if flag.strip().lower() == "none" else flag.strip()
+
+
 def stdout_is_terminal() -> bool:
     return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
 
@@ -111,6 +122,7 @@ def ask(
     system: Optional[str] = typer.Option(None, "-s", "--topic", "--system", help="Topic prompt: what this session is about (kept for -c turns)."),
     continue_: bool = typer.Option(False, "-c", "--continue", help="Continue the most recent session."),
     session: Optional[int] = typer.Option(None, "--session", help="Continue session ID."),
+    profile: Optional[str] = typer.Option(None, "--profile", metavar="NAME", help="Global prompt profile of the session ([prompt.profiles]; none = no global prompt)."),
     enhance: Optional[str] = typer.Option(
         None, "--enhance", metavar="TEXT", help="Enhancement prompt sent last with every request of the session (\"\" = the configured one)."
     ),
@@ -141,10 +153,11 @@ def ask(
         "llm.provider": (provider, "--provider"),
         "agent.mode": (mode, "--mode"),
         "debug.dump_dir": (debug_dump, "--debug-dump"),
+        "prompt.profile": (profile_choice(profile), "--profile"),
     })
     from .ask_command import AskOptions, run_ask
 
-    options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes, stdout_is_terminal(), enhance)
+    options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes, stdout_is_terminal(), enhance, profile_choice(profile))
     try:
         store = open_store()
     except StoreError as exc:  # the database cannot be used at all: the prompt goes to a file instead

@@ -22,6 +22,7 @@ from .config_keys import check_value as _check
 from .config_keys import parse_env as _parse_env
 from .config_keys import suggest as _suggest
 from .config_mcp import SERVER_KEYS, McpConfig, parse_servers
+from .config_prompt import PromptConfig, check_profile_choice, parse_profiles
 from .errors import ConfigError
 from .paths import default_config_path
 
@@ -251,6 +252,7 @@ class Config:
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     skills: SkillsConfig = field(default_factory=SkillsConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
+    prompt: PromptConfig = field(default_factory=PromptConfig)
     debug: DebugConfig = field(default_factory=DebugConfig)
 
     def get(self, path: str) -> Any:
@@ -268,7 +270,7 @@ class Config:
 
 KEYS: dict[str, Key] = {k.path: k for k in iter_keys(Config)}
 ENTRY_KEYS: dict[str, Key] = {k.path: k for k in iter_keys(ProviderEntry)}
-TABLE_PATHS = ("llm.providers", "llm.summary_provider", "mcp.servers")
+TABLE_PATHS = ("llm.providers", "llm.summary_provider", "mcp.servers", "prompt.profiles")
 ALL_PATHS = tuple(KEYS) + tuple(f"llm.providers.{k}" for k in ENTRY_KEYS) + tuple(
     f"llm.summary_provider.{k}" for k in ENTRY_KEYS
 ) + tuple(f"mcp.servers.{k}" for k in SERVER_KEYS)
@@ -434,6 +436,10 @@ def load_config(
             config.mcp.servers = parse_servers(value, where, warnings)
             sources[key_path] = "file"
             continue
+        if key_path == "prompt.profiles":
+            config.prompt.profiles = parse_profiles(value, where, path.parent)
+            sources[key_path] = "file"
+            continue
         if key_path == "llm.summary_provider":
             config.llm.summary_provider = _provider_entry(value, where, "llm.summary_provider", warnings)
             sources[key_path] = "file"
@@ -470,6 +476,12 @@ def load_config(
         sources[key_path] = f"flag {flag}"
 
     _check_relations(config, {k: (where if v == 'file' else v) for k, v in sources.items()})
+    profile_source = sources.get("prompt.profile", "default")
+    check_profile_choice(
+        config.prompt.profile,
+        config.prompt.profiles,
+        where if profile_source == "file" else profile_source.replace("env ", "environment variable ").replace("flag ", "option "),
+    )
     if config.llm.summary_model and config.llm.summary_provider is None:
         source = sources.get("llm.summary_model", "file")
         origin = where if source == "file" else source.replace("env ", "environment variable ").replace("flag ", "option ")

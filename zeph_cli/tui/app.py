@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
+from ..context.global_prompt import profile_lines
 from ..errors import UsageError, ZephError
 from ..event_handler import dispatch
 from ..events import TurnStarted
@@ -329,8 +330,24 @@ class ZephApp(App[int]):
             await self.notice(f"exported to {path}")
         elif name == "memory":
             await self.memory_command(argument)
+        elif name == "profile":
+            await self.profile_command(argument)
         elif name == "skills":
             await self.skills_command(argument)
+
+    async def profile_command(self, argument: str) -> None:
+        """/profile: the global prompt profiles; /profile NAME (or none) switches this session's."""
+        session = self.session
+        if argument:
+            try:
+                session.set_prompt_profile(argument)
+            except ValueError as exc:
+                await self.notice(str(exc), "warning")
+                return
+            self.refresh_gauge()
+            await self.notice(f"global prompt: profile {session.prompt_profile()}" if session.prompt_profile() else "global prompt: none")
+            return
+        await self.notice("\n".join(profile_lines(session.prompt_profile(), session.agent.config.prompt.profiles)))
 
     async def skills_command(self, argument: str) -> None:
         service = self.session.agent.skills
