@@ -107,3 +107,12 @@ def test_unknown_profile_flag_is_one_line(fake_server, profiled):
     assert result.returncode != 0
     assert "--profile" in err(result) and "ghost" in err(result) and "Traceback" not in err(result)
     assert chat_requests(fake_server) == []
+
+
+def test_config_show_lists_the_profiles(profiled):
+    shown = run_zeph("config", "show", env=profiled)
+    assert shown.returncode == 0, err(shown)
+    assert 'prompt.profile' in out(shown) and '"reviewer"' in out(shown)
+    assert 'prompt.profiles.terse' in out(shown) and "Answer in one sentence." in out(shown)
+    data = json.loads(out(run_zeph("config", "show", "--json", env=profiled)))["settings"]
+    assert data["prompt.profiles.reviewer"]["value"] == "You review code: point out bugs first."

@@ -486,6 +486,8 @@ def config_show(json_output: bool = typer.Option(False, "--json", help="Print JS
     if loaded.config.llm.summary_provider:
         entries.append(("llm.summary_provider", loaded.config.llm.summary_provider.__dict__, "file"))
     entries += [(f"mcp.servers[{i}]", _shown_server(e), "file") for i, e in enumerate(loaded.config.mcp.servers)]
+    profiles = loaded.config.prompt.profiles
+    entries += [(f"prompt.profiles.{name}", text if json_output else _first_line(text), "file") for name, text in profiles.items()]
     if json_output:
         print(json.dumps({
             "config_file": str(loaded.path) if loaded.path else None,
@@ -499,6 +501,12 @@ def config_show(json_output: bool = typer.Option(False, "--json", help="Print JS
     for key, value, source in rows + entries:
         shown = "(unset)" if value is None else json.dumps(value) if not isinstance(value, bool) else str(value).lower()
         print(f"{key.ljust(width)} = {shown}  # {source}")
+
+
+def _first_line(text: str) -> str:
+    """A long value shortened for `zeph config show`: its first line and its length."""
+    first = text.splitlines()[0] if text else ""
+    return text if first == text and len(text) <= 60 else f"{first[:60]}… ({len(text):,} characters)"
 
 
 def _shown_server(entry) -> dict:
