@@ -24,6 +24,7 @@ from zeph_cli.messages import (
     UsageUpdate,
 )
 from zeph_cli.providers.anthropic import AnthropicProvider
+from zeph_cli.providers.anthropic import to_wire as anthropic_to_wire
 from zeph_cli.providers.base import ChatRequest, ProviderSettings
 
 MODEL = "claude-sonnet-4-6"
@@ -118,11 +119,30 @@ async def test_streams_text_and_sends_a_messages_api_request(fake_server, make_p
         {
             "role": "user",
             "content": [
-                {"type": "text", "text": "And then?"},
+                # the end of the history before the running turn, and the conversation's end
+                {"type": "text", "text": "And then?", "cache_control": {"type": "ephemeral"}},
                 {"type": "text", "text": "Be short.", "cache_control": {"type": "ephemeral"}},
             ],
         },
     ]
+
+
+def test_breakpoints_skip_the_per_turn_and_closing_blocks():
+    """The history before the running turn and the tool round's end are cached; the per-turn <time>
+    before the running turn and the closing enhancement prompt, which change, are not."""
+    conversation = (
+        Message.system("You are zeph."),
+        Message.user("q1"),
+        Message.assistant("a1"),
+        Message.context("<time>now</time>"),
+        Message.user("q2"),
+        Message("assistant", (ToolCallPart("toolu_1", "read_file", {"path": "a.py"}),)),
+        Message("tool", (ToolResultPart("toolu_1", "print(1)", name="read_file"),)),
+        Message.context("<enhanced_prompt>x</enhanced_prompt>"),
+    )
+    _, turns = anthropic_to_wire(conversation)
+    cached = [(turn["role"], block.get("text") or block.get("content")) for turn in turns for block in turn["content"] if "cache_control" in block]
+    assert cached == [("assistant", "a1"), ("user", "print(1)")]
 
 
 async def test_temperature_is_sent_when_set(fake_server, make_provider):
@@ -236,8 +256,8 @@ async def test_tool_use_and_tool_results_are_sent_back_as_blocks(fake_server, ma
     # Tool results must open the user turn that follows the tool_use turn.
     assert messages[2]["content"] == [
         {"type": "tool_result", "tool_use_id": "toolu_01A", "content": "print(1)", "is_error": False},
-        {"type": "tool_result", "tool_use_id": "toolu_01B", "content": "exit 1", "is_error": True},
-        {"type": "text", "text": "note: tests live in tests/", "cache_control": {"type": "ephemeral"}},
+        {"type": "tool_result", "tool_use_id": "toolu_01B", "content": "exit 1", "is_error": True, "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "note: tests live in tests/"},
     ]
 
 

@@ -103,7 +103,8 @@ def test_recall_takes_only_room_below_the_soft_line_and_never_trims_history():
     assert recall_block and report.recalled_ids
     assert recall_block.tokens <= report.allocation["semantic_recall"]
     assert report.used_tokens <= budget.available * budget.soft_threshold
-    assert messages[1].role == "context" and messages[1].content.startswith(RECALL_PREFIX)
+    # no running turn yet (a preview): the recall block comes after the history, where the next message goes
+    assert messages[-1].role == "context" and messages[-1].content.startswith(RECALL_PREFIX)
     # A history already past the soft line: no recall at all, and nothing trimmed for it.
     without, plain = assemble(layers, _history(14, 80), budget, counter, window=2000)
     with_recall, report = assemble(layers, _history(14, 80), budget, counter, window=2000, recall=entries)
@@ -111,14 +112,14 @@ def test_recall_takes_only_room_below_the_soft_line_and_never_trims_history():
     assert with_recall == without and report.trimmed_messages == plain.trimmed_messages
 
 
-def test_memory_layer_is_a_context_message_after_the_prompt_layers():
+def test_memory_layer_is_a_context_message_just_before_the_running_turn():
     counter = default_counter()
     budget = compute_budget(configured_tokens=8000, auto_budget=True, window=8000, soft_threshold=0.6, hard_threshold=0.9)
     messages, report = assemble(
-        [PromptLayer("base prompt", "You are zeph.")], _history(2), budget, counter, window=8000,
-        context_layers=[PromptLayer("memory", "<memory>\n- likes tabs\n</memory>")],
+        [PromptLayer("base prompt", "You are zeph.")], _history(3), budget, counter, window=8000,
+        context_layers=[PromptLayer("memory", "<memory>\n- likes tabs\n</memory>")], pinned_id=3,
     )
-    assert [m.role for m in messages[:2]] == ["system", "context"]
+    assert [m.role for m in messages] == ["system", "user", "assistant", "context", "user"]
     assert report.block("memory").tokens > 0
     assert report.fixed_tokens >= report.block("memory").tokens
 

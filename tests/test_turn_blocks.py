@@ -54,6 +54,27 @@ def test_time_goes_after_the_system_prompt_and_counts_as_its_own_block():
     assert sent[0][2] != sent[1][2]
 
 
+def test_per_turn_blocks_sit_before_the_running_turn_through_its_tool_rounds_and_its_landmark():
+    call = ToolCallPart("c1", "read_file", {"path": "a"})
+    history = [
+        item(Message.user("first"), 1, "2026-11-27T09:00:00+01:00"),
+        item(Message.assistant("done"), 2, "2026-11-27T09:01:00+01:00"),
+        item(Message.user("second"), 3, "2026-11-27T14:00:00+01:00"),
+        item(Message("assistant", (call,)), 4, "2026-11-27T14:00:05+01:00"),
+        item(Message("tool", (ToolResultPart("c1", "text", name="read_file"),)), 5, "2026-11-27T14:00:06+01:00"),
+    ]
+    messages, _ = assemble(
+        LAYERS, history, budget(8000), COUNTER, window=8000, pinned_id=3, landmark_gap_minutes=120, zone=CET,
+        context_layers=[PromptLayer("time", "<time>now</time>")],
+        closing_layers=[PromptLayer("enhancement prompt", "<enhanced_prompt>x</enhanced_prompt>")],
+    )
+    shape = [m.content if m.role == "context" else m.role for m in messages]
+    assert shape[:4] == ["system", "system", "user", "assistant"]  # the history before the turn: a cached prefix
+    assert shape[4] == "<time>now</time>"
+    assert shape[5].startswith("[time: 2026-11-27 14:00")  # the landmark stays with the message it dates
+    assert shape[6:] == ["user", "assistant", "tool", "<enhanced_prompt>x</enhanced_prompt>"]
+
+
 def test_the_enhancement_prompt_is_the_last_message_counted_and_absent_when_empty():
     history = [item(Message.user("hi"), 1), item(Message.assistant("hello"), 2), item(Message.user("and now?"), 3)]
     text = render_enhancement("Answer in French.")
@@ -156,4 +177,8 @@ async def test_the_agent_renders_the_time_block_from_the_clock_it_is_given(fake_
     times = [next(m["content"] for m in messages if m["content"].startswith("<time>")) for messages in sent]
     assert times == [render_time(datetime(2026, 11, 27, 14, 5, tzinfo=CET)), render_time(datetime(2026, 11, 27, 17, 40, tzinfo=CET))]
     prefix = [[m for m in messages[: messages.index(next(x for x in messages if x["content"] == t))]] for messages, t in zip(sent, times)]
-    assert prefix[0] == prefix[1]
+    # the second turn's cached prefix is the first's plus the first exchange: the time block sits before
+    # the running turn, so the history before it is re-read from the cache too
+    assert prefix[1][: len(prefix[0])] == prefix[0]
+    assert [m["content"] for m in prefix[1][len(prefix[0]):]] == ["hello", "ok"]
+    assert sent[1][len(prefix[1]) + 1] == {"role": "user", "content": "again"}

@@ -44,7 +44,10 @@ def test_the_time_block_changes_between_turns_while_the_cached_prefix_does_not(f
     assert result.returncode == 0, err(result)
     first, second = (_messages(r) for r in chat_requests(fake_server))
     i, j = _time_index(first), _time_index(second)
-    assert first[:i] == second[:j] and i == j > 0  # every message of the cached prefix, byte for byte
+    # every message of the cached prefix, byte for byte: the system prompt and, on the second turn, the
+    # first exchange too — the time block goes just before the running turn
+    assert first[:i] == second[:i] and i > 0
+    assert [m["content"] for m in second[i:j]] == ["hello", "Hello."]
     assert first[i]["content"] != second[j]["content"]
     stamps = [re.search(r"ISO 8601: (\S+)", m[k]["content"]).group(1) for m, k in ((first, i), (second, j))]
     assert before <= datetime.fromisoformat(stamps[0]) < datetime.fromisoformat(stamps[1]) <= after

@@ -1,10 +1,13 @@
 """Turning prompt layers and history into the messages of one request.
 
 Invariant: pure; stable blocks come first (base prompt, environment, project
-context, mode and topic prompts), then the per-turn blocks (time, long-term memory,
-semantic recall: `context` messages, after the cached system prompt — Octopus'
-role for retrieved material), history, and the closing blocks (the enhancement
-prompt) as the very last messages, so provider prompt caches keep hitting. Semantic recall only
+context, mode, global and topic prompts: the cached system prompt), then the
+compaction summaries and the history before the running turn, then the per-turn
+blocks (time, long-term memory, semantic recall: `context` messages — Octopus'
+role for retrieved material) just before the running turn, and the closing
+blocks (the enhancement prompt) as the very last messages. Everything before the
+per-turn blocks is the same from one turn to the next but for the turn just
+added, so prompt caches (and a local server's KV cache) keep the history too. Semantic recall only
 takes room that is free: at most its allocation share and never past the soft
 compaction line, so it never causes a compaction or trims history. The messages returned are exactly those sent (tool results wrapped as
 untrusted data) and every token of them is in the report. History that does
@@ -228,7 +231,10 @@ def assemble(
         if recall_text:
             blocks.append(ContextBlock("semantic recall", calibration.apply(raw_recall), f"{len(recalled)} recalled"))
     per_turn = [Message.context(layer.text) for layer in extra] + ([Message.context(recall_text)] if recall_text else [])
-    messages = [Message.system(layer.text) for layer in layers] + per_turn + [i.message for i in summaries + kept]
+    at = _running_turn_start(kept, pinned_id)
+    history_messages = [i.message for i in summaries + kept]
+    at += len(summaries)
+    messages = [Message.system(layer.text) for layer in layers] + history_messages[:at] + per_turn + history_messages[at:]
     messages += [Message.context(layer.text) for layer in closing]
     messages = delimit_tool_results(messages)
     report = ContextReport(
@@ -250,6 +256,20 @@ def assemble(
         skills_shown=tuple((n, "full") for n in skills_block.full) + tuple((n, "compact") for n in skills_block.compact),
     )
     return messages, report
+
+
+def _running_turn_start(kept: list[HistoryItem], pinned_id: int | None) -> int:
+    """Where the per-turn blocks go in the kept history: before the running turn (its time landmark
+    included) — the pinned message, else a trailing user message not answered yet — or at the end
+    when there is none (a preview of the next request), so the history before them stays a cached prefix."""
+    if pinned_id is not None:
+        at = next((n for n, item in enumerate(kept) if item.id == pinned_id), len(kept))
+    else:
+        sent = [n for n, item in enumerate(kept) if item.message.role != "context"]
+        at = sent[-1] if sent and kept[sent[-1]].message.role == "user" else len(kept)
+    while at > 0 and kept[at - 1].metadata.get(LANDMARK_KEY):
+        at -= 1
+    return at
 
 
 def _with_landmarks(

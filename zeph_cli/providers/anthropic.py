@@ -72,14 +72,20 @@ def _block(part: Any) -> dict[str, Any] | None:
 def to_wire(messages: Iterable[Message]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Return (system blocks, messages) for the Messages API.
 
-    All system messages become one cached system block and the last block of
-    the conversation is a second cache breakpoint; context and tool messages
-    are user turns; consecutive turns of one role are merged, and in a
-    user turn the tool results come first, as the API requires.
+    All system messages become one cached system block; context and tool
+    messages are user turns; consecutive turns of one role are merged, and in
+    a user turn the tool results come first, as the API requires. Two more
+    cache breakpoints: the end of the history before the running turn (before
+    the per-turn context blocks that precede it, which change every turn), so
+    the next turn re-reads the history from the cache; and the conversation's
+    last block before any closing context (the enhancement prompt), so the
+    turn's next tool round does.
     """
+    messages = list(messages)
     system_texts: list[str] = []
     turns: list[dict[str, Any]] = []
-    for message in messages:
+    last_block: dict[int, dict[str, Any]] = {}  # message index → its last wire block
+    for index, message in enumerate(messages):
         if message.role == "system":
             if message.content.strip():
                 system_texts.append(message.content)
@@ -88,6 +94,7 @@ def to_wire(messages: Iterable[Message]) -> tuple[list[dict[str, Any]], list[dic
         blocks = [b for b in map(_block, message.parts) if b is not None]
         if not blocks:
             continue
+        last_block[index] = blocks[-1]
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
@@ -95,16 +102,31 @@ def to_wire(messages: Iterable[Message]) -> tuple[list[dict[str, Any]], list[dic
     for turn in turns:
         if turn["role"] == "user":
             turn["content"].sort(key=lambda b: b["type"] != "tool_result")  # stable: results first
-    if turns:
-        # A second cache breakpoint at the end of the conversation: the next turn
-        # (or tool round) re-reads everything up to here from the prompt cache.
-        turns[-1]["content"][-1] = {**turns[-1]["content"][-1], "cache_control": {"type": "ephemeral"}}
+    for index in _breakpoints(messages, last_block):
+        last_block[index]["cache_control"] = {"type": "ephemeral"}
     system: list[dict[str, Any]] = []
     if system_texts:
         system = [
             {"type": "text", "text": SYSTEM_SEPARATOR.join(system_texts), "cache_control": {"type": "ephemeral"}}
         ]
     return system, turns
+
+
+def _breakpoints(messages: list[Message], sent: dict[int, dict[str, Any]]) -> set[int]:
+    """The messages whose last block carries a cache breakpoint (at most two)."""
+    if not sent:
+        return set()
+    shown = sorted(sent)
+    end = next((i for i in reversed(shown) if messages[i].role != "context"), shown[-1])
+    points = {end}
+    running = next((i for i in reversed(shown) if messages[i].role == "user"), None)
+    if running is not None:
+        before = running - 1
+        while before >= 0 and messages[before].role == "context":
+            before -= 1
+        if before in sent and before < end:
+            points.add(before)
+    return points
 
 
 def tool_to_wire(tool: ToolSpec) -> dict[str, Any]:
