@@ -13,7 +13,8 @@ import pytest
 
 from tests.chat_wire import chat_requests, queue_call, queue_reply, tool_names
 from tests.cli_helpers import assert_one_line_error, err, out, run_zeph
-from tests.fakes import mcp_http
+from tests.fakes import mcp_http, openai_wire
+from tests.test_tui_app import SIZE, entries, model, open_app, send, workspace  # noqa: F401  (fixtures)
 
 POSITIONS = ("before", "after", "an_top", "outlet", "an_bottom")
 
@@ -188,3 +189,36 @@ def test_isolation_drops_memory_recall_and_mcp_tools_and_keeps_the_rest(fake_ser
 )
 def test_bad_input_is_one_clear_line(args, code, needle, project):
     assert_one_line_error(run_zeph("worldbook", *args, cwd=project), code, needle)
+
+
+async def test_slash_worldbook_lists_marks_the_triggered_and_switches_isolation(fake_server, model, workspace):
+    from zeph_cli.store import open_database
+    from zeph_cli.store.worldbook import WorldbookStore
+    from zeph_cli.tui.app import HelpEntry
+    from zeph_cli.tui.transcript import Notice
+
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "/worldbook")
+            assert "No worldbook entries in force here" in entries(app, HelpEntry)[-1].source
+            await send(pilot, app, "/worldbook isolate on")
+            assert "send a first message" in entries(app, Notice)[-1].text
+            store = WorldbookStore(session.agent.store.db)
+            store.add("Smaug sleeps.", keywords=["dragon"], position="outlet", project_root=session.agent.worldbook.project_root)
+            store.add("Wilderland.", project_root=session.agent.worldbook.project_root)
+            model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(["Done."])))
+            await send(pilot, app, "tell me of the dragon")
+            await send(pilot, app, "/worldbook")
+            listing = entries(app, HelpEntry)[-1].source
+            assert "| outlet | dragon | project | triggered | Smaug sleeps. |" in listing
+            assert "| an_top | (always) | project | triggered | Wilderland. |" in listing and "Isolation: off" in listing
+            await send(pilot, app, "/worldbook isolate on")
+            assert "are no longer sent" in entries(app, HelpEntry)[-1].source
+            assert session.conversation.metadata.get("worldbook_isolated") is True
+            await send(pilot, app, "/worldbook isolate maybe")
+            assert entries(app, Notice)[-1].text == "use /worldbook isolate on or /worldbook isolate off"
+            report = session.agent.context_for(session.conversation)[1]
+            assert report.block("worldbook isolation") is not None and report.block("worldbook outlet") is not None
+    finally:
+        await session.aclose()

@@ -331,6 +331,11 @@ class ZephApp(App[int]):
             await self.memory_command(argument)
         elif name == "skills":
             await self.skills_command(argument)
+        elif name == "worldbook":
+            from ..worldbook_chat import worldbook_reply
+
+            await self.transcript.add(HelpEntry(worldbook_reply(session, argument)))
+            self.refresh_gauge()
 
     async def skills_command(self, argument: str) -> None:
         service = self.session.agent.skills

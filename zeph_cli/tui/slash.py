@@ -37,6 +37,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("enhance", "[TEXT]", "Set this session's enhancement prompt, sent last with every request (none: the configured one)."),
     CommandSpec("memory", "[add TEXT|forget ID]", "List the saved memories seen here, save one, or forget one."),
     CommandSpec("skills", "[NAME]", "List the skills (those matched on the last turn marked), or show one."),
+    CommandSpec("worldbook", "[isolate on|off]", "List the worldbook entries in force here (those triggered marked), or switch isolation mode."),
     CommandSpec("mcp", "[SERVER PROMPT [NAME=value ...]]", "List the MCP servers' prompts, or put one, with its arguments, into the input box."),
     CommandSpec("export", "[PATH|json]", "Export this session: Markdown, or JSON with every stored message for a .json PATH."),
     CommandSpec("exit", "", "Leave zeph."),
