@@ -26,6 +26,7 @@ ISSUE_COMMANDS = {
     "skills",  # issue 15
     "mcp",  # issue 15
     "enhance",  # issue 16
+    "worldbook",  # issue 16
 }
 
 
