@@ -7,6 +7,8 @@ and MCP tools while the worldbook, topic and enhancement prompts stay."""
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -112,8 +114,13 @@ def test_over_its_share_the_highest_order_entries_are_left_out_and_the_report_sa
            "ZEPH_WORLDBOOK_MAX_SHARE": "0.03"}
     _add(project, env, "--content", "Kept: " + "lore " * 150, "--order", "1")
     dropped = _add(project, env, "--content", "Left out: " + "lore " * 150, "--order", "500")
+    broken = _add(project, env, "-k", "hello", "--regex", "--content", "Broken.")
+    with sqlite3.connect(Path(os.environ["ZEPH_HOME"]) / "zeph.db") as conn:  # stored by some other means
+        conn.execute("update worldbook_entries set keywords = '[\"(hel\"]' where id = ?", (broken,))
     queue_reply(fake_server)
-    assert run_zeph("ask", "hello", env=env, cwd=project).returncode == 0
+    asked = run_zeph("ask", "hello", env=env, cwd=project)
+    assert asked.returncode == 0 and "Traceback" not in err(asked)
+    assert err(asked).count(f"worldbook entry #{broken} skipped: keyword '(hel' is not a valid regex") == 1, err(asked)
     text = json.dumps(_messages(chat_requests(fake_server)[-1]))
     assert "Kept:" in text and "Left out:" not in text
     report = json.loads(out(run_zeph("context", "--json", env=env, cwd=project)))["context"]

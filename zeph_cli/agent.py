@@ -542,7 +542,8 @@ class Agent:
         if self.memory is not None and not self.turn_worldbook.drops("semantic recall"):
             visible = {item.id for item in self.agent_history(conversation)}
             self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
-        self._turn_notes = await self.prepare_extras(prompt) + list(self.turn_worldbook.warnings)
+        isolated = self.turn_worldbook.drops("MCP tools")  # no MCP server started, no skill matched for nothing
+        self._turn_notes = ([] if isolated else await self.prepare_extras(prompt)) + list(self.turn_worldbook.warnings)
         turn = self._turn(conversation, saved.id, system, stream)
         try:
             async for event in turn:
