@@ -110,3 +110,32 @@ def test_isolation_drops_names_what_is_left_out():
     assert isolation_drops(False) == ()
     assert "long-term memory" in isolation_drops(True) and "user profile" in isolation_drops(True)
     assert isolation_drops(True, "cross-session summaries") is True and isolation_drops(False, "user profile") is False
+
+
+def test_the_assembler_puts_outlet_before_recall_an_bottom_after_it_and_depths_in_the_history():
+    from zeph_cli.context.assembler import HistoryItem, PromptLayer, assemble
+    from zeph_cli.context.budget import compute_budget
+    from zeph_cli.context.recall_block import RecallEntry
+    from zeph_cli.tokens import default_counter
+
+    counter = default_counter()
+    budget = compute_budget(configured_tokens=8000, auto_budget=True, window=8000, soft_threshold=0.6, hard_threshold=0.9)
+    history = [HistoryItem(Message.user("q1"), 5, 1), HistoryItem(Message.assistant("a1"), 5, 2),
+               HistoryItem(Message.user("q2"), 5, 3)]
+    messages, report = assemble(
+        [PromptLayer("base prompt", "You are zeph.")], history, budget, counter, window=8000,
+        context_layers=[PromptLayer("worldbook an top", "<worldbook_an_top>"), PromptLayer("memory", "<memory>"),
+                        PromptLayer("worldbook outlet", "<worldbook_outlet>")],
+        late_context_layers=[PromptLayer("worldbook an bottom", "<worldbook_an_bottom>")],
+        depth_layers=[(1, PromptLayer("worldbook at depth 1", "<worldbook_at_depth>", "1 entry"))],
+        recall=[RecallEntry(9, "- [2026-01-01 · user] the port is 6543")],
+        closing_layers=[PromptLayer("enhancement prompt", "<enhanced_prompt>")],
+    )
+    contents = [m.content.split("\n")[0] for m in messages]
+    assert contents[:5] == ["You are zeph.", "<worldbook_an_top>", "<memory>", "<worldbook_outlet>", contents[4]]
+    assert contents[4].startswith("[semantic recall]")
+    assert contents[5:] == ["<worldbook_an_bottom>", "q1", "a1", "<worldbook_at_depth>", "q2", "<enhanced_prompt>"]
+    names = [b.name for b in report.blocks]
+    assert {"worldbook an top", "worldbook outlet", "worldbook an bottom", "worldbook at depth 1"} <= set(names)
+    assert report.block("worldbook at depth 1").detail == "1 entry"
+    assert report.fixed_tokens >= sum(report.block(n).tokens for n in names if n.startswith("worldbook"))

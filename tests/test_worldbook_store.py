@@ -94,3 +94,20 @@ def test_update_checks_the_result_and_keeps_what_is_not_changed(store):
     store.remove(record.id)
     with pytest.raises(NotFound, match="no worldbook entry with id"):
         store.get(record.id)
+
+
+def test_a_turn_is_isolated_only_when_asked_and_entries_are_in_force(store):
+    from zeph_cli.config import WorldbookConfig
+    from zeph_cli.messages import Message
+    from zeph_cli.worldbook_turn import Worldbook
+
+    sid = session(store)
+    book = Worldbook(store.db, WorldbookConfig(), "/src/app")
+    asked = {"worldbook_isolated": True}
+    assert not book.for_turn(sid, asked, []).isolated  # nothing bound: nothing to isolate for
+    store.add("lore", keywords=["elf"], conversation_id=sid)
+    turn = book.for_turn(sid, asked, [Message.user("an Elf!")])
+    assert turn.isolated and turn.drops("long-term memory") and not turn.drops("topic prompt")
+    assert [e.content for e in turn.triggered] == ["lore"]
+    assert not book.for_turn(sid, {}, []).isolated
+    assert not Worldbook(store.db, WorldbookConfig(enabled=False), "/src/app").for_turn(sid, asked, []).isolated
