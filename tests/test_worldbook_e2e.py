@@ -236,3 +236,40 @@ async def test_slash_worldbook_lists_marks_the_triggered_and_switches_isolation(
             assert report.block("worldbook isolation") is not None and report.block("worldbook outlet") is not None
     finally:
         await session.aclose()
+
+
+def test_the_commands_add_list_edit_switch_and_remove(project, tmp_path):
+    lore = tmp_path / "lore.md"
+    lore.write_text("Erebor is the Lonely Mountain.\n")
+    first = _add(project, {}, "-k", "Erebor", "-k", "mountain", "--content-file", str(lore), "--position", "at_depth",
+                 "--depth", "2", "--order", "7")
+    from_stdin = run_zeph("worldbook", "add", "--content", "-", "--off", input="Always: Wilderland.\n", cwd=project)
+    assert from_stdin.returncode == 0, err(from_stdin)
+    second = int(out(from_stdin))
+    listed = out(run_zeph("worldbook", "list", cwd=project)).splitlines()
+    assert listed[0].startswith(f"#{first}\ton\tat_depth 2\torder 7\t") and listed[0].endswith("\tErebor, mountain\tErebor is the Lonely Mountain.")
+    assert listed[1].startswith(f"#{second}\toff\tan_top\torder 100\t") and "(always)\tAlways: Wilderland." in listed[1]
+    # with flags, then in $EDITOR as TOML (a script stands in for the user)
+    edited = run_zeph("worldbook", "edit", str(first), "--position", "outlet", "--regex", "-k", r"\bErebor\b", cwd=project)
+    assert edited.returncode == 0 and f"updated worldbook entry #{first}" in err(edited), err(edited)
+    script = tmp_path / "edit.sh"
+    script.write_text('#!/bin/sh\nsed -i -e "s/^order = 7/order = 3/" -e "s/Lonely Mountain/Misty Mountains/" "$1"\n')
+    script.chmod(0o755)
+    assert run_zeph("worldbook", "edit", str(first), env={"EDITOR": str(script)}, cwd=project).returncode == 0
+    assert run_zeph("worldbook", "on", str(second), cwd=project).returncode == 0
+    rows = {r["id"]: r for r in json.loads(out(run_zeph("worldbook", "list", "--all", "--json", cwd=project)))}
+    assert rows[first]["position"] == "outlet" and rows[first]["depth"] == 0 and rows[first]["order"] == 3
+    assert rows[first]["keywords"] == [r"\bErebor\b"] and rows[first]["regex"] is True
+    assert rows[first]["content"] == "Erebor is the Misty Mountains." and rows[second]["enabled"] is True
+    bad = tmp_path / "bad.sh"
+    bad.write_text('#!/bin/sh\nsed -i "s/^position = .*/position = \\"middle\\"/" "$1"\n')
+    bad.chmod(0o755)
+    assert_one_line_error(run_zeph("worldbook", "edit", str(first), env={"EDITOR": str(bad)}, cwd=project), 2,
+                          "'middle' is not a worldbook position")
+    assert run_zeph("worldbook", "remove", str(second), cwd=project).returncode == 0
+    assert [r["id"] for r in json.loads(out(run_zeph("worldbook", "list", "--json", cwd=project)))] == [first]
+    # another project does not see this one's entries, except with --all
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir()
+    assert out(run_zeph("worldbook", "list", cwd=elsewhere)) == ""
+    assert len(json.loads(out(run_zeph("worldbook", "list", "--all", "--json", cwd=elsewhere)))) == 1
