@@ -206,7 +206,6 @@ def test_bad_input_is_one_clear_line(args, code, needle, project):
 
 
 async def test_slash_worldbook_lists_marks_the_triggered_and_switches_isolation(fake_server, model, workspace):
-    from zeph_cli.store import open_database
     from zeph_cli.store.worldbook import WorldbookStore
     from zeph_cli.tui.app import HelpEntry
     from zeph_cli.tui.transcript import Notice
