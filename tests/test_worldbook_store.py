@@ -111,3 +111,21 @@ def test_a_turn_is_isolated_only_when_asked_and_entries_are_in_force(store):
     assert [e.content for e in turn.triggered] == ["lore"]
     assert not book.for_turn(sid, {}, []).isolated
     assert not Worldbook(store.db, WorldbookConfig(enabled=False), "/src/app").for_turn(sid, asked, []).isolated
+
+
+def test_worldbook_layers_say_when_nothing_fits_and_when_isolation_is_on():
+    from zeph_cli.context.worldbook_block import WorldbookEntry
+    from zeph_cli.context.report import ContextReport
+    from zeph_cli.tokens import Calibration, default_counter
+    from zeph_cli.worldbook_turn import WorldbookTurn, worldbook_layers
+
+    big = WorldbookEntry(4, "lore " * 200, position="after")
+    turn = WorldbookTurn((big,), (big,), isolated=True, isolation_asked=True)
+    layers = worldbook_layers(turn, 50, default_counter(), Calibration())
+    assert layers.after == [] and [b.name for b in layers.notes] == ["worldbook isolation", "worldbook"]
+    assert "left out over the worldbook share (50 tokens): #4" in layers.notes[1].detail
+    report = layers.annotate(ContextReport(blocks=(), window=1, budget=0, reserved_for_response=0,
+                                           soft_threshold=0.7, hard_threshold=0.9))
+    assert report.used_tokens == 0 and report.block("worldbook isolation").detail.startswith("on: not sent: long-term memory")
+    fits = worldbook_layers(WorldbookTurn((big,), (big,)), None, default_counter(), Calibration())
+    assert [layer.name for layer in fits.after] == ["worldbook after"] and fits.notes == []
