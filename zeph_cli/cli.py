@@ -371,10 +371,13 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
         extras = agent.extras.lines()  # while the MCP servers still run
+    memory = memory_lines(agent.turn_memory, report, embedder, backlog)
+    if agent.turn_worldbook.isolated:  # none of them is sent: the report's `worldbook isolation` block says so
+        memory, extras = [], ["worldbook isolation: no long-term memory, recall, skills or MCP tools are sent"]
     if json_output:
         print(json.dumps({"session": conversation.id, "provider": provider.name, "model": agent.model_label,
                           "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox,
-                          "memory": memory_lines(agent.turn_memory, report, embedder, backlog),
+                          "memory": memory,
                           "extras": extras}, indent=2))
         return
     from rich.console import Console
@@ -384,7 +387,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
                                    agent.config.memory.compression.strategy):
         print(line)
     print(sandbox)
-    for line in memory_lines(agent.turn_memory, report, embedder, backlog) + extras:
+    for line in memory + extras:
         print(line)
     table = Table(box=None, pad_edge=False)
     for column, justify in (("block", "left"), ("tokens", "right"), ("share", "right"), ("", "left")):
