@@ -234,6 +234,14 @@ async def test_slash_worldbook_lists_marks_the_triggered_and_switches_isolation(
             assert entries(app, Notice)[-1].text == "use /worldbook isolate on or /worldbook isolate off"
             report = session.agent.context_for(session.conversation)[1]
             assert report.block("worldbook isolation") is not None and report.block("worldbook outlet") is not None
+            await send(pilot, app, "/context")
+            from zeph_cli.tui.screens import ContextScreen
+            from textual.widgets import DataTable
+
+            assert isinstance(app.screen, ContextScreen)
+            table = app.screen.query_one(DataTable)
+            names = [str(table.get_row_at(n)[0]) for n in range(table.row_count)]
+            assert "worldbook isolation" in names and "worldbook outlet" in names and "worldbook an top" in names
     finally:
         await session.aclose()
 
