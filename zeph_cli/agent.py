@@ -187,7 +187,7 @@ class Agent:
         self.turn_memory = TurnMemory()
         # Skills matched to the message and MCP servers' tools: prepared once per turn.
         self.extras = extras or TurnExtras(prompt_mode=config.skills.prompt_mode)
-        # Worldbook entries triggered by the recent messages (once per turn); isolation drops outside context.
+        # Worldbook entries the recent messages trigger (once per turn), and the session's isolation mode.
         self.worldbook = Worldbook(store.db, config.worldbook, str(self.confinement.root))
         self.turn_worldbook = WorldbookTurn()
         self._turn_notes: list[str] = []
@@ -497,6 +497,7 @@ class Agent:
         return messages, book.annotate(report), report.raw_tokens
 
     def _worldbook_layers(self):
+        """The turn's triggered worldbook entries as layers, within `[worldbook] max_share` of the budget."""
         available = self.budget().available if self.profile is not None else 0
         calibration = self.store.calibration(self.provider.name, self.provider.model)
         return worldbook_layers(self.turn_worldbook, self.worldbook.allowance(available), self.counter, calibration)
