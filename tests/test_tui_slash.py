@@ -25,7 +25,7 @@ ISSUE_COMMANDS = {
     "memory",  # issue 14
     "skills",  # issue 15
     "mcp",  # issue 15
-    "enhance", "profile",  # issue 16
+    "enhance", "profile", "worldbook",  # issue 16
 }
 
 

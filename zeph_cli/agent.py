@@ -87,6 +87,7 @@ from .tools.registry import builtin_tool_names, tools_for_mode
 from .tools.sandbox import Sandbox
 from .turn_extras import TurnExtras
 from .workspace import environment_facts, find_project_files
+from .worldbook_turn import Worldbook, WorldbookTurn, worldbook_layers
 
 # What servers say when a model cannot take tools (Ollama, llama.cpp, vLLM...).
 _NO_TOOL_SUPPORT = re.compile(
@@ -187,6 +188,9 @@ class Agent:
         self.turn_memory = TurnMemory()
         # Skills matched to the message and MCP servers' tools: prepared once per turn.
         self.extras = extras or TurnExtras(prompt_mode=config.skills.prompt_mode)
+        # Worldbook entries the recent messages trigger (once per turn), and the session's isolation mode.
+        self.worldbook = Worldbook(store.db, config.worldbook, str(self.confinement.root))
+        self.turn_worldbook = WorldbookTurn()
         self._turn_notes: list[str] = []
         dump_dir = config.debug.dump_dir
         self.dump = DebugDump(Path(dump_dir).expanduser()) if dump_dir else None
@@ -269,8 +273,9 @@ class Agent:
         if self.tools_unavailable:
             return ToolSet(), False
         budgeted = self.profile is not None and self.budget().total > 0
-        tools = tools_for_mode(self.mode, compression=budgeted, memory=self.config.memory.long_term.enabled)
-        extra = self.extras.tools(self.mode)
+        memory = self.config.memory.long_term.enabled and not self.turn_worldbook.drops("memory tools")
+        tools = tools_for_mode(self.mode, compression=budgeted, memory=memory)
+        extra = {} if self.turn_worldbook.drops("MCP tools") else self.extras.tools(self.mode)
         if extra:
             tools = ToolSet({**tools.tools, **extra})
         return tools, budgeted
@@ -470,10 +475,13 @@ class Agent:
         self, conversation: Conversation, system: str | None = None, tools: ToolSet | None = None
     ) -> tuple[list[Message], ContextReport, int]:
         """The messages the next request would send, their report, and the raw estimate."""
-        tools = self.offered_tools() if tools is None else tools
         history = self.agent_history(conversation)
+        if self.pinned_id is None:  # outside a turn (zeph context, /context): what the next one would see
+            self.turn_worldbook = self.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in history])
+        book, wb = self._worldbook_layers(), self.turn_worldbook
+        tools = self.offered_tools() if tools is None else tools
         messages, report = assemble(
-            self._layers(conversation, system, tools),
+            [*book.before, *self._layers(conversation, system, tools), *book.after],
             history,
             self.budget(),
             self.counter,
@@ -481,9 +489,12 @@ class Agent:
             tools_tokens=self._tools_tokens(tools),
             calibration=self.store.calibration(self.provider.name, self.provider.model),
             pinned_id=self.pinned_id,
-            context_layers=[PromptLayer("time", self._time_text()), PromptLayer("memory", self.turn_memory.memory_text)],
-            recall=self.turn_memory.entries,
-            skills=self.extras.skills_input(),
+            context_layers=[*book.an_top, PromptLayer("time", self._time_text()),
+                            PromptLayer("memory", "" if wb.drops("long-term memory") else self.turn_memory.memory_text), *book.outlet],
+            recall=() if wb.drops("semantic recall") else self.turn_memory.entries,
+            skills=None if wb.drops("skills") else self.extras.skills_input(),
+            late_context_layers=book.an_bottom,
+            depth_layers=book.depths,
             closing_layers=[PromptLayer("enhancement prompt", render_enhancement(self.enhancement(conversation)))],
             max_chat_history=self.config.context.max_chat_history,
             landmark_gap_minutes=self.config.context.time_landmark_gap_minutes,
@@ -491,7 +502,13 @@ class Agent:
         )
         if self.profile is not None:
             report = dataclasses.replace(report, window_source=self.profile.window_source)
-        return messages, report, report.raw_tokens
+        return messages, book.annotate(report), report.raw_tokens
+
+    def _worldbook_layers(self):
+        """The turn's triggered worldbook entries as layers, within `[worldbook] max_share` of the budget."""
+        available = self.budget().available if self.profile is not None else 0
+        calibration = self.store.calibration(self.provider.name, self.provider.model)
+        return worldbook_layers(self.turn_worldbook, self.worldbook.allowance(available), self.counter, calibration)
 
     def _time_text(self) -> str:
         """The <time> block: the running turn's, else rendered now; "" when `[context] inject_time` is off."""
@@ -541,10 +558,12 @@ class Agent:
         conversation = self.store.get_conversation(conversation.id)
         self.pinned_id = saved.id
         self._turn_time = render_time(self.clock())
-        if self.memory is not None:
+        self.turn_worldbook = self.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in self.agent_history(conversation)])
+        if self.memory is not None and not self.turn_worldbook.drops("semantic recall"):
             visible = {item.id for item in self.agent_history(conversation)}
             self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
-        self._turn_notes = await self.prepare_extras(prompt)
+        isolated = self.turn_worldbook.drops("MCP tools")  # no MCP server started, no skill matched for nothing
+        self._turn_notes = ([] if isolated else await self.prepare_extras(prompt)) + list(self.turn_worldbook.warnings)
         turn = self._turn(conversation, saved.id, system, stream)
         try:
             async for event in turn:

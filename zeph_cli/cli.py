@@ -23,6 +23,7 @@ from .command_context import load, open_store, read_stdin, state
 from .memory_command import memory_app
 from .skills_command import skills_app
 from .mcp_command import mcp_app
+from .worldbook_command import worldbook_app
 from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(memory_app, name="memory")
 app.add_typer(skills_app, name="skills")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(worldbook_app, name="worldbook")
 
 
 def _version(value: bool) -> None:
@@ -382,10 +384,13 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
         extras = agent.extras.lines()  # while the MCP servers still run
+    memory = memory_lines(agent.turn_memory, report, embedder, backlog)
+    if agent.turn_worldbook.isolated:  # none of them is sent: the report's `worldbook isolation` block says so
+        memory, extras = [], ["worldbook isolation: no long-term memory, recall, skills or MCP tools are sent"]
     if json_output:
         print(json.dumps({"session": conversation.id, "provider": provider.name, "model": agent.model_label,
                           "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox,
-                          "memory": memory_lines(agent.turn_memory, report, embedder, backlog),
+                          "memory": memory,
                           "extras": extras}, indent=2))
         return
     from rich.console import Console
@@ -395,7 +400,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
                                    agent.config.memory.compression.strategy):
         print(line)
     print(sandbox)
-    for line in memory_lines(agent.turn_memory, report, embedder, backlog) + extras:
+    for line in memory + extras:
         print(line)
     table = Table(box=None, pad_edge=False)
     for column, justify in (("block", "left"), ("tokens", "right"), ("share", "right"), ("", "left")):

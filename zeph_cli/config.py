@@ -219,6 +219,13 @@ class ToolsConfig:
 
 
 @dataclass
+class WorldbookConfig:
+    enabled: bool = setting(True, "Send worldbook entries (zeph worldbook add) when their keywords appear in the recent messages.")
+    scan_depth: int = setting(4, "Recent user and assistant messages (the running one included) that worldbook keywords are matched against.", lo=1, hi=1000)
+    max_share: float = setting(0.15, "Share of the prompt budget all worldbook blocks may take together; the entries with the highest order are left out first.", lo=0.0, hi=1.0)
+
+
+@dataclass
 class SkillsConfig:
     prompt_mode: str = setting(
         "auto",
@@ -251,6 +258,7 @@ class Config:
     agent: AgentConfig = field(default_factory=AgentConfig)
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     skills: SkillsConfig = field(default_factory=SkillsConfig)
+    worldbook: WorldbookConfig = field(default_factory=WorldbookConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     debug: DebugConfig = field(default_factory=DebugConfig)

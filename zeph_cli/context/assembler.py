@@ -3,8 +3,9 @@
 Invariant: pure; stable blocks come first (base prompt, environment, project
 context, mode, global and topic prompts: the cached system prompt), then the
 compaction summaries and the history before the running turn, then the per-turn
-blocks (time, long-term memory, semantic recall: `context` messages — Octopus'
-role for retrieved material) just before the running turn, and the closing
+blocks (worldbook an_top, time, long-term memory, recent conversations, user
+profile, worldbook outlet, semantic recall, worldbook an_bottom: `context`
+messages — Octopus' role for retrieved material) just before the running turn, and the closing
 blocks (the enhancement prompt) as the very last messages. Everything before the
 per-turn blocks is the same from one turn to the next but for the turn just
 added, so prompt caches (and a local server's KV cache) keep the history too. Semantic recall only
@@ -40,6 +41,7 @@ from .skills_block import (
     resolve_mode,
 )
 from .untrusted import delimit_tool_results, delimiter_tokens
+from .worldbook_block import insert_at_depth
 
 # Blocks are calibrated one by one and history group by group: their roundings
 # may add up to a few tokens more than the allowance they were fitted to.
@@ -140,6 +142,8 @@ def assemble(
     max_chat_history: int = 0,
     landmark_gap_minutes: int = 0,
     zone: tzinfo | None = None,
+    late_context_layers: list[PromptLayer] | None = None,
+    depth_layers: list[tuple[int, PromptLayer]] | None = None,
 ) -> tuple[list[Message], ContextReport]:
     """Block tokens in the report are calibrated (what the provider will count);
     `raw_tokens` is the uncalibrated estimate, for learning the calibration.
@@ -155,11 +159,16 @@ def assemble(
     request's last messages. `max_chat_history` caps the recent history in messages (0 = off);
     `landmark_gap_minutes` puts a dated `context` marker before a user message that comes
     longer than that after the previous one (0 = off), its time shown in `zone`.
+    `late_context_layers` (worldbook an_bottom) are `context` messages after semantic recall, the
+    last of the per-turn blocks before the running turn; `depth_layers` (worldbook at_depth) are `(depth, layer)` pairs inserted that
+    many messages from the end of the history sent, never between a tool call and its result.
     """
     history = _as_sent(history, counter)
     layers = [layer for layer in layers if layer.text]
-    extra = [layer for layer in context_layers or [] if layer.text]
-    closing = [layer for layer in closing_layers or [] if layer.text]
+    late = [layer for layer in late_context_layers or [] if layer.text]
+    extra = [layer for layer in context_layers or [] if layer.text] + late
+    depths = [(d, layer) for d, layer in depth_layers or [] if layer.text]
+    closing = [layer for d, layer in depths] + [layer for layer in closing_layers or [] if layer.text]
     skills_block = SkillsBlock()
     if skills is not None:
         skills_block = _skills_layer(skills, layers + extra + closing, history, budget, counter, calibration, tools_tokens)
@@ -171,7 +180,7 @@ def assemble(
         for layer, raw in zip(layers + extra, raw_layers)
     ]
     raw_closing = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in closing]
-    closing_blocks = [ContextBlock(layer.name, calibration.apply(raw)) for layer, raw in zip(closing, raw_closing)]
+    closing_blocks = [ContextBlock(layer.name, calibration.apply(raw), layer.detail) for layer, raw in zip(closing, raw_closing)]
     fixed = sum(b.tokens for b in blocks + closing_blocks) + calibration.apply(tools_tokens + REQUEST_OVERHEAD)
     summaries = [i for i in history if i.metadata.get("compaction_summary")]
     recent = [i for i in history if not i.metadata.get("compaction_summary")]
@@ -230,12 +239,16 @@ def assemble(
         raw_recall = counter.count(recall_text) + MESSAGE_OVERHEAD if recall_text else 0
         if recall_text:
             blocks.append(ContextBlock("semantic recall", calibration.apply(raw_recall), f"{len(recalled)} recalled"))
-    per_turn = [Message.context(layer.text) for layer in extra] + ([Message.context(recall_text)] if recall_text else [])
-    at = _running_turn_start(kept, pinned_id)
+    early = extra[: len(extra) - len(late)]
+    per_turn = [Message.context(layer.text) for layer in early] + ([Message.context(recall_text)] if recall_text else [])
+    per_turn += [Message.context(layer.text) for layer in late]
     history_messages = [i.message for i in summaries + kept]
-    at += len(summaries)
-    messages = [Message.system(layer.text) for layer in layers] + history_messages[:at] + per_turn + history_messages[at:]
-    messages += [Message.context(layer.text) for layer in closing]
+    sent = insert_at_depth(history_messages, [(d, layer.text) for d, layer in depths], len(summaries))
+    at = _running_turn_start(kept, pinned_id) + len(summaries)
+    # the same message object in `sent` (at_depth blocks may sit before it); the end when none runs
+    at = next(n for n, m in enumerate(sent) if m is history_messages[at]) if at < len(history_messages) else len(sent)
+    messages = [Message.system(layer.text) for layer in layers] + sent[:at] + per_turn + sent[at:]
+    messages += [Message.context(layer.text) for layer in closing[len(depths):]]
     messages = delimit_tool_results(messages)
     report = ContextReport(
         blocks=tuple(blocks),

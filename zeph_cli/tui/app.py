@@ -334,6 +334,11 @@ class ZephApp(App[int]):
             await self.profile_command(argument)
         elif name == "skills":
             await self.skills_command(argument)
+        elif name == "worldbook":
+            from ..worldbook_chat import worldbook_reply
+
+            await self.transcript.add(HelpEntry(worldbook_reply(session, argument)))
+            self.refresh_gauge()
 
     async def profile_command(self, argument: str) -> None:
         """/profile: the global prompt profiles; /profile NAME (or none) switches this session's."""

@@ -38,6 +38,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("profile", "[NAME|none]", "Show the global prompt profiles; NAME switches this session's (none: no global prompt)."),
     CommandSpec("memory", "[add TEXT|forget ID]", "List the saved memories seen here, save one, or forget one."),
     CommandSpec("skills", "[NAME]", "List the skills (those matched on the last turn marked), or show one."),
+    CommandSpec("worldbook", "[isolate on|off]", "List the worldbook entries in force here (those triggered marked), or switch isolation mode."),
     CommandSpec("mcp", "[SERVER PROMPT [NAME=value ...]]", "List the MCP servers' prompts, or put one, with its arguments, into the input box."),
     CommandSpec("export", "[PATH|json]", "Export this session: Markdown, or JSON with every stored message for a .json PATH."),
     CommandSpec("exit", "", "Leave zeph."),
