@@ -72,6 +72,7 @@ from .paths import config_dir, global_project_file
 from .prompt_files import load_prompt_modules
 from .providers.base import ChatRequest, Provider, ProviderSettings
 from .providers.pool import ProviderPool
+from .session_memory import SessionMemory, SessionMemoryDeps
 from .side_jobs import SideJobs, record_response
 from .store import Conversation, ConversationStore, StoredMessage, ToolLog
 from .store.memories import MemoryStore
@@ -197,6 +198,9 @@ class Agent:
         self.guidelines = GuidelinesLearner(
             LearnerDeps(store, config.memory.compression_guidelines, self.side_jobs.complete, lambda: self.counter)
         )
+        self.session_memory = SessionMemory(SessionMemoryDeps(
+            store, config.memory, self.side_jobs.complete, lambda: self.counter, str(workspace_root(cwd)), self.clock
+        ))
         self.compactor = Compactor(
             CompactionDeps(
                 store=store,
@@ -386,6 +390,7 @@ class Agent:
     async def aclose(self) -> None:
         """Close the side-job providers and MCP servers this agent started (the main provider is the caller's)."""
         try:
+            await self.session_memory.aclose()
             await self.extras.aclose()
         finally:
             await self.side_jobs.aclose()
@@ -473,7 +478,7 @@ class Agent:
             tools_tokens=self._tools_tokens(tools),
             calibration=self.store.calibration(self.provider.name, self.provider.model),
             pinned_id=self.pinned_id,
-            context_layers=[PromptLayer("time", self._time_text()), PromptLayer("memory", self.turn_memory.memory_text)],
+            context_layers=self._context_layers(conversation),
             recall=self.turn_memory.entries,
             skills=self.extras.skills_input(),
             closing_layers=[PromptLayer("enhancement prompt", render_enhancement(self.enhancement(conversation)))],
@@ -484,6 +489,15 @@ class Agent:
         if self.profile is not None:
             report = dataclasses.replace(report, window_source=self.profile.window_source)
         return messages, report, report.raw_tokens
+
+    def _context_layers(self, conversation: Conversation, *, isolated: bool = False) -> list[PromptLayer]:
+        """The per-turn blocks in ETOS order: time, memory, recent conversations, user profile.
+        `isolated` (worldbook isolation) drops all but the time."""
+        return [
+            PromptLayer("time", self._time_text()),
+            PromptLayer("memory", "" if isolated else self.turn_memory.memory_text),
+            *self.session_memory.layers(conversation, self.budget().available, isolated=isolated),
+        ]
 
     def _time_text(self) -> str:
         """The <time> block: the running turn's, else rendered now; "" when `[context] inject_time` is off."""
@@ -720,6 +734,7 @@ class Agent:
 
         if not calls:
             turn.ended = True
+            self.session_memory.after_reply(conversation)  # in the background: the reply is stored already
             yield TurnFinished(message_id, builder.content, turn.total, stop_reason)
             return
         max_rounds = self.config.agent.max_tool_iterations
