@@ -23,6 +23,7 @@ from .command_context import load, open_store, read_stdin, state
 from .memory_command import memory_app
 from .skills_command import skills_app
 from .mcp_command import mcp_app
+from .profile_command import profile_app
 from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(memory_app, name="memory")
 app.add_typer(skills_app, name="skills")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(profile_app, name="profile")
 
 
 def _version(value: bool) -> None:
