@@ -57,6 +57,7 @@ def _read_until(process: subprocess.Popen, needle: bytes, timeout: float) -> byt
 
 
 def test_a_long_session_is_summarized_in_the_background_and_sent_to_the_next_session(fake_server, compatible):
+    compatible = {**compatible, "ZEPH_MEMORY_SEMANTIC_ENABLED": "false"}  # no embedder to load: a faster test
     model = Model()
     fake_server.respond_with(model)
     for n in range(1, 6):
@@ -83,10 +84,6 @@ def test_a_long_session_is_summarized_in_the_background_and_sent_to_the_next_ses
     summary_request = next(r for r in chat_requests(fake_server) if not r.json.get("stream"))
     assert "Zeta question 1" in prompt_of(summary_request.json) and "Reply to Zeta question 6." in prompt_of(summary_request.json)
 
-    # Another turn in A within the interval: no new summary.
-    assert run_zeph("ask", "-c", "Zeta question 7", env=compatible).returncode == 0
-    assert model.kinds.count("digest") == 1
-
     # Session B: A's digest and the profile, in ETOS order after the time block, before the history.
     result = run_zeph("ask", "What did we do last time?", env=compatible)
     assert result.returncode == 0, err(result)
@@ -106,18 +103,13 @@ def test_a_long_session_is_summarized_in_the_background_and_sent_to_the_next_ses
     assert re.search(r"^\s*recent conversations\s+\d+.*1 session", out(result), re.MULTILINE), out(result)
     assert re.search(r"^\s*user profile\s+\d+.*auto", out(result), re.MULTILINE), out(result)
 
-    # Session A itself is not sent its own digest.
-    assert run_zeph("ask", "--session", "1", "and now?", env=compatible).returncode == 0
+    # Another turn in A, within the interval: no new summary, and A is not sent its own digest.
+    assert run_zeph("ask", "--session", "1", "Zeta question 7", env=compatible).returncode == 0
     assert not any("<recent_conversation_memory>" in (m["content"] or "") for m in chat_requests(fake_server)[-1].json["messages"])
+    assert model.kinds.count("digest") == 1
 
     # zeph profile shows the profile and the summaries.
     result = run_zeph("profile", "show", env=compatible)
     assert out(result).strip() == PROFILE and "(auto)" in err(result)
     result = run_zeph("profile", "sessions", env=compatible)
     assert result.returncode == 0 and "* #1" in out(result) and DIGEST in out(result)
-
-    # Switched off: neither block is sent.
-    off = {**compatible, "ZEPH_MEMORY_CROSS_SESSION_ENABLED": "false", "ZEPH_MEMORY_PROFILE_ENABLED": "false"}
-    assert run_zeph("ask", "hello again", env=off).returncode == 0
-    sent = " ".join(m["content"] or "" for m in chat_requests(fake_server)[-1].json["messages"])
-    assert "<recent_conversation_memory>" not in sent and "<user_profile_memory>" not in sent
