@@ -344,3 +344,49 @@ def test_the_background_job_runs_after_the_reply_and_a_slow_one_is_cut_at_the_wa
 
     run(scenario())
     assert DigestStore(store.db).get(sid).text == ""
+
+
+# ---- in the agent: where the blocks go, isolation, small budgets ---------------------------------
+
+
+def _agent(fake_server, tmp_path: Path, **env: str):
+    from zeph_cli.agent import Agent
+    from zeph_cli.config import load_config
+    from zeph_cli.paths import database_path
+    from zeph_cli.providers import create_provider, resolve_settings
+    from tests.agent_helpers import AGENTS
+
+    environ = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": fake_server.url + "/v1",
+               "ZEPH_LLM_MODEL": "gpt-4o", "ZEPH_LLM_MAX_RETRIES": "0", **env}
+    config = load_config(env=environ).config
+    agent = Agent(config=config, store=ConversationStore(open_database(database_path())),
+                  provider=create_provider(resolve_settings(config, environ)), cwd=tmp_path)
+    AGENTS.append(agent)
+    return agent
+
+
+@pytest.mark.parametrize("budget", ["0", "2000", "4000"])
+async def test_the_agent_sends_both_blocks_after_the_time_within_their_share_and_isolation_drops_them(
+    fake_server, tmp_path, budget
+):
+    from tests.agent_helpers import close_agents  # noqa: F401  (the agent is closed by the autouse fixture)
+
+    agent = _agent(fake_server, tmp_path, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS=budget)
+    await agent.start()
+    digests = DigestStore(agent.store.db)
+    for n in range(5):
+        other = agent.new_conversation(f"Earlier session {n}")
+        digests.save(other.id, str(tmp_path), f"Session {n} was about " + "the parser and its tests " * 8, 6)
+    digests.set_profile("\n".join(f"- stable preference {n}" for n in range(40)), "user")
+    conversation = agent.new_conversation("now")
+    names = [layer.name for layer in agent._context_layers(conversation) if layer.text]
+    assert names == ["time", RECENT_LAYER, PROFILE_LAYER] or (budget == "2000" and names[0] == "time")
+    assert [layer.name for layer in agent._context_layers(conversation, isolated=True) if layer.text] == ["time"]
+    report = agent.context_for(conversation)[1]
+    blocks = {block.name: block.tokens for block in report.blocks}
+    cap = block_cap(agent.budget().available)
+    for name in (RECENT_LAYER, PROFILE_LAYER):
+        assert cap is None or blocks.get(name, 0) <= cap * 1.2  # calibrated tokens, a message's overhead
+    order = [block.name for block in report.blocks]
+    present = [name for name in ("time", RECENT_LAYER, PROFILE_LAYER) if name in order]
+    assert present == sorted(present, key=order.index)
