@@ -57,8 +57,11 @@ def profile_show(json_output: bool = typer.Option(False, "--json", help="Print J
         eprint("no user profile yet: it is made from the session summaries (see zeph profile sessions) at most "
                "once a day, or write one with zeph profile edit")
         return
+    from .command_context import load
+
     who = "by you" if profile.source == "user" else "automatically from the session summaries"
-    eprint(f"updated {_when(profile.updated_at)}, {who} ({profile.source})")
+    off = "" if load().config.memory.profile.enabled else "; not sent: [memory.profile] enabled = false"
+    eprint(f"updated {_when(profile.updated_at)}, {who} ({profile.source}){off}")
     print(profile.text)
 
 
@@ -136,7 +139,8 @@ def profile_sessions(json_output: bool = typer.Option(False, "--json", help="Pri
     config = load().config.memory.cross_session
     store = _store()
     project = str(workspace_root(Path.cwd()))
-    sent = {d.conversation_id for d in store.recent(project=project, exclude=None, limit=config.max_summaries)}
+    limit = config.max_summaries if config.enabled else 0
+    sent = {d.conversation_id for d in store.recent(project=project, exclude=None, limit=limit)}
     digests = store.all()
     if json_output:
         print(json.dumps(
