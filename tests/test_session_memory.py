@@ -332,6 +332,8 @@ def test_the_background_job_runs_after_the_reply_and_a_slow_one_is_cut_at_the_wa
 
     async def scenario():
         memory = service(store, Slow(), Clock())
+        memory.after_reply(store.get_conversation(sid), isolated=True)
+        assert not memory.running  # an isolated session stays out of the others
         memory.after_reply(store.get_conversation(sid))
         assert memory.running
         memory.after_reply(store.get_conversation(sid))  # one job at a time

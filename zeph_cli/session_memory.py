@@ -224,10 +224,11 @@ class SessionMemory:
 
     # ---- in the background ----------------------------------------------------------------------
 
-    def after_reply(self, conversation: Conversation) -> None:
+    def after_reply(self, conversation: Conversation, *, isolated: bool = False) -> None:
         """Start summarizing (and then the profile) in the background when either is due; the reply
-        is stored and shown first. One job at a time: a turn while one runs starts none."""
-        if self._task is not None and not self._task.done():
+        is stored and shown first. One job at a time: a turn while one runs starts none. An `isolated`
+        session (worldbook isolation) is not summarized: it stays out of the other sessions."""
+        if isolated or (self._task is not None and not self._task.done()):
             return
         if self.digest_due(conversation.id) is None and not self.profile_due():
             return
