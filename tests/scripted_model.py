@@ -47,7 +47,7 @@ class ScriptedModel:
     """Install with `fake_server.respond_with(model)`; queue chat replies with `say` / `call`."""
 
     chat: deque[FakeResponse] = field(default_factory=deque)
-    kinds: list[str] = field(default_factory=list)  # per request: chat | pair | compaction | probe_q | probe_a | guidelines
+    kinds: list[str] = field(default_factory=list)  # per request: chat | pair | compaction | probe_q | probe_a | guidelines | digest | profile
     summary_failures: int = 0  # answer this many compaction summaries with a server error
     pair_failures: int = 0  # answer this many tool-pair summaries with a server error
     guidelines_reply: str = "1. Keep every FACT- code verbatim.\n2. Keep file paths and the reasons for decisions."
@@ -81,6 +81,12 @@ class ScriptedModel:
                 return openai_wire.server_error()
             tool = re.search(r"tool: (\S+)", prompt)
             return completion(f"Called {tool.group(1) if tool else 'a tool'}; it succeeded.")
+        if prompt.startswith("Write what the conversation below is about"):
+            self.kinds.append("digest")  # a session summary for other sessions
+            return completion("The user ran a long test session.")
+        if prompt.startswith("You maintain a short profile"):
+            self.kinds.append("profile")
+            return completion("- Runs long test sessions")
         if prompt.startswith("You maintain the guidelines"):
             self.kinds.append("guidelines")
             return completion(self.guidelines_reply)

@@ -70,6 +70,10 @@ def make_agent(fake_server, workspace: Path, **env: str) -> Agent:
         # The budgets below were measured against the file and shell tools; long-term memory (its
         # tools and block) has its own tests.
         "ZEPH_MEMORY_LONG_TERM_ENABLED": "false",
+        # Session summaries and the profile are side jobs of their own (tests/test_session_memory*.py):
+        # these tests count the compaction side jobs exactly.
+        "ZEPH_MEMORY_CROSS_SESSION_ENABLED": "false",
+        "ZEPH_MEMORY_PROFILE_ENABLED": "false",
         **env,
     }
     config = load_config(env=environ).config

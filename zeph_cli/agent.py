@@ -73,6 +73,7 @@ from .paths import config_dir, global_project_file
 from .prompt_files import load_prompt_modules
 from .providers.base import ChatRequest, Provider, ProviderSettings
 from .providers.pool import ProviderPool
+from .session_memory import SessionMemory, SessionMemoryDeps
 from .side_jobs import SideJobs, record_response
 from .store import Conversation, ConversationStore, StoredMessage, ToolLog
 from .store.memories import MemoryStore
@@ -202,6 +203,9 @@ class Agent:
         self.guidelines = GuidelinesLearner(
             LearnerDeps(store, config.memory.compression_guidelines, self.side_jobs.complete, lambda: self.counter)
         )
+        self.session_memory = SessionMemory(SessionMemoryDeps(
+            store, config.memory, self.side_jobs.complete, lambda: self.counter, str(workspace_root(cwd)), self.clock
+        ))
         self.compactor = Compactor(
             CompactionDeps(
                 store=store,
@@ -392,6 +396,7 @@ class Agent:
     async def aclose(self) -> None:
         """Close the side-job providers and MCP servers this agent started (the main provider is the caller's)."""
         try:
+            await self.session_memory.aclose()
             await self.extras.aclose()
         finally:
             await self.side_jobs.aclose()
@@ -489,8 +494,7 @@ class Agent:
             tools_tokens=self._tools_tokens(tools),
             calibration=self.store.calibration(self.provider.name, self.provider.model),
             pinned_id=self.pinned_id,
-            context_layers=[*book.an_top, PromptLayer("time", self._time_text()),
-                            PromptLayer("memory", "" if wb.drops("long-term memory") else self.turn_memory.memory_text), *book.outlet],
+            context_layers=[*book.an_top, *self._context_layers(conversation, isolated=wb.isolated), *book.outlet],
             recall=() if wb.drops("semantic recall") else self.turn_memory.entries,
             skills=None if wb.drops("skills") else self.extras.skills_input(),
             late_context_layers=book.an_bottom,
@@ -509,6 +513,15 @@ class Agent:
         available = self.budget().available if self.profile is not None else 0
         calibration = self.store.calibration(self.provider.name, self.provider.model)
         return worldbook_layers(self.turn_worldbook, self.worldbook.allowance(available), self.counter, calibration)
+
+    def _context_layers(self, conversation: Conversation, *, isolated: bool = False) -> list[PromptLayer]:
+        """The per-turn blocks in ETOS order: time, memory, recent conversations, user profile.
+        `isolated` (worldbook isolation) drops all but the time."""
+        return [
+            PromptLayer("time", self._time_text()),
+            PromptLayer("memory", "" if isolated else self.turn_memory.memory_text),
+            *self.session_memory.layers(conversation, self.budget().available, isolated=isolated),
+        ]
 
     def _time_text(self) -> str:
         """The <time> block: the running turn's, else rendered now; "" when `[context] inject_time` is off."""
@@ -760,6 +773,7 @@ class Agent:
 
         if not calls:
             turn.ended = True
+            self.session_memory.after_reply(conversation, isolated=self.turn_worldbook.isolated)  # in the background: the reply is stored already
             yield TurnFinished(message_id, builder.content, turn.total, stop_reason)
             return
         max_rounds = self.config.agent.max_tool_iterations

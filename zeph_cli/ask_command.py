@@ -110,6 +110,7 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             await dispatch(event, output)
         if output.exit_code == 0:
             await agent.guidelines.maybe_update()  # after the reply: learning never delays it
+            await agent.session_memory.finish()  # a session summary under way gets a bounded wait, then is dropped
         return output.exit_code
     except StoreError as exc:
         if prompt_stored:

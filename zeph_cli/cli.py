@@ -24,6 +24,7 @@ from .memory_command import memory_app
 from .skills_command import skills_app
 from .mcp_command import mcp_app
 from .worldbook_command import worldbook_app
+from .profile_command import profile_app
 from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(skills_app, name="skills")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(worldbook_app, name="worldbook")
+app.add_typer(profile_app, name="profile")
 
 
 def _version(value: bool) -> None:

@@ -122,6 +122,20 @@ class LongTermConfig:
     max_chars: int = setting(2000, "Cap on the formatted <memory> block, in characters.", lo=0, hi=100_000)
 
 
+@dataclass
+class CrossSessionConfig:
+    enabled: bool = setting(True, "Summarize sessions in the background and send other sessions' summaries as <recent_conversation_memory>.")
+    max_summaries: int = setting(5, "Summaries of other sessions sent per turn (this project's first); 0 = none sent.", lo=0, hi=50)
+    min_user_turns: int = setting(6, "User turns a session needs before it is summarized.", lo=1, hi=10_000)
+    min_interval_minutes: int = setting(120, "Minutes between two summaries of the same session.", lo=1, hi=525_600)
+
+
+@dataclass
+class ProfileConfig:
+    enabled: bool = setting(True, "Keep a user profile (zeph profile) from the session summaries and send it as <user_profile_memory>.")
+    update_interval_hours: int = setting(24, "Hours between two automatic updates of the profile.", lo=1, hi=8760)
+
+
 VECTOR_BACKENDS = ("sqlite", "qdrant")
 EMBEDDING_BACKENDS = ("openai", "ollama", "compatible")  # the provider backends with an embeddings endpoint
 
@@ -150,6 +164,8 @@ class MemoryConfig:
     compression: CompressionConfig = field(default_factory=CompressionConfig)
     compression_guidelines: CompressionGuidelinesConfig = field(default_factory=CompressionGuidelinesConfig)
     long_term: LongTermConfig = field(default_factory=LongTermConfig)
+    cross_session: CrossSessionConfig = field(default_factory=CrossSessionConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
 
 
 @dataclass

@@ -268,6 +268,38 @@ def m011_worldbook(db: Database) -> None:
     )
     db.execute("create index worldbook_scope on worldbook_entries (scope, project_root, conversation_id)")
 
+
+@migration
+def m012_session_digests_and_user_profile(db: Database) -> None:
+    # Cross-session summaries (ETOS 5): one short "what this thread is about" per conversation,
+    # made in the background by the summary provider and sent to the other sessions; and the
+    # user profile (ETOS 6): one text of stable preferences, made from the digests or edited.
+    db.execute(
+        """
+        create table session_digests (
+            conversation_id integer primary key references conversations(id) on delete cascade,
+            project text not null,  -- the workspace root the session ran in
+            text text not null,  -- '' until a summary succeeded
+            user_turns integer not null,  -- the user turns the text covers (or the attempt saw)
+            updated_at text not null,  -- when `text` was written
+            attempted_at text not null  -- the last summarizing attempt, failed ones included
+        )
+        """
+    )
+    db.execute("create index session_digests_recent on session_digests (updated_at)")
+    db.execute(
+        """
+        create table user_profile (
+            id integer primary key check (id = 1),  -- one profile
+            text text not null,
+            source text not null check (source in ('auto', 'user')),
+            updated_at text not null,  -- when `text` was written
+            attempted_at text  -- the last automatic update's attempt
+        )
+        """
+    )
+
+
 def applied(db: Database) -> set[str]:
     if MIGRATIONS_TABLE not in db.table_names():
         return set()

@@ -1,0 +1,283 @@
+"""Cross-session summaries and the user profile for one agent: made in the background after
+a reply, sent to later turns as the "recent conversations" and "user profile" blocks.
+
+Invariant: nothing here delays a reply — summarizing starts only after the reply is
+stored, as a task of its own, one at a time; its failure (provider error, a reply the
+checks reject) moves only the attempt's clock and is written to the log file, never
+shown. A session is summarized once it has `min_user_turns` user turns, at most once
+per `min_interval_minutes`, and only when turns came since; the profile at most once per
+`update_interval_hours`, only when digests came since, starting from the current text
+(a user's edit included). Disabled ([memory] enabled, [memory.cross_session] or
+[memory.profile] enabled = false) or isolated: nothing is made or sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from .config import MemoryConfig
+from .context.assembler import PromptLayer
+from .context.session_memory_blocks import (
+    DigestEntry,
+    block_cap,
+    clean_digest,
+    clean_profile,
+    digest_prompt,
+    profile_prompt,
+    render_recent_conversations,
+    render_user_profile,
+    transcript_excerpt,
+)
+from .log import get_logger
+from .messages import TextPart
+from .store import Conversation, ConversationStore
+from .store.digests import DigestStore, UserProfile
+from .tokens import TokenCounter
+from .tools.confinement import workspace_root
+
+log = get_logger("session_memory")
+
+RECENT_LAYER = "recent conversations"
+PROFILE_LAYER = "user profile"
+SUMMARY_REPLY_TOKENS = 1024  # room for a small model's reasoning before the few lines kept
+PROFILE_SOURCE_DIGESTS = 10  # the newest digests an automatic profile update reads
+ASK_WAIT_SECS = 15.0  # `zeph ask`: after the reply is shown, summarizing may finish within this
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _parse(stamp: str | None) -> datetime | None:
+    if not stamp:
+        return None
+    try:
+        return _utc(datetime.fromisoformat(stamp))
+    except ValueError:
+        return None
+
+
+@dataclass
+class SessionMemoryDeps:
+    """What the summaries and profile use: the store, the [memory] config, a plain completion on the
+    summary provider, the tokenizer, this agent's project (workspace root) and the clock."""
+
+    store: ConversationStore
+    config: MemoryConfig
+    summarize: Callable[..., Awaitable[str]]  # (prompt, *, max_tokens, purpose) -> text
+    counter: Callable[[], TokenCounter]
+    project: str
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+
+
+class SessionMemory:
+    def __init__(self, deps: SessionMemoryDeps) -> None:
+        self.deps = deps
+        self.digests = DigestStore(deps.store.db)
+        self._task: asyncio.Task | None = None
+
+    # ---- switches ---------------------------------------------------------------------------
+
+    @property
+    def _memory_on(self) -> bool:
+        return bool(getattr(self.deps.config, "enabled", True))  # a [memory] master switch, where there is one
+
+    @property
+    def summaries_on(self) -> bool:
+        return self._memory_on and self.deps.config.cross_session.enabled
+
+    @property
+    def profile_on(self) -> bool:
+        return self._memory_on and self.deps.config.profile.enabled
+
+    def _now(self) -> datetime:
+        return _utc(self.deps.clock())
+
+    # ---- what a turn sends ------------------------------------------------------------------
+
+    def layers(self, conversation: Conversation, available_tokens: int, *, isolated: bool = False) -> list[PromptLayer]:
+        """The "recent conversations" and "user profile" per-turn blocks, each within its share of
+        `available_tokens` (0: no budget); none at all when `isolated` (worldbook isolation)."""
+        if isolated:
+            return []
+        count = self.deps.counter().count
+        cap = block_cap(available_tokens)
+        layers: list[PromptLayer] = []
+        limit = self.deps.config.cross_session.max_summaries
+        if self.summaries_on and limit > 0:
+            found = self.digests.recent(project=self.deps.project, exclude=conversation.id or None, limit=limit)
+            entries = [
+                DigestEntry(d.title, d.updated_at[:10], d.text, d.project == self.deps.project) for d in found
+            ]
+            block = render_recent_conversations(entries, cap, count)
+            detail = f"{block.shown} session{'s' * (block.shown != 1)}"
+            if block.dropped:
+                detail += f", {block.dropped} left out for room"
+            layers.append(PromptLayer(RECENT_LAYER, block.text, detail if block.text else ""))
+        if self.profile_on:
+            profile = self.digests.profile()
+            if profile is not None and profile.text.strip():
+                block = render_user_profile(profile.text, cap, count)
+                layers.append(PromptLayer(PROFILE_LAYER, block.text, f"{profile.source}, {profile.updated_at[:10]}"))
+        return layers
+
+    # ---- the digest of a session ---------------------------------------------------------------
+
+    def digest_due(self, conversation_id: int) -> int | None:
+        """The session's user-turn count when a digest is due now, else None."""
+        if not self.summaries_on or not conversation_id:
+            return None
+        config = self.deps.config.cross_session
+        turns = self.digests.user_turns(conversation_id)
+        if turns < config.min_user_turns:
+            return None
+        digest = self.digests.get(conversation_id)
+        if digest is None:
+            return turns
+        if turns <= digest.user_turns:
+            return None  # nothing new since the last one
+        last = _parse(digest.attempted_at)
+        if last is not None and self._now() - last < timedelta(minutes=config.min_interval_minutes):
+            return None
+        return turns
+
+    async def digest(self, conversation: Conversation) -> bool:
+        """Summarize the session when due; True when a digest was stored."""
+        turns = self.digest_due(conversation.id)
+        if turns is None:
+            return False
+        rows = self.deps.store.history(conversation.id, user_visible=True)
+        said = [
+            (row.message.role, "".join(p.text for p in row.message.parts if isinstance(p, TextPart)))
+            for row in rows
+        ]
+        excerpt = transcript_excerpt(said)
+        project = self._project_of(conversation)
+        stamp = self._now().isoformat(timespec="microseconds")
+        # The attempt counts from here: one cut short (a failure, `zeph ask` exiting) waits the interval too.
+        self.digests.attempted(conversation.id, project, stamp)
+        try:
+            reply = await self.deps.summarize(
+                digest_prompt(conversation.title, excerpt), max_tokens=SUMMARY_REPLY_TOKENS, purpose="summary"
+            )
+        except Exception as exc:  # a background job: logged, retried after the interval
+            log.warning("summarizing session %s for other sessions failed: %s", conversation.id, exc)
+            return False
+        text = clean_digest(reply, source_chars=len(excerpt), count=self.deps.counter().count)
+        if text is None:
+            log.warning("the summary of session %s was unusable (empty, markup only or no shorter than the "
+                        "session): %r", conversation.id, reply[:200])
+            return False
+        self.digests.save(conversation.id, project, text, turns, stamp)
+        log.info("summarized session %s (%d user turns) for other sessions", conversation.id, turns)
+        return True
+
+    def _project_of(self, conversation: Conversation) -> str:
+        """The workspace root the session ran in (this agent's, for a session without a directory)."""
+        if not conversation.cwd:
+            return self.deps.project
+        try:
+            return str(workspace_root(Path(conversation.cwd)))
+        except OSError:
+            return conversation.cwd
+
+    # ---- the user profile ----------------------------------------------------------------------
+
+    def profile_due(self) -> bool:
+        if not self.profile_on:
+            return False
+        profile = self.digests.profile()
+        attempted = profile.attempted_at if profile is not None else None
+        if not self.digests.updated_since(attempted):
+            return False  # no digest since the last update
+        last = _parse(attempted)
+        hours = self.deps.config.profile.update_interval_hours
+        return last is None or self._now() - last >= timedelta(hours=hours)
+
+    async def update_profile(self) -> bool:
+        """Update the profile from the newest digests when due; True when new text was stored."""
+        if not self.profile_due():
+            return False
+        profile = self.digests.profile()
+        current = profile.text if profile is not None else ""
+        sources = [d.text for d in self.digests.all()[:PROFILE_SOURCE_DIGESTS]]
+        stamp = self._now().isoformat(timespec="microseconds")
+        self.digests.profile_attempted(stamp)  # a failed or cut-short update waits the interval too
+        try:
+            reply = await self.deps.summarize(
+                profile_prompt(current, sources), max_tokens=SUMMARY_REPLY_TOKENS, purpose="summary"
+            )
+        except Exception as exc:  # a background job: logged, retried after the interval
+            log.warning("updating the user profile failed: %s", exc)
+            return False
+        text = clean_profile(reply, count=self.deps.counter().count)
+        if text is None:
+            log.info("the user profile update found nothing stable to keep; the profile is unchanged")
+            return False
+        self.digests.set_profile(text, "auto", stamp)
+        log.info("updated the user profile from %d session summaries", len(sources))
+        return True
+
+    # ---- in the background ----------------------------------------------------------------------
+
+    def after_reply(self, conversation: Conversation, *, isolated: bool = False) -> None:
+        """Start summarizing (and then the profile) in the background when either is due; the reply
+        is stored and shown first. One job at a time: a turn while one runs starts none. An `isolated`
+        session (worldbook isolation) is not summarized: it stays out of the other sessions."""
+        if isolated or (self._task is not None and not self._task.done()):
+            return
+        if self.digest_due(conversation.id) is None and not self.profile_due():
+            return
+        self._task = asyncio.get_running_loop().create_task(self._run(conversation), name="zeph-session-digest")
+
+    async def _run(self, conversation: Conversation) -> None:
+        try:
+            await self.digest(conversation)
+            await self.update_profile()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # never in the user's way
+            log.warning("cross-session summary job failed", exc_info=exc)
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def finish(self, timeout: float = ASK_WAIT_SECS) -> bool:
+        """Give a running job up to `timeout` seconds, then cancel it (it is retried on a later turn);
+        True when nothing was left unfinished."""
+        task = self._task
+        if task is None or task.done():
+            return True
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if done:
+            return True
+        await self.aclose()
+        log.info("summarizing for other sessions did not finish within %.0f s; a later turn retries it", timeout)
+        return False
+
+    async def aclose(self) -> None:
+        """Cancel a running job (it changes nothing it has not finished)."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    # ---- for the commands and the chat app -------------------------------------------------------
+
+    def profile(self) -> UserProfile | None:
+        return self.digests.profile()
+
+    def set_profile(self, text: str) -> UserProfile:
+        """The user's own profile text (an automatic update later starts from it)."""
+        return self.digests.set_profile(text.strip(), "user")
+
+    def clear_profile(self) -> bool:
+        return self.digests.clear_profile()

@@ -1,0 +1,153 @@
+"""Cross-session digests and the user profile on disk (tables of m012).
+
+Invariant: one digest row per conversation (deleted with it) and at most one
+profile row; a failed attempt moves `attempted_at` and never the text; reads
+return only digests with text, newest first, the given project's first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlite_utils import Database
+
+from .conversations import now_iso
+from .transactions import write_transaction
+
+PROFILE_SOURCES = ("auto", "user")
+
+
+@dataclass(frozen=True)
+class SessionDigest:
+    conversation_id: int
+    project: str
+    text: str
+    user_turns: int
+    updated_at: str
+    attempted_at: str
+    title: str = ""  # the conversation's title, for showing
+
+
+@dataclass(frozen=True)
+class UserProfile:
+    text: str
+    source: str  # auto | user
+    updated_at: str
+    attempted_at: str | None
+
+
+_DIGEST_COLUMNS = "d.conversation_id, d.project, d.text, d.user_turns, d.updated_at, d.attempted_at, c.title"
+
+
+class DigestStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # ---- digests --------------------------------------------------------------------------
+
+    def user_turns(self, conversation_id: int) -> int:
+        """User messages stored in the conversation (compacted ones included: they were turns)."""
+        (count,) = self.db.execute(
+            "select count(*) from messages where conversation_id = ? and role = 'user'", [conversation_id]
+        ).fetchone()
+        return count
+
+    def get(self, conversation_id: int) -> SessionDigest | None:
+        row = self.db.execute(
+            f"select {_DIGEST_COLUMNS} from session_digests d join conversations c on c.id = d.conversation_id "
+            "where d.conversation_id = ?",
+            [conversation_id],
+        ).fetchone()
+        return SessionDigest(*row) if row else None
+
+    def save(self, conversation_id: int, project: str, text: str, user_turns: int, at: str | None = None) -> None:
+        """Store the conversation's digest text, covering `user_turns` turns."""
+        at = at or now_iso()
+        with write_transaction(self.db):
+            self.db.execute(
+                "insert into session_digests (conversation_id, project, text, user_turns, updated_at, attempted_at) "
+                "values (?, ?, ?, ?, ?, ?) on conflict (conversation_id) do update set project = excluded.project, "
+                "text = excluded.text, user_turns = excluded.user_turns, updated_at = excluded.updated_at, "
+                "attempted_at = excluded.attempted_at",
+                [conversation_id, project, text, user_turns, at, at],
+            )
+
+    def attempted(self, conversation_id: int, project: str, at: str | None = None) -> None:
+        """A summarizing attempt that gave nothing usable: the text stays, the clock moves."""
+        at = at or now_iso()
+        with write_transaction(self.db):
+            self.db.execute(
+                "insert into session_digests (conversation_id, project, text, user_turns, updated_at, attempted_at) "
+                "values (?, ?, '', 0, ?, ?) on conflict (conversation_id) do update set attempted_at = excluded.attempted_at",
+                [conversation_id, project, at, at],
+            )
+
+    def recent(self, *, project: str, exclude: int | None, limit: int) -> list[SessionDigest]:
+        """Up to `limit` digests with text of other conversations: `project`'s newest first, then the rest."""
+        if limit <= 0:
+            return []
+        rows = self.db.execute(
+            f"select {_DIGEST_COLUMNS} from session_digests d join conversations c on c.id = d.conversation_id "
+            "where d.text != '' and d.conversation_id != ? "
+            "order by (d.project = ?) desc, d.updated_at desc, d.conversation_id desc limit ?",
+            [exclude if exclude is not None else -1, project, limit],
+        ).fetchall()
+        return [SessionDigest(*row) for row in rows]
+
+    def all(self) -> list[SessionDigest]:
+        """Every digest with text, newest first."""
+        rows = self.db.execute(
+            f"select {_DIGEST_COLUMNS} from session_digests d join conversations c on c.id = d.conversation_id "
+            "where d.text != '' order by d.updated_at desc, d.conversation_id desc"
+        ).fetchall()
+        return [SessionDigest(*row) for row in rows]
+
+    def updated_since(self, since: str | None) -> int:
+        """Digests written after `since` (all, for None)."""
+        (count,) = self.db.execute(
+            "select count(*) from session_digests where text != '' and updated_at > ?", [since or ""]
+        ).fetchone()
+        return count
+
+    # ---- the user profile ------------------------------------------------------------------
+
+    def profile(self) -> UserProfile | None:
+        """The profile, or None when none was ever made (a cleared one has text "")."""
+        row = self.db.execute("select text, source, updated_at, attempted_at from user_profile where id = 1").fetchone()
+        return UserProfile(*row) if row else None
+
+    def set_profile(self, text: str, source: str, at: str | None = None) -> UserProfile:
+        """Store the profile's text; an automatic update also records its attempt."""
+        if source not in PROFILE_SOURCES:
+            raise ValueError(f"profile source {source!r}: auto or user")
+        at = at or now_iso()
+        attempted = at if source == "auto" else None
+        with write_transaction(self.db):
+            self.db.execute(
+                "insert into user_profile (id, text, source, updated_at, attempted_at) values (1, ?, ?, ?, ?) "
+                "on conflict (id) do update set text = excluded.text, source = excluded.source, "
+                "updated_at = excluded.updated_at, attempted_at = coalesce(excluded.attempted_at, attempted_at)",
+                [text, source, at, attempted],
+            )
+        profile = self.profile()
+        assert profile is not None
+        return profile
+
+    def profile_attempted(self, at: str | None = None) -> None:
+        """An automatic update that gave nothing usable: the text stays, the clock moves."""
+        at = at or now_iso()
+        with write_transaction(self.db):
+            self.db.execute(
+                "insert into user_profile (id, text, source, updated_at, attempted_at) values (1, '', 'auto', ?, ?) "
+                "on conflict (id) do update set attempted_at = excluded.attempted_at",
+                [at, at],
+            )
+
+    def clear_profile(self) -> bool:
+        """Empty the profile (kept as the user's: the next automatic update starts from nothing); True
+        when there was text."""
+        current = self.profile()
+        if current is None or not current.text:
+            return False
+        self.set_profile("", "user")
+        return True
