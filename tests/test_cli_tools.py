@@ -245,7 +245,7 @@ def test_context_shows_the_next_turn_block_by_block(fake_server, compatible, wor
     assert run_zeph("ask", "hi", env=compatible, cwd=workspace).returncode == 0
     data = json.loads(out(run_zeph("context", "--json", env=compatible, cwd=workspace)))
     blocks = {b["name"]: b["tokens"] for b in data["context"]["blocks"]}
-    assert list(blocks) == ["base prompt", "environment", "project context", "mode prompt", "time", "tools", "history"]
+    assert list(blocks) == ["base prompt", "environment", "project context", "mode prompt", "tools", "time", "history"]
     assert data["context"]["budget"] == 128_000 and data["context"]["allocation"]["recent_history"] > 0
     assert data["compaction"]["compaction_events"] == 0
     plan = json.loads(out(run_zeph("context", "--json", "--mode", "plan", env=compatible, cwd=workspace)))

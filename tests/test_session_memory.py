@@ -29,6 +29,7 @@ from zeph_cli.session_memory import PROFILE_LAYER, RECENT_LAYER, SessionMemory, 
 from zeph_cli.store import ConversationStore, open_database
 from zeph_cli.store.digests import DigestStore
 from zeph_cli.tokens import ApproximateCounter
+from tests.agent_helpers import AGENTS, close_agents  # noqa: F401  (autouse fixture: agents closed in their own loop)
 
 COUNTER = ApproximateCounter()
 count = COUNTER.count
@@ -356,7 +357,6 @@ def _agent(fake_server, tmp_path: Path, **env: str):
     from zeph_cli.config import load_config
     from zeph_cli.paths import database_path
     from zeph_cli.providers import create_provider, resolve_settings
-    from tests.agent_helpers import AGENTS
 
     environ = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": fake_server.url + "/v1",
                "ZEPH_LLM_MODEL": "gpt-4o", "ZEPH_LLM_MAX_RETRIES": "0", **env}
@@ -371,8 +371,6 @@ def _agent(fake_server, tmp_path: Path, **env: str):
 async def test_the_agent_sends_both_blocks_after_the_time_within_their_share_and_isolation_drops_them(
     fake_server, tmp_path, budget
 ):
-    from tests.agent_helpers import close_agents  # noqa: F401  (the agent is closed by the autouse fixture)
-
     agent = _agent(fake_server, tmp_path, ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS=budget)
     await agent.start()
     digests = DigestStore(agent.store.db)

@@ -380,8 +380,16 @@ async def test_profile_lists_and_switches_the_global_prompt(fake_server, model, 
             await send(pilot, app, "first")
             assert "<system_prompt>\nBe terse.\n</system_prompt>" in system_of(chat_bodies(fake_server)[-1])
             await send(pilot, app, "/profile none")
+            await send(pilot, app, "/profile edit Prefers tabs over spaces.")
             await send(pilot, app, "second")
-            assert "<system_prompt>" not in system_of(chat_bodies(fake_server)[-1])
+            body = chat_bodies(fake_server)[-1]
+            assert "<system_prompt>" not in system_of(body)
+            assert any("<user_profile_memory>" in m["content"] and "Prefers tabs over spaces." in m["content"] for m in body["messages"])
+            await send(pilot, app, "/profile")
+            assert "user profile (updated" in entries(app, Notice)[-1].text and "by you" in entries(app, Notice)[-1].text
+            await send(pilot, app, "/profile clear")
+            assert entries(app, Notice)[-1].text == "user profile cleared"
+            assert session.agent.session_memory.profile() is None or not session.agent.session_memory.profile().text
     finally:
         await session.aclose()
 

@@ -76,7 +76,8 @@ def test_place_groups_by_position_and_depth():
     assert [b.name for b in placement.blocks] == [
         "worldbook before", "worldbook an bottom", "worldbook at depth 2", "worldbook at depth 0"]
     assert "lore 2\n\nlore 5" in placement.at("at_depth")[0].text
-    assert placement.left_out == () and placement.detail == "5 entries"
+    assert placement.left_out == () and placement.detail == ""
+    assert [b.detail for b in placement.blocks] == ["entry #1", "entry #4", "entries #2, #5", "entry #3"]
 
 
 def test_over_the_share_the_highest_order_entries_are_left_out_first():
@@ -132,10 +133,14 @@ def test_the_assembler_puts_outlet_before_recall_an_bottom_after_it_and_depths_i
         closing_layers=[PromptLayer("enhancement prompt", "<enhanced_prompt>")],
     )
     contents = [m.content.split("\n")[0] for m in messages]
-    assert contents[:5] == ["You are zeph.", "<worldbook_an_top>", "<memory>", "<worldbook_outlet>", contents[4]]
-    assert contents[4].startswith("[semantic recall]")
-    assert contents[5:] == ["<worldbook_an_bottom>", "q1", "a1", "<worldbook_at_depth>", "q2", "<enhanced_prompt>"]
+    # the history before the running turn (q2), the at_depth 1 entry one message from its end, then the
+    # per-turn blocks just before the running turn, and the enhancement prompt last
+    assert contents[:7] == ["You are zeph.", "q1", "a1", "<worldbook_at_depth>", "<worldbook_an_top>", "<memory>", "<worldbook_outlet>"]
+    assert contents[7].startswith("[semantic recall]")
+    assert contents[8:] == ["<worldbook_an_bottom>", "q2", "<enhanced_prompt>"]
     names = [b.name for b in report.blocks]
     assert {"worldbook an top", "worldbook outlet", "worldbook an bottom", "worldbook at depth 1"} <= set(names)
-    assert report.block("worldbook at depth 1").detail == "1 entry"
+    per_turn = ["worldbook an top", "memory", "worldbook outlet", "semantic recall", "worldbook an bottom", "history"]
+    assert [n for n in names if n in per_turn] == per_turn  # the report in the request's order
+    assert report.block("worldbook at depth 1").detail == "1 entry"  # the layer's own detail, as given
     assert report.fixed_tokens >= sum(report.block(n).tokens for n in names if n.startswith("worldbook"))

@@ -90,16 +90,20 @@ def test_each_position_lands_in_its_place_only_when_triggered(fake_server, compa
     topic, time_, memory = _index(sent, "<topic_prompt>"), _index(sent, "<time>"), _index(sent, "<memory>")
     assert before == 0 and sent[1]["role"] == "system"  # before the base prompt
     assert topic + 1 == after < top  # after the topic prompt, the last system layer here
+    assert all(m["role"] == "system" for m in sent[: after + 1])
     assert top + 1 == time_ and memory + 1 == outlet and outlet + 1 == bottom
     assert sent[top]["content"].index("Constant lore") < sent[top]["content"].index("Dragon lore an_top")
-    history = [m for m in sent[bottom + 1:]]
+    # the history before the running turn sits between the system prompt and the per-turn blocks
+    history = sent[after + 1 : top]
     assert history[0] == {"role": "user", "content": "read notes.txt"}
     call, result = history[1], history[2]
     assert call.get("tool_calls") and result["role"] == "tool"  # the pair is not split
     assert history[3]["content"].startswith("<worldbook_at_depth>\nDragon lore depth 3.")  # moved after the result
-    assert history[4]["content"] == "Read it." and history[5] == {"role": "user", "content": "Tell me about the dragon"}
-    assert history[6]["content"] == "<worldbook_at_depth>\nDragon lore depth 0.\n</worldbook_at_depth>"
-    assert history[7]["content"].startswith("<enhanced_prompt>") and len(history) == 8
+    assert history[4]["content"] == "Read it." and len(history) == 5
+    running = sent[bottom + 1 :]
+    assert running[0] == {"role": "user", "content": "Tell me about the dragon"}
+    assert running[1]["content"] == "<worldbook_at_depth>\nDragon lore depth 0.\n</worldbook_at_depth>"
+    assert running[2]["content"].startswith("<enhanced_prompt>") and len(running) == 3
     text = json.dumps(sent)
     assert "Switched-off" not in text and "wrong case" not in text
     for position in POSITIONS:

@@ -107,13 +107,14 @@ def worldbook_layers(
     turn: WorldbookTurn, allowance: int | None, counter: TokenCounter, calibration: Calibration
 ) -> WorldbookLayers:
     """The triggered entries that fit `allowance` (calibrated tokens, None = no cap) as prompt layers;
-    the first block carries the detail (entries, what was left out)."""
+    each block's detail names its entries, the first one's also what was left out."""
     placement = turn.placement(allowance, lambda text: calibration.apply(counter.count(text) + MESSAGE_OVERHEAD))
     layers = WorldbookLayers()
     if turn.isolated:
         layers.notes.append(ContextBlock(ISOLATION_BLOCK, 0, turn.isolation_detail()))
     for n, block in enumerate(placement.blocks):
-        layer = PromptLayer(block.name, block.text, placement.detail if n == 0 else "")
+        detail = "; ".join(filter(None, (block.detail, placement.detail if n == 0 else "")))
+        layer = PromptLayer(block.name, block.text, detail)
         if block.position == "at_depth":
             layers.depths.append((block.depth, layer))
         else:

@@ -251,7 +251,7 @@ def assemble(
     messages += [Message.context(layer.text) for layer in closing[len(depths):]]
     messages = delimit_tool_results(messages)
     report = ContextReport(
-        blocks=tuple(blocks),
+        blocks=_in_request_order(blocks, len(layers), len(extra) - len(late), len(late)),
         window=window,
         budget=budget.total,
         reserved_for_response=budget.reserved_for_response,
@@ -269,6 +269,18 @@ def assemble(
         skills_shown=tuple((n, "full") for n in skills_block.full) + tuple((n, "compact") for n in skills_block.compact),
     )
     return messages, report
+
+
+def _in_request_order(blocks: list[ContextBlock], system: int, early: int, late: int) -> tuple[ContextBlock, ...]:
+    """The report's blocks in the order the request carries them: the system layers, tools, compaction
+    summaries, the per-turn blocks (semantic recall before the late ones), then history and closing blocks."""
+    head, per_turn = blocks[:system], blocks[system : system + early + late]
+    rest = blocks[system + early + late :]
+    named = {name: [b for b in rest if b.name == name] for name in ("tools", "compaction summary", "semantic recall")}
+    others = [b for b in rest if b.name not in named]
+    return tuple(
+        head + named["tools"] + named["compaction summary"] + per_turn[:early] + named["semantic recall"] + per_turn[early:] + others
+    )
 
 
 def _running_turn_start(kept: list[HistoryItem], pinned_id: int | None) -> int:

@@ -209,3 +209,11 @@ def render_user_profile(text: str, max_tokens: int | None, count: Count) -> Rend
 def block_cap(available_tokens: int) -> int | None:
     """The tokens each block may take: its share of what the prompt may use (None: no budget, no cap)."""
     return int(available_tokens * BLOCK_SHARE) if available_tokens > 0 else None
+
+
+def user_profile_lines(text: str, source: str = "", updated_at: str = "") -> list[str]:
+    """The user profile for a listing (`/profile`): who wrote it, when, and its text."""
+    if not text.strip():
+        return ["user profile: none yet (made from the session summaries at most daily; /profile edit TEXT writes one)"]
+    who = "by you" if source == "user" else "automatically"
+    return [f"user profile (updated {updated_at[:16].replace('T', ' ')}, {who}):", *text.strip().splitlines()]

@@ -125,6 +125,11 @@ class WorldbookBlock:
     text: str
     position: str
     depth: int = 0
+    ids: tuple[int, ...] = ()  # the entries in it
+
+    @property
+    def detail(self) -> str:
+        return ("entry " if len(self.ids) == 1 else "entries ") + ", ".join(f"#{i}" for i in self.ids)
 
 
 @dataclass(frozen=True)
@@ -133,7 +138,7 @@ class WorldbookPlacement:
 
     blocks: tuple[WorldbookBlock, ...] = ()
     left_out: tuple[int, ...] = ()  # entry ids, in the order they were given up
-    detail: str = ""  # said beside the first worldbook block in the report
+    detail: str = ""  # what was left out, said beside the first worldbook block in the report
 
     def at(self, position: str) -> list[WorldbookBlock]:
         return [b for b in self.blocks if b.position == position]
@@ -143,14 +148,19 @@ def blocks_for(entries: Sequence[WorldbookEntry]) -> list[WorldbookBlock]:
     """Every position's block (at_depth: one per depth, deepest first)."""
     out: list[WorldbookBlock] = []
     for position in LAYER_POSITIONS:
-        text = render(position, [e for e in entries if e.position == position])
+        here = [e for e in entries if e.position == position]
+        text = render(position, here)
         if text:
-            out.append(WorldbookBlock(block_name(position), text, position))
+            out.append(WorldbookBlock(block_name(position), text, position, ids=_ids(here)))
     depths = sorted({e.depth for e in entries if e.position == "at_depth"}, reverse=True)
     for depth in depths:
-        text = render("at_depth", [e for e in entries if e.position == "at_depth" and e.depth == depth])
-        out.append(WorldbookBlock(block_name("at_depth", depth), text, "at_depth", depth))
+        here = [e for e in entries if e.position == "at_depth" and e.depth == depth]
+        out.append(WorldbookBlock(block_name("at_depth", depth), render("at_depth", here), "at_depth", depth, _ids(here)))
     return out
+
+
+def _ids(entries: Sequence[WorldbookEntry]) -> tuple[int, ...]:
+    return tuple(e.id for e in sorted(entries, key=lambda e: (e.order, e.id)))
 
 
 def place(
@@ -172,10 +182,10 @@ def place(
             chosen.append(entry)
         else:
             left_out.append(entry.id)
-    detail = f"{len(chosen)} entr{'y' if len(chosen) == 1 else 'ies'}"
+    detail = ""
     if left_out:
         ids = ", ".join(f"#{i}" for i in left_out)
-        detail += f"; {len(left_out)} left out over the worldbook share ({allowance:,} tokens): {ids}"
+        detail = f"{len(left_out)} left out over the worldbook share ({allowance:,} tokens): {ids}"
     return WorldbookPlacement(tuple(blocks_for(chosen)), tuple(left_out), detail)
 
 

@@ -19,6 +19,7 @@ from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
 from ..context.global_prompt import profile_lines
+from ..context.session_memory_blocks import user_profile_lines
 from ..errors import UsageError, ZephError
 from ..event_handler import dispatch
 from ..events import TurnStarted
@@ -341,9 +342,21 @@ class ZephApp(App[int]):
             self.refresh_gauge()
 
     async def profile_command(self, argument: str) -> None:
-        """/profile: the global prompt profiles; /profile NAME (or none) switches this session's."""
-        session = self.session
-        if argument:
+        """/profile: the global prompt profiles and the user profile; /profile NAME (or none) switches this
+        session's global prompt; /profile edit TEXT and /profile clear change the user profile."""
+        session, memory = self.session, self.session.agent.session_memory
+        word, _, rest = argument.partition(" ")
+        if word == "edit":
+            if not rest.strip():
+                await self.notice("usage: /profile edit TEXT (the whole user profile; zeph profile edit opens an editor)", "warning")
+                return
+            memory.set_profile(rest)
+            self.refresh_gauge()
+            await self.notice("user profile saved")
+        elif word == "clear":
+            await self.notice("user profile cleared" if memory.clear_profile() else "the user profile is already empty")
+            self.refresh_gauge()
+        elif word:
             try:
                 session.set_prompt_profile(argument)
             except ValueError as exc:
@@ -351,8 +364,11 @@ class ZephApp(App[int]):
                 return
             self.refresh_gauge()
             await self.notice(f"global prompt: profile {session.prompt_profile()}" if session.prompt_profile() else "global prompt: none")
-            return
-        await self.notice("\n".join(profile_lines(session.prompt_profile(), session.agent.config.prompt.profiles)))
+        else:
+            lines = profile_lines(session.prompt_profile(), session.agent.config.prompt.profiles)
+            profile = memory.profile()
+            shown = user_profile_lines(profile.text, profile.source, profile.updated_at) if profile else user_profile_lines("")
+            await self.notice("\n".join([*lines, "", *shown]))
 
     async def skills_command(self, argument: str) -> None:
         service = self.session.agent.skills

@@ -35,7 +35,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("mode", "|".join(AGENT_MODES), "Switch the mode — agent: every tool; ask and plan: read-only tools.", True, "plan"),
     CommandSpec("system", "TEXT", "Set this session's topic prompt.", True, "Answer in French."),
     CommandSpec("enhance", "[TEXT]", "Set this session's enhancement prompt, sent last with every request (none: the configured one)."),
-    CommandSpec("profile", "[NAME|none]", "Show the global prompt profiles; NAME switches this session's (none: no global prompt)."),
+    CommandSpec("profile", "[NAME|none|edit TEXT|clear]", "Show the global prompt profiles and the user profile; NAME switches this session's global prompt; edit/clear change the user profile."),
     CommandSpec("memory", "[add TEXT|forget ID]", "List the saved memories seen here, save one, or forget one."),
     CommandSpec("skills", "[NAME]", "List the skills (those matched on the last turn marked), or show one."),
     CommandSpec("worldbook", "[isolate on|off]", "List the worldbook entries in force here (those triggered marked), or switch isolation mode."),
