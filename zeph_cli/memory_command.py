@@ -9,16 +9,15 @@ non-zero exit, the memories untouched.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from .errors import UsageError, ZephError
+from .editor import edit_in_editor
+from .paths import home_relative
+from .errors import UsageError
 from .stderr import eprint
 
 if TYPE_CHECKING:
@@ -57,9 +56,7 @@ def _scope(value: Optional[str]) -> Optional[str]:
 
 def _where(memory: "Memory") -> str:
     if memory.scope == "project":
-        home = str(Path.home())
-        root = memory.project_root or ""
-        return "~" + root[len(home):] if home != "/" and root.startswith(home + os.sep) else root
+        return home_relative(memory.project_root or "")
     if memory.scope == "session":
         return f"session {memory.conversation_id}"
     return "everywhere"
@@ -156,27 +153,8 @@ def memory_search(
         print(f"{_line(ranked.memory)}\t(score {ranked.score:.2f})")
 
 
-def _editor() -> list[str]:
-    command = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    if command:
-        return ["/bin/sh", "-c", f'{command} "$@"', command]
-    if not sys.stdin.isatty():
-        raise UsageError("no editor: set $EDITOR (or $VISUAL), or give the new text with --text")
-    return ["vi"]
-
-
 def _edit_in_editor(content: str) -> str:
-    with tempfile.TemporaryDirectory(prefix="zeph-memory-") as folder:
-        path = Path(folder) / "MEMORY.txt"
-        path.write_text(content + "\n", encoding="utf-8")
-        command = _editor()
-        try:
-            status = subprocess.call([*command, str(path)])
-        except OSError as exc:
-            raise ZephError(f"cannot start the editor {command[-1]!r}: {exc.strerror or exc}") from None
-        if status != 0:
-            raise ZephError(f"the editor exited with status {status}; the memory is unchanged")
-        return path.read_text(encoding="utf-8")
+    return edit_in_editor(content + "\n", filename="MEMORY.txt", unchanged="the memory", instead="give the new text with --text")
 
 
 @memory_app.command("edit")

@@ -55,3 +55,9 @@ def database_path(env: Mapping[str, str] | None = None) -> Path:
 def mcp_log_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where stdio MCP servers' stderr goes, one `ID.log` per server."""
     return data_dir(env) / "mcp"
+
+
+def home_relative(path: str) -> str:
+    """`path` with the home directory written as `~`, for listings."""
+    home = str(Path.home())
+    return "~" + path[len(home):] if home != "/" and path.startswith(home + os.sep) else path

@@ -9,15 +9,13 @@ nothing leaves the profile unchanged and ends as one `zeph:` line with a non-zer
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from .errors import UsageError, ZephError
+from .errors import UsageError
 from .stderr import eprint
 
 if TYPE_CHECKING:
@@ -66,19 +64,11 @@ def profile_show(json_output: bool = typer.Option(False, "--json", help="Print J
 
 
 def _edit_in_editor(content: str) -> str:
-    from .memory_command import _editor
+    from .editor import edit_in_editor
 
-    with tempfile.TemporaryDirectory(prefix="zeph-profile-") as folder:
-        path = Path(folder) / "PROFILE.md"
-        path.write_text(content + "\n" if content else "", encoding="utf-8")
-        command = _editor()
-        try:
-            status = subprocess.call([*command, str(path)])
-        except OSError as exc:
-            raise ZephError(f"cannot start the editor {command[-1]!r}: {exc.strerror or exc}") from None
-        if status != 0:
-            raise ZephError(f"the editor exited with status {status}; the profile is unchanged")
-        return path.read_text(encoding="utf-8")
+    return edit_in_editor(
+        content + "\n" if content else "", filename="PROFILE.md", unchanged="the profile", instead="give the new text with --text"
+    )
 
 
 @profile_app.command("edit")

@@ -8,10 +8,6 @@ empty content ends as one `zeph: error:` line with a non-zero exit, the entries 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import tempfile
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
@@ -19,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from .errors import UsageError, ZephError
+from .paths import home_relative
 from .stderr import eprint
 
 if TYPE_CHECKING:
@@ -73,8 +70,7 @@ def _position(value: Optional[str]) -> Optional[str]:
 def _where(record: "WorldbookRecord") -> str:
     if record.scope == "session":
         return f"session {record.conversation_id}"
-    home, root = str(Path.home()), record.project_root or ""
-    return "~" + root[len(home):] if home != "/" and root.startswith(home + os.sep) else root
+    return home_relative(record.project_root or "")
 
 
 def _preview(text: str) -> str:
@@ -192,20 +188,13 @@ def _from_toml(text: str, entry_id: int) -> dict[str, Any]:
 
 
 def _edit_in_editor(record: "WorldbookRecord") -> dict[str, Any]:
-    command = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    if not command and not sys.stdin.isatty():
-        raise UsageError("no editor: set $EDITOR (or $VISUAL), or change the entry with flags (see --help)")
-    argv = ["/bin/sh", "-c", f'{command} "$@"', command] if command else ["vi"]
-    with tempfile.TemporaryDirectory(prefix="zeph-worldbook-") as folder:
-        path = Path(folder) / f"worldbook-{record.id}.toml"
-        path.write_text(_as_toml(record), encoding="utf-8")
-        try:
-            status = subprocess.call([*argv, str(path)])
-        except OSError as exc:
-            raise ZephError(f"cannot start the editor {argv[-1]!r}: {exc.strerror or exc}") from None
-        if status != 0:
-            raise ZephError(f"the editor exited with status {status}; entry #{record.id} is unchanged")
-        return _from_toml(path.read_text(encoding="utf-8"), record.id)
+    from .editor import edit_in_editor
+
+    text = edit_in_editor(
+        _as_toml(record), filename=f"worldbook-{record.id}.toml", unchanged=f"entry #{record.id}",
+        instead="change the entry with flags (see --help)",
+    )
+    return _from_toml(text, record.id)
 
 
 @worldbook_app.command("edit")
