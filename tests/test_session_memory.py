@@ -285,13 +285,13 @@ def test_the_profile_is_made_from_digests_at_most_once_a_day_and_starts_from_a_u
     memory = service(store, summarizer, clock)
     assert memory.profile_due() is False  # no digest yet
     a = session(store, "A", 6)
-    run(memory._run(store.get_conversation(a)))
+    run(memory.run_due(store.get_conversation(a)))
     assert memory.profile().text == "- Prefers short answers" and memory.profile().source == "auto"
     assert "Digest of A." in summarizer.prompts[1] and "(empty)" in summarizer.prompts[1]
     memory.set_profile("- Prefers short answers in German")
     b = session(store, "B", 6)
     clock.advance(hours=3)
-    run(memory._run(store.get_conversation(b)))
+    run(memory.run_due(store.get_conversation(b)))
     assert len(summarizer.prompts) == 3 and memory.profile().source == "user"  # B digested; no profile update yet
     clock.advance(hours=21)
     assert memory.profile_due() is True
@@ -339,11 +339,16 @@ def test_the_background_job_runs_after_the_reply_and_a_slow_one_is_cut_at_the_wa
         assert memory.running
         memory.after_reply(store.get_conversation(sid))  # one job at a time
         await asyncio.wait_for(started.wait(), 5)
-        assert await memory.finish(timeout=0.05) is False
+        await memory.aclose()  # the chat app quitting mid-job
         assert not memory.running
         quick = service(store, FakeSummarizer(), Clock())
         quick.after_reply(store.get_conversation(sid))
         assert not quick.running  # the cut-short attempt waits its interval too
+        detached = service(store, FakeSummarizer(), Clock())
+        detached.detached = True  # zeph ask: a worker process takes the job
+        other = session(store, "T", 6)
+        detached.after_reply(store.get_conversation(other))
+        assert not detached.running and detached.pending == other
 
     run(scenario())
     assert DigestStore(store.db).get(sid).text == ""

@@ -1,18 +1,16 @@
 """Cross-session summaries and the user profile end to end, through the real `zeph ask` and the
-wire-level fake model: six turns in session A make a summary request (answered only once the
-reply is on the terminal: summarizing never delays it), and session B is sent A's digest as
-<recent_conversation_memory> and the profile as <user_profile_memory>, right after the time block."""
+wire-level fake model: six turns in session A make a summary request, sent by a detached worker
+after `zeph ask` has printed the reply and exited (summarizing delays neither), and session B is sent A's digest as
+<recent_conversation_memory> and the profile as <user_profile_memory>, among the per-turn blocks before the running turn."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import threading
 import time
 
 from tests.chat_wire import chat_requests
-from tests.cli_helpers import ZEPH, err, out, run_zeph
+from tests.cli_helpers import err, out, run_zeph
 from tests.fakes.server import RecordedRequest
 from tests.scripted_model import completion, prompt_of, text_reply
 
@@ -45,15 +43,13 @@ class Model:
         return None
 
 
-def _read_until(process: subprocess.Popen, needle: bytes, timeout: float) -> bytes:
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while needle not in seen and time.monotonic() < deadline:
-        chunk = os.read(process.stdout.fileno(), 4096)
-        if not chunk:
-            break
-        seen += chunk
-    return seen
+def _wait_for_digest(env: dict, deadline: float) -> bool:
+    """The worker has stored the profile (its last step), as `zeph profile show` sees it."""
+    while time.monotonic() < deadline:
+        if run_zeph("profile", "show", env=env).stdout.strip():
+            return True
+        time.sleep(0.3)
+    return False
 
 
 def test_a_long_session_is_summarized_in_the_background_and_sent_to_the_next_session(fake_server, compatible):
@@ -65,21 +61,20 @@ def test_a_long_session_is_summarized_in_the_background_and_sent_to_the_next_ses
         assert result.returncode == 0, err(result)
     assert "digest" not in model.kinds  # five user turns: too few
 
-    # The sixth turn: the reply reaches the terminal while the summary request is still unanswered.
-    process = subprocess.Popen(
-        [ZEPH, "ask", "-c", "Zeta question 6"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, env={**os.environ, **compatible},
-    )
-    try:
-        printed = _read_until(process, b"Reply to Zeta question 6.", 30)
-        assert b"Reply to Zeta question 6." in printed
-        model.released.set()
-        _, stderr = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-    assert process.returncode == 0, stderr.decode()
-    assert model.held_until_released  # the digest was asked for, and answered only after the reply was shown
+    # The sixth turn: zeph ask prints the reply and exits while the summary request is still
+    # unanswered — a detached worker process makes the summary, and waits for it, not the command.
+    result = run_zeph("ask", "-c", "Zeta question 6", env=compatible)
+    assert result.returncode == 0, err(result)
+    assert "Reply to Zeta question 6." in out(result)
+    deadline = time.monotonic() + 30
+    while "digest" not in model.kinds and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert model.kinds.count("digest") == 1 and not model.released.is_set()  # asked for after the command ended
+    model.released.set()
+    while model.kinds.count("profile") < 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert model.held_until_released  # the digest was answered only after zeph ask had exited
+    assert _wait_for_digest(compatible, deadline), "the worker stored no summary"
     assert model.kinds.count("digest") == 1 and model.kinds.count("profile") == 1
     summary_request = next(r for r in chat_requests(fake_server) if not r.json.get("stream"))
     assert "Zeta question 1" in prompt_of(summary_request.json) and "Reply to Zeta question 6." in prompt_of(summary_request.json)

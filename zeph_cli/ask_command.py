@@ -72,6 +72,7 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             approver = terminal or deny_all(NOT_A_TERMINAL)
         cwd = current_directory()
         agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=cwd, approver=approver)
+        agent.session_memory.detached = True  # summaries after this reply are left to a worker process
     except ZephError as exc:
         if terminal is not None:
             terminal.close()
@@ -110,7 +111,11 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             await dispatch(event, output)
         if output.exit_code == 0:
             await agent.guidelines.maybe_update()  # after the reply: learning never delays it
-            await agent.session_memory.finish()  # a session summary under way gets a bounded wait, then is dropped
+            if agent.session_memory.pending is not None:  # a worker makes it: the command exits now
+                from .command_context import state
+                from .session_memory_worker import spawn
+
+                spawn(agent.session_memory.pending, loaded, state.config_path, agent.cwd)
         return output.exit_code
     except StoreError as exc:
         if prompt_stored:

@@ -2,7 +2,8 @@
 a reply, sent to later turns as the "recent conversations" and "user profile" blocks.
 
 Invariant: nothing here delays a reply — summarizing starts only after the reply is
-stored, as a task of its own, one at a time; its failure (provider error, a reply the
+stored, as a task of its own, one at a time (in `zeph ask`, `detached`: in a worker process,
+session_memory_worker, so it delays neither the reply nor the exit); its failure (provider error, a reply the
 checks reject) moves only the attempt's clock and is written to the log file, never
 shown. A session is summarized once it has `min_user_turns` user turns, at most once
 per `min_interval_minutes`, and only when turns came since; the profile at most once per
@@ -45,7 +46,6 @@ RECENT_LAYER = "recent conversations"
 PROFILE_LAYER = "user profile"
 SUMMARY_REPLY_TOKENS = 1024  # room for a small model's reasoning before the few lines kept
 PROFILE_SOURCE_DIGESTS = 10  # the newest digests an automatic profile update reads
-ASK_WAIT_SECS = 15.0  # `zeph ask`: after the reply is shown, summarizing may finish within this
 
 
 def _utc(moment: datetime) -> datetime:
@@ -79,6 +79,8 @@ class SessionMemory:
         self.deps = deps
         self.digests = DigestStore(deps.store.db)
         self._task: asyncio.Task | None = None
+        self.detached = False  # `zeph ask`: leave the job to a worker process (session_memory_worker)
+        self.pending: int | None = None  # the session that worker should summarize
 
     # ---- switches ---------------------------------------------------------------------------
 
@@ -227,14 +229,20 @@ class SessionMemory:
     def after_reply(self, conversation: Conversation, *, isolated: bool = False) -> None:
         """Start summarizing (and then the profile) in the background when either is due; the reply
         is stored and shown first. One job at a time: a turn while one runs starts none. An `isolated`
-        session (worldbook isolation) is not summarized: it stays out of the other sessions."""
+        session (worldbook isolation) is not summarized: it stays out of the other sessions. With
+        `detached` set (`zeph ask`), nothing starts here: `pending` names the session for a worker
+        process that outlives the command."""
         if isolated or (self._task is not None and not self._task.done()):
             return
         if self.digest_due(conversation.id) is None and not self.profile_due():
             return
-        self._task = asyncio.get_running_loop().create_task(self._run(conversation), name="zeph-session-digest")
+        if self.detached:
+            self.pending = conversation.id
+            return
+        self._task = asyncio.get_running_loop().create_task(self.run_due(conversation), name="zeph-session-digest")
 
-    async def _run(self, conversation: Conversation) -> None:
+    async def run_due(self, conversation: Conversation) -> None:
+        """The session's digest, then the profile, each only when due; failures are logged."""
         try:
             await self.digest(conversation)
             await self.update_profile()
@@ -246,19 +254,6 @@ class SessionMemory:
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
-
-    async def finish(self, timeout: float = ASK_WAIT_SECS) -> bool:
-        """Give a running job up to `timeout` seconds, then cancel it (it is retried on a later turn);
-        True when nothing was left unfinished."""
-        task = self._task
-        if task is None or task.done():
-            return True
-        done, _ = await asyncio.wait({task}, timeout=timeout)
-        if done:
-            return True
-        await self.aclose()
-        log.info("summarizing for other sessions did not finish within %.0f s; a later turn retries it", timeout)
-        return False
 
     async def aclose(self) -> None:
         """Cancel a running job (it changes nothing it has not finished)."""

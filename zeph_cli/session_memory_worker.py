@@ -1,0 +1,72 @@
+"""The worker `zeph ask` leaves a session's summary (and the profile update) to, so that neither
+delays the command's exit nor is cut short by it.
+
+Invariant: started only after the reply is stored and printed, detached from the terminal (its
+own session, no standard streams); it uses the same config file and command-line settings as the
+`zeph ask` that started it, writes only the session-summary and profile tables, logs to the log
+file instead of printing, and exits when the job is done or fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import LoadedConfig
+
+
+def flag_overrides(loaded: "LoadedConfig") -> dict[str, list[Any]]:
+    """The settings given on the command line, as `load()` takes them (key → [value, flag])."""
+    return {
+        key: [loaded.config.get(key), source.removeprefix("flag ")]
+        for key, source in loaded.sources.items()
+        if source.startswith("flag ")
+    }
+
+
+def spawn(conversation_id: int, loaded: "LoadedConfig", config_path: str | None, cwd: Path) -> None:
+    """Start the worker for `conversation_id` and return at once."""
+    args = [sys.executable, "-m", "zeph_cli.session_memory_worker", str(conversation_id),
+            json.dumps(flag_overrides(loaded)), config_path or ""]
+    subprocess.Popen(
+        args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, close_fds=True,
+    )
+
+
+async def _work(conversation_id: int, overrides: dict[str, list[Any]], config_path: str) -> None:
+    from .agent_factory import build_agent, close_agent
+    from .command_context import load, open_store, state
+
+    state.config_path = config_path or None
+    loaded = load({key: (value, flag) for key, (value, flag) in overrides.items()})
+    store = open_store()
+    try:
+        agent, _ = await build_agent(loaded, store=store, env=os.environ, cwd=Path.cwd())
+        try:
+            await agent.session_memory.run_due(store.get_conversation(conversation_id))
+        finally:
+            await close_agent(agent)
+    finally:
+        store.close()
+
+
+def main(argv: list[str]) -> int:
+    from .log import get_logger
+
+    try:
+        asyncio.run(_work(int(argv[0]), json.loads(argv[1]), argv[2] if len(argv) > 2 else ""))
+    except Exception as exc:  # nobody is watching: the log file says what went wrong
+        get_logger("session_memory").warning("the session summary worker failed: %s", exc, exc_info=exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
