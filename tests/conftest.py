@@ -32,6 +32,9 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
     monkeypatch.setenv("ZEPH_HOME", str(tmp_path / "zeph-home"))
+    # A session's sixth `zeph ask` would start a detached summary worker whose request could take a
+    # reply queued for the test; the tests of session summaries switch them back on.
+    monkeypatch.setenv("ZEPH_MEMORY_CROSS_SESSION_ENABLED", "false")
     yield tmp_path
     _close_the_log()
 

@@ -116,3 +116,9 @@ def test_config_show_lists_the_profiles(profiled):
     assert 'prompt.profiles.terse' in out(shown) and "Answer in one sentence." in out(shown)
     data = json.loads(out(run_zeph("config", "show", "--json", env=profiled)))["settings"]
     assert data["prompt.profiles.reviewer"]["value"] == "You review code: point out bugs first."
+
+
+def test_none_in_the_config_or_environment_means_no_global_prompt(tmp_path):
+    loaded = load_config(env={"ZEPH_PROMPT_PROFILE": "None"})
+    assert loaded.config.prompt.profile == ""
+    assert _load(tmp_path, '[prompt]\nprofile = "none"\n').config.prompt.profile == ""

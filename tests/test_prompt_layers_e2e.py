@@ -36,7 +36,7 @@ def _seed_other_session(env: dict, project) -> None:
 def test_a_full_request_carries_every_block_in_order(fake_server, compatible, project, tmp_path):
     config = tmp_path / "config.toml"
     config.write_text(CONFIG)
-    env = {**compatible, "ZEPH_CONFIG": str(config), "ZEPH_MEMORY_SEMANTIC_ENABLED": "false",
+    env = {**compatible, "ZEPH_CONFIG": str(config), "ZEPH_MEMORY_SEMANTIC_ENABLED": "false", "ZEPH_MEMORY_CROSS_SESSION_ENABLED": "true",
            "ZEPH_CONTEXT_ENHANCED_PROMPT": "Cite the file you used."}
     queue_reply(fake_server, "Split them.")
     _seed_other_session(env, project)

@@ -115,12 +115,19 @@ async def test_corrupt_model_file_is_a_clear_error(tmp_path):
     assert "bogus.gguf" in str(info.value)
 
 
-def test_chat_template_gets_one_leading_system_message():
+def test_chat_template_gets_one_leading_system_message_and_context_stays_in_place():
     chat = to_local_messages(
-        (Message.system("base"), Message.context("ctx"), Message.user("q"), Message.system("late"))
+        (Message.system("base"), Message.user("q1"), Message.assistant("a1"), Message.context("<time>"),
+         Message.user("q2"), Message.system("late"), Message.context("<enhanced_prompt>"))
     )
-    assert chat[0] == {"role": "system", "content": "base\n\nctx\n\nlate"}
-    assert [m["role"] for m in chat] == ["system", "user"]
+    assert chat == [
+        {"role": "system", "content": "base\n\nlate"},  # system text only: the same every turn
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "<time>\n\nq2\n\n<enhanced_prompt>"},  # per-turn before, closing after
+    ]
+    after_reply = to_local_messages((Message.user("q"), Message.assistant("a"), Message.context("<enhanced_prompt>")))
+    assert after_reply[-1] == {"role": "user", "content": "<enhanced_prompt>"}
 
 
 def test_without_the_local_extra_the_error_says_what_to_do(monkeypatch, capsys):

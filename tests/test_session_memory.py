@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from zeph_cli.config import MemoryConfig
+from zeph_cli.config import MemoryConfig, load_config
 from zeph_cli.context.session_memory_blocks import (
     DIGEST_MAX_TOKENS,
     PROFILE_TAG,
@@ -400,3 +400,17 @@ async def test_the_agent_sends_both_blocks_after_the_time_within_their_share_and
     order = [block.name for block in report.blocks]
     present = [name for name in ("time", RECENT_LAYER, PROFILE_LAYER) if name in order]
     assert present == sorted(present, key=order.index)
+
+
+def test_one_summary_worker_at_a_time(tmp_path):
+    from zeph_cli.session_memory_worker import _only_worker, flag_overrides
+
+    first = _only_worker(tmp_path / "data")
+    assert first is not None
+    assert _only_worker(tmp_path / "data") is None  # a second worker exits at once
+    first.close()
+    again = _only_worker(tmp_path / "data")
+    assert again is not None
+    again.close()
+    loaded = load_config(env={}, overrides={"llm.model": ("m", "--model")})
+    assert flag_overrides(loaded) == {"llm.model": ["m", "--model"]}

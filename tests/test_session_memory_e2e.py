@@ -53,7 +53,8 @@ def _wait_for_digest(env: dict, deadline: float) -> bool:
 
 
 def test_a_long_session_is_summarized_in_the_background_and_sent_to_the_next_session(fake_server, compatible):
-    compatible = {**compatible, "ZEPH_MEMORY_SEMANTIC_ENABLED": "false"}  # no embedder to load: a faster test
+    compatible = {**compatible, "ZEPH_MEMORY_SEMANTIC_ENABLED": "false",  # no embedder to load: a faster test
+                  "ZEPH_MEMORY_CROSS_SESSION_ENABLED": "true"}
     model = Model()
     fake_server.respond_with(model)
     for n in range(1, 6):

@@ -387,6 +387,8 @@ async def test_profile_lists_and_switches_the_global_prompt(fake_server, model, 
             assert any("<user_profile_memory>" in m["content"] and "Prefers tabs over spaces." in m["content"] for m in body["messages"])
             await send(pilot, app, "/profile")
             assert "user profile (updated" in entries(app, Notice)[-1].text and "by you" in entries(app, Notice)[-1].text
+            await send(pilot, app, "/profile SHOW")
+            assert "user profile (updated" in entries(app, Notice)[-1].text
             await send(pilot, app, "/profile clear")
             assert entries(app, Notice)[-1].text == "user profile cleared"
             assert session.agent.session_memory.profile() is None or not session.agent.session_memory.profile().text

@@ -572,6 +572,7 @@ class Agent:
         self.pinned_id = saved.id
         self._turn_time = render_time(self.clock())
         self.turn_worldbook = self.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in self.agent_history(conversation)])
+        self.turn_memory = TurnMemory()  # nothing of the previous turn's
         if self.memory is not None and not self.turn_worldbook.drops("semantic recall"):
             visible = {item.id for item in self.agent_history(conversation)}
             self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
@@ -585,7 +586,7 @@ class Agent:
             self.pinned_id = None
             self._turn_time = None
             await turn.aclose()  # a caller that stops early cancels the turn's own clean-up in order
-            if self.memory is not None:
+            if self.memory is not None and not self.turn_worldbook.isolated:  # an isolated session stays out of recall
                 self.memory.index_in_background(saved.id)  # the turn's messages get vectors after the reply
 
     async def _turn(

@@ -500,6 +500,8 @@ def load_config(
         sources[key_path] = f"flag {flag}"
 
     _check_relations(config, {k: (where if v == 'file' else v) for k, v in sources.items()})
+    if config.prompt.profile.strip().lower() == "none":  # as with --profile none: no global prompt
+        config.prompt.profile = ""
     profile_source = sources.get("prompt.profile", "default")
     check_profile_choice(
         config.prompt.profile,

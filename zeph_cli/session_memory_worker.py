@@ -4,7 +4,8 @@ delays the command's exit nor is cut short by it.
 Invariant: started only after the reply is stored and printed, detached from the terminal (its
 own session, no standard streams); it uses the same config file and command-line settings as the
 `zeph ask` that started it, writes only the session-summary and profile tables, logs to the log
-file instead of printing, and exits when the job is done or fails.
+file instead of printing, and exits when the job is done or fails. One worker runs at a time (a
+lock file in the data directory); a second one exits at once.
 """
 
 from __future__ import annotations
@@ -40,10 +41,31 @@ def spawn(conversation_id: int, loaded: "LoadedConfig", config_path: str | None,
     )
 
 
+def _only_worker(directory: Path):
+    """An exclusive lock on the data directory's worker lock file, or None when another worker holds it:
+    a second `zeph ask` while a worker still loads its model starts no second one."""
+    try:
+        import fcntl
+    except ImportError:  # no POSIX locks here: run anyway (the summary's own clock still limits it)
+        return object()
+    directory.mkdir(parents=True, exist_ok=True)
+    handle = open(directory / "session-summary.lock", "a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle  # held until the process exits
+
+
 async def _work(conversation_id: int, overrides: dict[str, list[Any]], config_path: str) -> None:
     from .agent_factory import build_agent, close_agent
     from .command_context import load, open_store, state
+    from .paths import database_path
 
+    lock = _only_worker(database_path().parent)  # kept referenced: the lock lasts this whole job
+    if lock is None:
+        return
     state.config_path = config_path or None
     loaded = load({key: (value, flag) for key, (value, flag) in overrides.items()})
     store = open_store()

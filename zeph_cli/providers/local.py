@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
-from ..messages import Message, StreamEnd, StreamEvent, TextDelta, ToolCallPart, ToolResultPart, Usage, UsageUpdate
+from ..messages import Message, StreamEnd, StreamEvent, TextDelta, ToolCallPart, Usage, UsageUpdate
 from ..models import ModelProfile, profile_for
 from ..tokens import FunctionCounter, TokenCounter
 from .base import ChatRequest, Provider, ProviderSettings
@@ -26,25 +26,42 @@ REPEAT_PENALTY = 1.1
 
 
 def to_local_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
-    """Chat-template messages: one leading system message (chat templates of small
-    models expect at most one), tool traffic rendered as plain text."""
+    """Chat-template messages: one leading system message (chat templates of small models expect
+    at most one) of the system messages alone; each `context` message (per-turn blocks, time
+    landmarks, worldbook entries, the enhancement prompt) keeps its place as text of the user-side
+    message that follows it — or, trailing, of the last one — so the system message and the
+    history before the running turn stay the same from turn to turn (llama.cpp reuses that
+    prefix); tool traffic rendered as plain text."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
+    waiting: list[str] = []  # context text for the next user-side message
     for message in messages:
-        if message.role in ("system", "context"):
+        if message.role == "system":
             system.append(message.content)
+            continue
+        if message.role == "context":
+            waiting.append(message.content)
             continue
         if message.role == "tool":
             text = "\n".join(
                 f"[tool result {r.name or r.tool_call_id}]\n{r.content}" for r in message.tool_results
             )
-            out.append({"role": "user", "content": text})
-            continue
-        text = message.content
-        calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
-        if calls:
-            text += "".join(f"\n[called tool {c.name} with {c.arguments}]" for c in calls)
-        out.append({"role": message.role, "content": text})
+            role = "user"
+        else:
+            text = message.content
+            calls = [p for p in message.parts if isinstance(p, ToolCallPart)]
+            if calls:
+                text += "".join(f"\n[called tool {c.name} with {c.arguments}]" for c in calls)
+            role = message.role
+        if role == "user" and waiting:
+            text, waiting = "\n\n".join([*waiting, text]), []
+        out.append({"role": role, "content": text})
+    if waiting:  # after the last message (the enhancement prompt): on the last user-side message
+        last = next((m for m in reversed(out) if m["role"] == "user"), None)
+        if last is not None and out[-1] is last:
+            last["content"] = "\n\n".join([last["content"], *waiting])
+        else:
+            out.append({"role": "user", "content": "\n\n".join(waiting)})
     if system:
         out.insert(0, {"role": "system", "content": "\n\n".join(system)})
     return out

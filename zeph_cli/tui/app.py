@@ -346,6 +346,9 @@ class ZephApp(App[int]):
         session's global prompt; /profile edit TEXT and /profile clear change the user profile."""
         session, memory = self.session, self.session.agent.session_memory
         word, _, rest = argument.partition(" ")
+        word = word.lower()
+        if word in ("show", "list"):
+            word, argument = "", ""
         if word == "edit":
             if not rest.strip():
                 await self.notice("usage: /profile edit TEXT (the whole user profile; zeph profile edit opens an editor)", "warning")
