@@ -121,13 +121,11 @@ def test_chat_template_gets_one_leading_system_message_and_context_stays_in_plac
          Message.user("q2"), Message.system("late"), Message.context("<enhanced_prompt>"))
     )
     assert chat == [
-        {"role": "system", "content": "base\n\nlate"},  # system text only: the same every turn
+        {"role": "system", "content": "base\n\nlate\n\n<enhanced_prompt>"},  # system text and the closing block
         {"role": "user", "content": "q1"},
         {"role": "assistant", "content": "a1"},
-        {"role": "user", "content": "<time>\n\nq2\n\n<enhanced_prompt>"},  # per-turn before, closing after
+        {"role": "user", "content": "<time>\n\nq2"},  # the per-turn block in its place, before the running turn
     ]
-    after_reply = to_local_messages((Message.user("q"), Message.assistant("a"), Message.context("<enhanced_prompt>")))
-    assert after_reply[-1] == {"role": "user", "content": "<enhanced_prompt>"}
 
 
 def test_without_the_local_extra_the_error_says_what_to_do(monkeypatch, capsys):

@@ -27,11 +27,11 @@ REPEAT_PENALTY = 1.1
 
 def to_local_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     """Chat-template messages: one leading system message (chat templates of small models expect
-    at most one) of the system messages alone; each `context` message (per-turn blocks, time
-    landmarks, worldbook entries, the enhancement prompt) keeps its place as text of the user-side
-    message that follows it — or, trailing, of the last one — so the system message and the
-    history before the running turn stay the same from turn to turn (llama.cpp reuses that
-    prefix); tool traffic rendered as plain text."""
+    at most one) of the system text; each `context` message before a message (per-turn blocks, time
+    landmarks, worldbook entries) keeps its place as text of the user-side message that follows
+    it, so the system message and the history before the running turn stay the same from turn to
+    turn (llama.cpp reuses that prefix); trailing ones (the enhancement prompt, fixed for the
+    session) end the system message; tool traffic rendered as plain text."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
     waiting: list[str] = []  # context text for the next user-side message
@@ -56,12 +56,9 @@ def to_local_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
         if role == "user" and waiting:
             text, waiting = "\n\n".join([*waiting, text]), []
         out.append({"role": role, "content": text})
-    if waiting:  # after the last message (the enhancement prompt): on the last user-side message
-        last = next((m for m in reversed(out) if m["role"] == "user"), None)
-        if last is not None and out[-1] is last:
-            last["content"] = "\n\n".join([last["content"], *waiting])
-        else:
-            out.append({"role": "user", "content": "\n\n".join(waiting)})
+    # After the last message (the enhancement prompt, the same all session): at the end of the system
+    # message, where a small model takes it as an instruction rather than text to continue.
+    system += waiting
     if system:
         out.insert(0, {"role": "system", "content": "\n\n".join(system)})
     return out
