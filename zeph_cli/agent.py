@@ -571,10 +571,11 @@ class Agent:
         conversation = self.store.get_conversation(conversation.id)
         self.pinned_id = saved.id
         self._turn_time = render_time(self.clock())
-        self.turn_worldbook = self.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in self.agent_history(conversation)])
+        history = self.agent_history(conversation)  # read once for the worldbook's triggers and recall
+        self.turn_worldbook = self.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in history])
         self.turn_memory = TurnMemory()  # nothing of the previous turn's
         if self.memory is not None and not self.turn_worldbook.drops("semantic recall"):
-            visible = {item.id for item in self.agent_history(conversation)}
+            visible = {item.id for item in history}
             self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
         isolated = self.turn_worldbook.drops("MCP tools")  # no MCP server started, no skill matched for nothing
         self._turn_notes = ([] if isolated else await self.prepare_extras(prompt)) + list(self.turn_worldbook.warnings)

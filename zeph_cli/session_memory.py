@@ -8,7 +8,7 @@ checks reject) moves only the attempt's clock and is written to the log file, ne
 shown. A session is summarized once it has `min_user_turns` user turns, at most once
 per `min_interval_minutes`, and only when turns came since; the profile at most once per
 `update_interval_hours`, only when digests came since, starting from the current text
-(a user's edit included). Disabled ([memory] enabled, [memory.cross_session] or
+(a user's edit included). Disabled ([memory.cross_session] or
 [memory.profile] enabled = false) or isolated: nothing is made or sent.
 """
 
@@ -85,16 +85,12 @@ class SessionMemory:
     # ---- switches ---------------------------------------------------------------------------
 
     @property
-    def _memory_on(self) -> bool:
-        return bool(getattr(self.deps.config, "enabled", True))  # a [memory] master switch, where there is one
-
-    @property
     def summaries_on(self) -> bool:
-        return self._memory_on and self.deps.config.cross_session.enabled
+        return self.deps.config.cross_session.enabled
 
     @property
     def profile_on(self) -> bool:
-        return self._memory_on and self.deps.config.profile.enabled
+        return self.deps.config.profile.enabled
 
     def _now(self) -> datetime:
         return _utc(self.deps.clock())
