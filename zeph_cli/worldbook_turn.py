@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from sqlite_utils import Database
+from .store.sqlite import Database
 
 from .config import WorldbookConfig
 from .context.assembler import PromptLayer

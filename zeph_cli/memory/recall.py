@@ -27,7 +27,7 @@ from .fusion import (
 from .routing import Route, route as route_of
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from ..store.sqlite import Database
 
     from ..config import MemoryConfig
     from .embedders.base import Embedder

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
+from .sqlite import Database
 
 from ..errors import NotFound, StoreError
 from ..messages import Message

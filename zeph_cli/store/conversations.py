@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlite_utils import Database
+from .sqlite import Database
 
 from ..errors import NotFound
 from ..messages import Message

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from sqlite_utils import Database
+from .sqlite import Database
 
 from ..errors import StoreError
 from .migrations import migrate, newer_schema

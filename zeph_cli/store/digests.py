@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlite_utils import Database
+from .sqlite import Database
 
 from .conversations import now_iso
 from .transactions import write_transaction

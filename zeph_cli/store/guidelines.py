@@ -9,13 +9,16 @@ up oldest (processed) first.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sqlite_utils import Database
+from .sqlite import Database
 
-from ..context.compaction.guidelines import FailurePair
 from ..context.compaction.markers import COMPACTION_SUMMARY
 from .conversations import now_iso
 from .transactions import write_transaction
+
+if TYPE_CHECKING:
+    from ..context.compaction.guidelines import FailurePair
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,8 @@ class GuidelinesStore:
             "select id, snapshot, reason from compression_failure_pairs where processed = 0 order by id limit ?",
             [limit],
         ).fetchall()
+        from ..context.compaction.guidelines import FailurePair
+
         return [(row_id, FailurePair(snapshot, reason)) for row_id, snapshot, reason in rows]
 
     def add_version(self, text: str, consumed: list[int]) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sqlite_utils import Database
+from .sqlite import Database
 
 from ..errors import NotFound, UsageError
 from .conversations import now_iso

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from sqlite_utils import Database
+from .sqlite import Database
 
 from .transactions import write_transaction
 

@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from sqlite_utils import Database
+from .sqlite import Database
 
 from .conversations import now_iso
 from .transactions import write_transaction

@@ -13,7 +13,7 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator
 
-from sqlite_utils import Database
+from .sqlite import Database
 
 from ..errors import StoreError
 

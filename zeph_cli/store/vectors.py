@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from sqlite_utils import Database
+from .sqlite import Database
 
 from .conversations import now_iso
 from .transactions import write_transaction

@@ -6,7 +6,7 @@ it (the newest word of the server wins); only positive token counts are kept.
 
 from __future__ import annotations
 
-from sqlite_utils import Database
+from .sqlite import Database
 
 from .conversations import now_iso
 from .transactions import write_transaction

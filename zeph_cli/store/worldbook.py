@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlite_utils import Database
+from .sqlite import Database
 
 from ..errors import NotFound, UsageError
 from .conversations import now_iso

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sqlite_utils import Database
+from ...store.sqlite import Database
 
 from ...config import Config
 from .base import VectorIndex

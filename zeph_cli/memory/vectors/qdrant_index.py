@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
-from sqlite_utils import Database
+from ...store.sqlite import Database
 
 from ...store import vectors as table
 from .base import VectorIndexDown, VectorRow

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from sqlite_utils import Database
+from ...store.sqlite import Database
 
 from ...store import vectors as table
 from .base import VectorRow
