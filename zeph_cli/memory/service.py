@@ -4,7 +4,10 @@ Invariant: a turn never waits for embedding its own or earlier messages —
 new messages are embedded on a background thread with its own database
 connection, after the reply; a turn waits for the embedder only when its
 query is routed to vectors, and loading the embedder starts at once in the
-background so it overlaps the rest of start-up. Every failure of the memory
+background so it overlaps the rest of start-up. `on_demand` (one-shot `zeph
+ask`) loads it only for a query routed to vectors: a turn that did not load it
+leaves its messages unembedded, and the next turn that loads it embeds the
+recent ones (`CATCH_UP_MESSAGES`) with its own. Every failure of the memory
 layer (an index down, an embedder failing) degrades recall and is reported
 once, never raised into the turn.
 """
@@ -24,7 +27,7 @@ from .recall import RECALLED_ROLES, RecallResult, recall
 from .routing import Route, route as route_of
 
 if TYPE_CHECKING:
-    from sqlite_utils import Database
+    from ..store.sqlite import Database
 
     from ..config import Config
     from .embedders.base import Embedder
@@ -32,6 +35,9 @@ if TYPE_CHECKING:
 
 WARM_WAIT_SECS = 30.0  # a vector-routed query waits at most this long for the embedder to load
 FINISH_WAIT_SECS = 5.0  # at exit, the last turn's vectors get this long to be stored
+# An on-demand turn that loads the embedder also embeds what the turns before it (which did not load
+# it) left unembedded, up to this many messages back; an older backlog is `zeph memory reindex`'s.
+CATCH_UP_MESSAGES = 200
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class MemoryService:
         self._said: set[str] = set()
         self.last = TurnMemory()
         self.index_problem = ""
+        self.on_demand = False  # load the embedder only for a query routed to vectors (see the invariant)
 
     @property
     def semantic_on(self) -> bool:
@@ -117,7 +124,8 @@ class MemoryService:
             return
 
     async def _ready(self, wait: bool) -> _Loaded:
-        self.start_warming()
+        if wait or not self.on_demand:
+            self.start_warming()
         if wait and self._warm is not None and self._warm.is_alive():
             await asyncio.to_thread(self._warm.join, WARM_WAIT_SECS)
         return self._loaded if self._warm is not None and not self._warm.is_alive() else _Loaded()
@@ -256,6 +264,10 @@ class MemoryService:
         """
         if not self.semantic_on or self.db_path is None:
             return
+        if self.on_demand:
+            if self._warm is None:
+                return  # not loaded for this turn: a later turn that loads it catches up
+            since_id = max(since_id - CATCH_UP_MESSAGES, 0)
         with self._index_lock:
             self._index_from = since_id if self._index_from is None else min(self._index_from, since_id)
             if self._indexer is not None:  # running: it takes the new request before it ends
