@@ -8,6 +8,7 @@ every failure ends as a one-line `zeph: error: …` with a non-zero exit code.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -20,18 +21,43 @@ import typer
 from . import __version__
 from .errors import StoreError, UsageError, ZephError
 from .command_context import load, open_store, read_stdin, state
-from .memory_command import memory_app
-from .skills_command import skills_app
-from .mcp_command import mcp_app
-from .worldbook_command import worldbook_app
-from .profile_command import profile_app
 from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
     from .config import LoadedConfig
     from .store import ConversationStore
 
+# Command groups in modules of their own, imported only when named on the command line (or for --help):
+# `zeph ask` does not pay for the commands it is not.
+LAZY_GROUPS = {
+    "memory": ("memory_command", "memory_app"),
+    "skills": ("skills_command", "skills_app"),
+    "mcp": ("mcp_command", "mcp_app"),
+    "worldbook": ("worldbook_command", "worldbook_app"),
+    "profile": ("profile_command", "profile_app"),
+}
+
+
+class _RootGroup(typer.core.TyperGroup):
+    """The `zeph` group: the `LAZY_GROUPS` are added when first asked for, after the others in help."""
+
+    def get_command(self, ctx, cmd_name):  # type: ignore[no-untyped-def]
+        if cmd_name not in self.commands and cmd_name in LAZY_GROUPS:
+            module, attribute = LAZY_GROUPS[cmd_name]
+            sub_app = getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
+            group = typer.main.get_group_from_info(  # as `add_typer` would: this app's help style
+                typer.models.TyperInfo(sub_app, name=cmd_name), pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=self.rich_markup_mode, suggest_commands=self.suggest_commands,
+            )
+            self.commands[cmd_name] = group
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx):  # type: ignore[no-untyped-def]
+        return [*self.commands, *(name for name in LAZY_GROUPS if name not in self.commands)]
+
+
 app = typer.Typer(
+    cls=_RootGroup,
     name="zeph",
     help="A terminal AI agent that keeps the right information in the context window.",
     no_args_is_help=False,
@@ -44,11 +70,6 @@ sessions_app = typer.Typer(help="List, show, search, export and delete conversat
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
-app.add_typer(memory_app, name="memory")
-app.add_typer(skills_app, name="skills")
-app.add_typer(mcp_app, name="mcp")
-app.add_typer(worldbook_app, name="worldbook")
-app.add_typer(profile_app, name="profile")
 
 
 def _version(value: bool) -> None:

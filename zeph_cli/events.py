@@ -7,13 +7,14 @@ render them, and nothing in them refers back to the agent.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
-from .context.compaction.result import CompactionResult
-from .context.report import ContextReport
-from .errors import ZephError
-from .messages import ToolCallPart, ToolResultPart, Usage
-from .store import Conversation
+if TYPE_CHECKING:  # annotations only: a turn that compacts nothing never imports compaction
+    from .context.compaction.result import CompactionResult
+    from .context.report import ContextReport
+    from .errors import ZephError
+    from .messages import ToolCallPart, ToolResultPart, Usage
+    from .store import Conversation
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from .model import Skill, SkillSource
-from ..context.injection_scan import scan
 
 SKILL_FILE = "SKILL.md"
 MAX_SKILL_BYTES = 256 * 1024  # a skill bigger than this is not a skill
@@ -56,6 +55,8 @@ def load_skill_file(path: Path, source: SkillSource, *, scan_body: bool = True) 
     tools = _words(meta.get("tools"), "tools", fault)
     body = body.strip()
     # Every part that reaches the prompt is scanned: the body, the description, and the triggers and tools.
+    from ..context.injection_scan import scan  # its patterns compile only when a skill is read
+
     flags = scan("\n".join((body, description, *triggers, *tools))) if scan_body else ()
     return Skill(name=name, description=" ".join(description.split()), triggers=triggers, tools=tools,
                  body=body, folder=folder, source=source, flags=flags)

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pathspec
-
 from .base import Tool, ToolContext, ToolResult
 from .failures import ToolFailure
 from .text_files import SNIFF_BYTES, binary_kind, missing, os_failure, plural, refuse_binary, resolve, shown
@@ -52,6 +50,8 @@ class IgnoreRules:
         if not added:
             return self
         lines = self.lines + added
+        import pathspec  # only when a search reads ignore files
+
         return IgnoreRules(lines, pathspec.GitIgnoreSpec.from_lines(lines))
 
     def ignores(self, relative: str, is_dir: bool) -> bool:

@@ -3,28 +3,57 @@
 Invariant: no I/O; functions take history items and return new lists plus
 what the store must persist. LLM work goes through an injected async
 `summarize(prompt) -> str`.
+
+Names are imported from their submodule on first use, so importing one submodule
+(`tiers`, `markers`) does not import the rest.
 """
 
-from .anchored import AnchoredSummary, parse_anchored, render, validate
-from .fallback import metadata_summary
-from .guard import EXHAUSTED_WARNING, CompactionGuard
-from .markers import (
-    COMPACTED,
-    COMPACTION_SUMMARY,
-    DEFERRED_SUMMARY,
-    PRUNED,
-    SUMMARY_MARKER,
-    TOOL_SUMMARY,
-    TOOL_SUMMARY_PREFIX,
-)
-from .pairs import ToolPair, clean_pair_summary, find_tool_pairs, pair_to_summarize, tool_pair_prompt, unsummarized_pairs
-from .extractive import cut_summary, extractive_summary
-from .pruning import AppliedSummary, apply_deferred, apply_prune, plan_prune, protect_window, pruned_message
-from .slot import condense_prompt, summary_cap
-from .ranges import chunks, compaction_range
-from .removal import TIERS, remove_middle_out
-from .summarizer import SummaryOutcome, summarize_range
-from .tiers import TurnCompactionState, decide, proactive_due
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_HOME = {
+    "AnchoredSummary": "anchored",
+    "parse_anchored": "anchored",
+    "render": "anchored",
+    "validate": "anchored",
+    "metadata_summary": "fallback",
+    "EXHAUSTED_WARNING": "guard",
+    "CompactionGuard": "guard",
+    "COMPACTED": "markers",
+    "COMPACTION_SUMMARY": "markers",
+    "DEFERRED_SUMMARY": "markers",
+    "PRUNED": "markers",
+    "SUMMARY_MARKER": "markers",
+    "TOOL_SUMMARY": "markers",
+    "TOOL_SUMMARY_PREFIX": "markers",
+    "ToolPair": "pairs",
+    "clean_pair_summary": "pairs",
+    "find_tool_pairs": "pairs",
+    "pair_to_summarize": "pairs",
+    "tool_pair_prompt": "pairs",
+    "unsummarized_pairs": "pairs",
+    "cut_summary": "extractive",
+    "extractive_summary": "extractive",
+    "AppliedSummary": "pruning",
+    "apply_deferred": "pruning",
+    "apply_prune": "pruning",
+    "plan_prune": "pruning",
+    "protect_window": "pruning",
+    "pruned_message": "pruning",
+    "condense_prompt": "slot",
+    "summary_cap": "slot",
+    "chunks": "ranges",
+    "compaction_range": "ranges",
+    "TIERS": "removal",
+    "remove_middle_out": "removal",
+    "SummaryOutcome": "summarizer",
+    "summarize_range": "summarizer",
+    "TurnCompactionState": "tiers",
+    "decide": "tiers",
+    "proactive_due": "tiers",
+}
 
 __all__ = [
     "AnchoredSummary",
@@ -67,3 +96,17 @@ __all__ = [
     "unsummarized_pairs",
     "validate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """A name of a submodule, imported on first use (PEP 562)."""
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])

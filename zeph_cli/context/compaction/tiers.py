@@ -38,6 +38,20 @@ def proactive_due(used_tokens: int, threshold_tokens: int = PROACTIVE_THRESHOLD_
     return used_tokens > threshold_tokens
 
 
+def may_compact(
+    context_tokens: int, capacity: int, *, soft: float, hard: float, proactive_threshold: int | None,
+    provisional_due: bool,
+) -> bool:
+    """Whether a request with this context could make compaction act at all: a reactive tier, proactive
+    compression (`proactive_threshold`, None when the strategy is reactive) or a provisional summary
+    due for its redo. False means the compactor has nothing to do before this request."""
+    if capacity <= 0:
+        return False
+    if decide(context_tokens, capacity, soft, hard) != "none" or provisional_due:
+        return True
+    return proactive_threshold is not None and proactive_due(context_tokens, proactive_threshold)
+
+
 @dataclass
 class TurnCompactionState:
     """The spec's `compacted_this_turn` flag: set by proactive or hard compaction, reset each turn."""
