@@ -1,13 +1,17 @@
-"""Start-up stays lean: `zeph --help` imports no SDK and no Textual; `zeph ask` only its own SDK."""
+"""Start-up stays lean: `zeph --help` imports no SDK and no Textual; `zeph ask` only its own SDK, and
+only what its turn needs: no numpy, embedder, tokenizer build, compaction or tool-safety modules for a
+plain reply."""
 
 from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 
 from tests.cli_helpers import ZEPH
+from zeph_cli.paths import database_path
 from tests.fakes import anthropic_wire, openai_wire
 
 HEAVY = {
@@ -16,8 +20,8 @@ HEAVY = {
 }
 
 
-def imported_top_level(*args: str, env: dict[str, str] | None = None) -> set[str]:
-    """Top-level packages imported by a real `zeph` run, read from `python -X importtime`."""
+def imported_modules(*args: str, env: dict[str, str] | None = None) -> set[str]:
+    """Every module imported by a real `zeph` run, read from `python -X importtime`."""
     result = subprocess.run(
         [sys.executable, "-X", "importtime", ZEPH, *args],
         capture_output=True, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL, timeout=120,
@@ -27,9 +31,23 @@ def imported_top_level(*args: str, env: dict[str, str] | None = None) -> set[str
     for line in result.stderr.decode().splitlines():
         match = re.match(r"import time:\s+\d+ \|\s+\d+ \|(\s+)([\w.]+)$", line)
         if match:
-            names.add(match.group(2).split(".")[0])
+            names.add(match.group(2))
     assert names, "no -X importtime output was captured"
     return names
+
+
+def imported_top_level(*args: str, env: dict[str, str] | None = None) -> set[str]:
+    """Top-level packages imported by a real `zeph` run."""
+    return {name.split(".")[0] for name in imported_modules(*args, env=env)}
+
+
+# What a plain reply does not need: the tool-safety modules load when the model calls a tool, compaction
+# when the context nears a threshold, the sandbox when a command runs.
+NOT_FOR_A_PLAIN_REPLY = {
+    "zeph_cli.tool_calls", "zeph_cli.tools.blocklist", "zeph_cli.tools.shell_syntax", "zeph_cli.tools.redact",
+    "zeph_cli.tools.sandbox", "zeph_cli.compactor", "zeph_cli.context.compaction.summarizer", "zeph_cli.context.probe",
+    "zeph_cli.memory_command", "zeph_cli.worldbook_command", "zeph_cli.skills_command", "zeph_cli.mcp_command",
+}
 
 
 def test_help_imports_nothing_heavy():
@@ -37,15 +55,37 @@ def test_help_imports_nothing_heavy():
     assert imported_top_level("ask", "--help") & HEAVY == set()
 
 
-def test_ask_imports_only_the_sdk_it_uses(fake_server):
-    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["ok"])))
+def test_ask_imports_only_the_sdk_it_uses_and_what_its_turn_needs(fake_server, tmp_path):
+    fake_server.route("/v1/chat/completions", openai_wire.stream_response(openai_wire.text_chunks(["ok"])))
     env = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": fake_server.url + "/v1"}
-    names = imported_top_level("ask", "hi", env=env)
-    assert "openai" in names
+    modules = imported_modules("ask", "hi", env=env)
+    names = {name.split(".")[0] for name in modules}
+    assert "openai" in names and "sqlite_utils" in names
     assert names & {"textual", "anthropic", "ollama", "llama_cpp", "mcp", "mcp_types"} == set()  # no MCP servers: no SDK
-    # recall is on: the embedded embedder reads wordllama's files without importing wordllama (0.5 s
-    # of imports), and the sqlite backend never imports qdrant-client
-    assert "tokenizers" in names and names & {"wordllama", "qdrant_client"} == set()
+    # recall is on, but "hi" is routed to keyword search: the embedder (numpy, tokenizers) is not loaded,
+    # sqlite-utils does not pull numpy in, and far from every threshold no tokenizer is built
+    assert names & {"numpy", "tokenizers", "safetensors", "wordllama", "qdrant_client", "tiktoken", "pandas"} == set()
+    assert modules & NOT_FOR_A_PLAIN_REPLY == set()
+
+    # A question is routed to vectors: the embedder loads (reading wordllama's files without importing
+    # wordllama), and the turn embeds its own messages and the ones the keyword turn left behind.
+    modules = imported_modules("ask", "-c", "what did we decide about the cache eviction policy?", env=env)
+    names = {name.split(".")[0] for name in modules}
+    assert "tokenizers" in names and "numpy" in names and names & {"wordllama", "qdrant_client"} == set()
+    db = sqlite3.connect(database_path())
+    try:
+        vectors = db.execute("select count(*) from message_vectors").fetchone()[0]
+        messages = db.execute("select count(*) from messages where role in ('user', 'assistant')").fetchone()[0]
+    finally:
+        db.close()
+    assert vectors == messages == 4
+
+
+def test_a_small_budget_builds_the_tokenizer_to_count_exactly(fake_server):
+    fake_server.route("/v1/chat/completions", openai_wire.stream_response(openai_wire.text_chunks(["ok"])))
+    env = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": fake_server.url + "/v1",
+           "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": "3000"}
+    assert "tiktoken" in imported_top_level("ask", "hi", env=env)  # the bounds disagree at 3k: exact counts
 
 
 def test_ask_with_anthropic_does_not_import_openai(fake_server):

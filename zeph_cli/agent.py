@@ -17,13 +17,16 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .compactor import CompactionDeps, Compactor
 from .config import Config
 from .context.assembler import HistoryItem, PromptLayer, assemble
 from .context.budget import Budget, compute_budget
+from .context.compaction.provisional import due as provisional_summary_due
+from .context.compaction.tiers import may_compact
 from .context.environment import EnvironmentFacts, render_environment
 from .context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, session_profile
 from .context.invariant import budget_problem, tool_output_allowance
@@ -32,7 +35,6 @@ from .context.prompt_modules import MODE_MODULES, PromptModule, base_prompt, mod
 from .context.report import ContextReport
 from .context.tool_fit import ToolForm, fewest_left_out, mcp_trimmed_warning, no_tools_warning, tool_form
 from .context.turn_blocks import render_enhancement, render_time
-from .debug_dump import DebugDump
 from .errors import (
     ContextBudgetExceeded,
     ContextLengthExceeded,
@@ -78,17 +80,31 @@ from .side_jobs import SideJobs, record_response
 from .store import Conversation, ConversationStore, StoredMessage, ToolLog
 from .store.memories import MemoryStore
 from .store.windows import remember_window, remembered_window
-from .tokens import TokenCounter, count_message, count_tools, default_counter
-from .tool_calls import ToolCallRunner, ToolOutcome, call_as_stored, interrupted_result
+from .tokens import (
+    LOWER,
+    UPPER,
+    DeferredCounter,
+    TiktokenCounter,
+    TokenCounter,
+    count_message,
+    count_tools,
+    counts_as,
+    default_counter,
+    exact_counter,
+)
 from .tools.base import ToolContext, ToolSet
 from .tools.confinement import Confinement, workspace_root
-from .tools.output import MAX_OUTPUT_CHARS
 from .tools.permissions import Approver, PermissionPolicy, deny_all
 from .tools.registry import builtin_tool_names, tools_for_mode
-from .tools.sandbox import Sandbox
 from .turn_extras import TurnExtras
 from .workspace import environment_facts, find_project_files
 from .worldbook_turn import Worldbook, WorldbookTurn, worldbook_layers
+
+if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools nor compaction
+    from .compactor import Compactor
+    from .debug_dump import DebugDump
+    from .tool_calls import ToolCallRunner
+    from .tools.sandbox import Sandbox
 
 # What servers say when a model cannot take tools (Ollama, llama.cpp, vLLM...).
 _NO_TOOL_SUPPORT = re.compile(
@@ -104,6 +120,24 @@ REPLY_MARGIN_TOKENS, REPLY_MARGIN_SHARE = 32, 0.03  # kept free of prompt and re
 TOOLS_DROPPED_SAID = "tools_dropped_warning"
 ENHANCE_KEY = "enhance"  # conversation metadata: the session's enhancement prompt
 MEMORY_CHARS_PER_TOKEN = 4  # for the <memory> block's cap: English prose runs about four characters a token  # conversation metadata: the no-room-for-tools warning given
+
+
+def _as_stored(call: ToolCallPart) -> ToolCallPart:
+    from .tool_calls import call_as_stored
+
+    return call_as_stored(call)
+
+
+def _interrupted(call: ToolCallPart, reason: str) -> ToolResultPart:
+    from .tool_calls import interrupted_result
+
+    return interrupted_result(call, reason)
+
+
+def _debug_dump(folder: Path) -> "DebugDump":
+    from .debug_dump import DebugDump
+
+    return DebugDump(folder)
 
 
 # ---- the agent ------------------------------------------------------------------
@@ -154,8 +188,11 @@ class Agent:
         memory: MemoryService | None = None,
         extras: TurnExtras | None = None,
         clock: Callable[[], datetime] | None = None,
+        one_shot: bool = False,
     ) -> None:
         self.config = config
+        # One turn in this process (`zeph ask`): exact token counts only where bounds cannot decide.
+        self.one_shot = one_shot
         # The local time the <time> block and the landmarks' zone come from (tests give a fixed one).
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
         self._turn_time: str | None = None  # the running turn's <time> block: one per turn, its tool rounds share it
@@ -169,7 +206,6 @@ class Agent:
         self.tool_log = ToolLog(store.db)
         extra = [Path(p).expanduser() for p in config.tools.allowed_paths]
         self.confinement = Confinement(workspace_root(cwd), [p if p.is_absolute() else cwd / p for p in extra], cwd=cwd)
-        self.sandbox = Sandbox(config.tools.sandbox, self.confinement.allowed, cwd=cwd)
         self.profile: ModelProfile | None = None
         self.counter: TokenCounter = default_counter()
         self.workspace: Workspace | None = None
@@ -194,23 +230,29 @@ class Agent:
         self.turn_worldbook = WorldbookTurn()
         self._turn_notes: list[str] = []
         dump_dir = config.debug.dump_dir
-        self.dump = DebugDump(Path(dump_dir).expanduser()) if dump_dir else None
+        self.dump = _debug_dump(Path(dump_dir).expanduser()) if dump_dir else None
         self._said_dump_problem = False
         # Summaries, probes and compress_context may use providers of their own.
         self.side_jobs = SideJobs(
             ProviderPool(provider, helper_settings), provider, lambda: self.profile, config.llm.max_tokens, self.dump
         )
         self.guidelines = GuidelinesLearner(
-            LearnerDeps(store, config.memory.compression_guidelines, self.side_jobs.complete, lambda: self.counter)
+            LearnerDeps(store, config.memory.compression_guidelines, self.side_jobs.complete, self.exact_counter)
         )
         self.session_memory = SessionMemory(SessionMemoryDeps(
             store, config.memory, self.side_jobs.complete, lambda: self.counter, str(workspace_root(cwd)), self.clock
         ))
-        self.compactor = Compactor(
+
+    @cached_property
+    def compactor(self) -> "Compactor":
+        """Pruning and summaries, built (and imported) when a request first needs them."""
+        from .compactor import CompactionDeps, Compactor
+
+        return Compactor(
             CompactionDeps(
-                store=store,
-                config=config,
-                counter=lambda: self.counter,
+                store=self.store,
+                config=self.config,
+                counter=self.exact_counter,
                 summarize=self.side_jobs.complete,
                 history=self.agent_history,
                 pinned=lambda: self.pinned_id,
@@ -224,9 +266,20 @@ class Agent:
             )
         )
 
+    @cached_property
+    def sandbox(self) -> "Sandbox":
+        """The OS sandbox tool commands run in, detected when a tool first needs it."""
+        from .tools.sandbox import Sandbox
+
+        return Sandbox(self.config.tools.sandbox, self.confinement.allowed, cwd=self.cwd)
+
     async def _ensure_started(self) -> None:
         if self.profile is None:
             await self.start()
+
+    def exact_counter(self) -> TokenCounter:
+        """The counter, made exact first if it gives bounds (for compaction, summaries, tool output)."""
+        return exact_counter(self.counter)
 
     @property
     def model_label(self) -> str:
@@ -234,7 +287,7 @@ class Agent:
 
     async def start(self) -> list[str]:
         """Load the model profile, tokenizer and workspace facts; return warnings to show."""
-        if self.memory is not None:
+        if self.memory is not None and not self.memory.on_demand:
             self.memory.start_warming()  # the embedder loads while the provider and tokenizer start
         # What the server says now, else a window an earlier context-length error taught, else the table.
         profile = await self.provider.profile()
@@ -243,8 +296,12 @@ class Agent:
         counter = await asyncio.to_thread(self.provider.token_counter)
         if counter is not None:
             self.counter = counter
+        elif self.one_shot and isinstance(self.counter, TiktokenCounter):
+            self.counter = DeferredCounter()  # the encoding is built only when bounds cannot decide
         files, warnings = find_project_files(self.cwd, global_project_file())
         project = render_project_context(files, self.config.context.project_context_max_tokens, self.counter)
+        if project.truncated and isinstance(self.counter, DeferredCounter) and not self.counter.exact:
+            project = render_project_context(files, self.config.context.project_context_max_tokens, self.exact_counter())
         if project.truncated:
             warnings.append(
                 "project context cut to fit context.project_context_max_tokens: " + ", ".join(project.truncated)
@@ -334,7 +391,9 @@ class Agent:
             raise ValueError(f"unknown mode {mode!r}: use agent, ask or plan")
         self.mode = mode
 
-    def _runner(self, conversation: Conversation, tools: ToolSet) -> ToolCallRunner:
+    def _runner(self, conversation: Conversation, tools: ToolSet) -> "ToolCallRunner":
+        from .tool_calls import ToolCallRunner
+
         tools_config = self.config.tools
         context = ToolContext(
             confinement=self.confinement,
@@ -375,12 +434,14 @@ class Agent:
 
     def _output_chars(self, conversation: Conversation, text: str) -> int:
         """Characters of `text` that fit the share of the budget a tool output may take now."""
+        from .tools.output import MAX_OUTPUT_CHARS
+
         tokens = tool_output_allowance(self.context_for(conversation)[1])
         if tokens is None:
             return MAX_OUTPUT_CHARS
         tokens = int(tokens / self.store.calibration(self.provider.name, self.provider.model).applied_factor)
         sample = text[: 4 * MAX_OUTPUT_CHARS]
-        chars_per_token = len(sample) / max(self.counter.count(sample), 1)
+        chars_per_token = len(sample) / max(self.exact_counter().count(sample), 1)
         return min(MAX_OUTPUT_CHARS, int(tokens * chars_per_token))
 
     @property
@@ -465,11 +526,12 @@ class Agent:
         items: list[HistoryItem] = []
         for row in stored:
             count = row.token_count
-            if count is None or row.token_counter != self.counter.name:
+            if count is None or not counts_as(self.counter, row.token_counter):
                 count = count_message(self.counter, row.message)
                 missing.append((row.id, count, self.counter.name))
             items.append(HistoryItem(row.message, count, row.id, row.metadata, row.created_at))
-        self.store.set_token_counts(missing)
+        if not self.counter.name.endswith(f"{LOWER}-bound"):  # a lower bound is of no use stored
+            self.store.set_token_counts(missing)
         return items
 
     def agent_history(self, conversation: Conversation) -> list[HistoryItem]:
@@ -602,10 +664,11 @@ class Agent:
         if problem := self.global_prompt(conversation).problem:
             yield AgentWarning(problem)
         turn = _TurnState(conversation, system, stream, self._call_ids(conversation))
-        self.compactor.start_turn()
+        if "compactor" in self.__dict__:  # one built by an earlier turn: a new turn for it
+            self.compactor.start_turn()
         while True:
             turn.retry = False
-            tools = self.offered_tools()
+            tools = self._settled_tools(turn)
             builder = ReplyBuilder()
             # Each step is closed in order when the caller stops early, so its clean-up (a partial reply,
             # "not completed" results for unanswered calls) is written before the turn ends.
@@ -630,6 +693,30 @@ class Agent:
                     yield event
             await self.compactor.after_tool_round(turn.conversation)
 
+    def _settled_tools(self, turn: _TurnState) -> ToolSet:
+        """The tools to offer, with the counter made exact first if token bounds could change the request.
+
+        A deferred counter's lower and upper bounds each build the request (tools, messages, reply cap)
+        and decide on compaction and the budget; when both agree, the exact counts, which lie between
+        them, would too, and the encoding is never built. Compaction always runs on exact counts."""
+        counter = self.counter
+        if not isinstance(counter, DeferredCounter) or counter.exact:
+            return self.offered_tools()
+        outcomes: list[tuple] = []
+        undecided = False
+        for mode in (LOWER, UPPER):
+            with counter.bounds(mode):
+                tools = self.offered_tools()
+                messages, report, _ = self.context_for(turn.conversation, turn.system, tools)
+                compacts = self._compaction_may_act(turn.conversation, report)
+                outcomes.append((tools.names(), tools.compact, messages, self._reply_cap(report)))
+                undecided = compacts or budget_problem(report) is not None
+                if undecided:
+                    break
+        if undecided or outcomes[0] != outcomes[1]:
+            counter.make_exact()
+        return self.offered_tools()
+
     def _tool_warnings(self, conversation: Conversation) -> list[AgentWarning]:
         """Why no tools are offered, once: the model has none, or the budget leaves no room (once a session)."""
         if self.tools_unavailable and not self._said_no_tools:
@@ -653,11 +740,12 @@ class Agent:
         conversation = turn.conversation
         turn.messages, turn.report, turn.raw_estimate = self.context_for(conversation, turn.system, tools)
         compacted = False
-        async for event in self.compactor.before_request(conversation, turn.report):
-            compacted = True
-            if isinstance(event, CompactionFinished):
-                turn.changes.append(event.result.describe())
-            yield event
+        if self._compaction_may_act(conversation, turn.report):
+            async for event in self.compactor.before_request(conversation, turn.report):
+                compacted = True
+                if isinstance(event, CompactionFinished):
+                    turn.changes.append(event.result.describe())
+                yield event
         if compacted:
             turn.messages, turn.report, turn.raw_estimate = self.context_for(conversation, turn.system, tools)
         if turn.changes:
@@ -669,6 +757,18 @@ class Agent:
         if problem is not None:
             turn.ended = True
             yield TurnFailed(ContextBudgetExceeded(problem))
+
+    def _compaction_may_act(self, conversation: Conversation, report: ContextReport) -> bool:
+        """Whether the compactor could act before this request; when not, it is not even built (imported)."""
+        if "compactor" in self.__dict__:
+            return True  # built already: it keeps state across requests, let it decide
+        memory = self.config.memory
+        proactive = memory.compression.threshold_tokens if memory.compression.strategy == "proactive" else None
+        return may_compact(
+            report.context_tokens, report.capacity, soft=memory.soft_compaction_threshold,
+            hard=memory.hard_compaction_threshold, proactive_threshold=proactive,
+            provisional_due=provisional_summary_due(self.agent_history(conversation)) is not None,
+        )
 
     async def _send(self, turn: _TurnState, tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
         """Stream one request into `builder`; a provider error ends the turn or asks for a retry."""
@@ -750,7 +850,7 @@ class Agent:
         usage = builder.usage
         turn.total = turn.total + usage
         stop_reason = normalize_stop_reason(builder.stop_reason)
-        stored_calls = [call_as_stored(call) for call in calls]  # the calls run with the real arguments
+        stored_calls = [_as_stored(call) for call in calls]  # the calls run with the real arguments
         reply_parts: list = ([TextPart(builder.content)] if builder.content else []) + stored_calls
         message_id = None
         if reply_parts:
@@ -783,7 +883,7 @@ class Agent:
             for call in calls:
                 self._save_result(
                     conversation,
-                    interrupted_result(call, f"this turn reached its limit of {max_rounds} tool rounds"),
+                    _interrupted(call, f"this turn reached its limit of {max_rounds} tool rounds"),
                     {"decision": "limit"},
                 )
             yield AgentWarning(
@@ -823,7 +923,7 @@ class Agent:
         return cap
 
     async def _run_calls(
-        self, conversation: Conversation, runner: ToolCallRunner, parsed: list[tuple[ToolCallPart, str | None]]
+        self, conversation: Conversation, runner: "ToolCallRunner", parsed: list[tuple[ToolCallPart, str | None]]
     ) -> AsyncIterator[AgentEvent]:
         """Run the calls of one reply in order; on cancellation, answer every unanswered call."""
         done: set[str] = set()
@@ -832,7 +932,7 @@ class Agent:
                 tool = runner.tools.get(call.name)
                 subject = tool.subject(call.arguments) if tool else ""
                 yield ToolCallStarted(call, tool.kind if tool else "", subject)
-                outcome: ToolOutcome = await runner.run(call, problem)
+                outcome = await runner.run(call, problem)
                 notice = self.sandbox.take_notice()  # once: commands are not confined here
                 if notice:
                     yield AgentWarning(notice)
@@ -898,8 +998,8 @@ class Agent:
         return stored.id
 
     def _calibrate(self, raw_estimate: int, usage: Usage) -> None:
-        if usage.prompt_tokens <= 0:
-            return
+        if usage.prompt_tokens <= 0 or self.counter.name != getattr(self.counter, "exact_name", self.counter.name):
+            return  # nothing reported, or the estimate was a bound: nothing to learn from
         current = self.store.calibration(self.provider.name, self.provider.model)
         updated = current.observe(raw_estimate, usage.prompt_tokens)
         if updated is not current:

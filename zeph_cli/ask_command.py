@@ -71,7 +71,8 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             terminal = TerminalApprover.open()
             approver = terminal or deny_all(NOT_A_TERMINAL)
         cwd = current_directory()
-        agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=cwd, approver=approver)
+        agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=cwd, approver=approver,
+                                        one_shot=True)
         agent.session_memory.detached = True  # summaries after this reply are left to a worker process
     except ZephError as exc:
         if terminal is not None:

@@ -4,6 +4,9 @@ Invariant: counting never touches the network. The tiktoken encoding is built
 from the BPE file shipped inside an installed package (verified by hash); a
 local model counts with its own tokenizer. Estimates are multiplied by a
 per-model factor learned from the input tokens providers actually report.
+A `DeferredCounter` gives bounds (never below or above the exact count, as
+asked) until it is made exact, for callers that can tell when the bounds
+decide the same as the exact counts would.
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import base64
 import hashlib
 import importlib.util
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -90,6 +94,76 @@ class TiktokenCounter:
         if not text:
             return 0
         return len(_cl100k().encode(text, disallowed_special=()))
+
+
+# The longest cl100k_base token is 128 bytes: no text has fewer tokens than its bytes over 128. Every
+# token is at least one byte: none has more than its bytes.
+CL100K_LONGEST_TOKEN_BYTES = 128
+EXACT, UPPER, LOWER = "exact", "upper", "lower"
+
+
+class DeferredCounter:
+    """cl100k_base counts, with the encoding (≈0.3 s to build) built only when needed.
+
+    Until `make_exact()`, `count()` gives a bound: by default an upper one (the
+    text's UTF-8 bytes); inside `bounds(LOWER)`, a lower one. A caller that
+    decides the same with both bounds decides as the exact counts would; when
+    they disagree it makes the counter exact. `name` says what the counts are,
+    so a count stored with a bound's name is never taken for an exact one.
+    """
+
+    def __init__(self) -> None:
+        self._exact: TiktokenCounter | None = None
+        self._mode = UPPER
+
+    @property
+    def exact(self) -> bool:
+        return self._exact is not None
+
+    @property
+    def name(self) -> str:
+        if self._exact is not None:
+            return TiktokenCounter.name
+        return f"{TiktokenCounter.name}:{self._mode}-bound"
+
+    @property
+    def exact_name(self) -> str:
+        return TiktokenCounter.name
+
+    def make_exact(self) -> "DeferredCounter":
+        if self._exact is None:
+            self._exact = TiktokenCounter()
+        return self
+
+    @contextmanager
+    def bounds(self, mode: str) -> Iterator[None]:
+        """Count with `mode`'s bound (`UPPER` or `LOWER`) inside the block (exact counts stay exact)."""
+        previous, self._mode = self._mode, mode
+        try:
+            yield
+        finally:
+            self._mode = previous
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._exact is not None:
+            return self._exact.count(text)
+        size = len(text.encode("utf-8", "surrogatepass"))
+        return size if self._mode == UPPER else -(-size // CL100K_LONGEST_TOKEN_BYTES)
+
+
+def exact_counter(counter: TokenCounter) -> TokenCounter:
+    """`counter`, made exact if it is a `DeferredCounter` (for work that must not run on bounds)."""
+    return counter.make_exact() if isinstance(counter, DeferredCounter) else counter
+
+
+def counts_as(counter: TokenCounter, stored_name: str | None) -> bool:
+    """Whether a count stored under `stored_name` can be used as `counter`'s: its own, or the exact
+    count a deferred counter stands in for (an exact count is within every bound)."""
+    if stored_name == counter.name:
+        return True
+    return isinstance(counter, DeferredCounter) and stored_name == counter.exact_name
 
 
 class ApproximateCounter:
