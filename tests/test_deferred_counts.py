@@ -82,3 +82,20 @@ async def test_a_one_shot_agent_sends_what_exact_counts_would(fake_server, tmp_p
     # a 128k window never needs the encoding for these turns; at 6k the bytes of the system prompt and
     # tool schemas alone (an upper bound) exceed the budget, and at 2.5k the history is compacted
     assert went_exact == (budget != 0)
+
+
+def test_the_parsed_ranks_are_cached_and_a_bad_cache_is_rebuilt(tmp_path, monkeypatch):
+    from zeph_cli import tokens
+
+    source = tokens.bundled_bpe_path()
+    ranks = tokens.cached_bpe_ranks(source, tokens.CL100K_SHA256, tmp_path / "cache")
+    [cached] = (tmp_path / "cache").glob("*.marshal")
+    monkeypatch.setattr(tokens, "load_bpe_ranks", lambda *_: pytest.fail("parsed again"))
+    assert tokens.cached_bpe_ranks(source, tokens.CL100K_SHA256, tmp_path / "cache") == ranks
+    monkeypatch.undo()
+    cached.write_bytes(b"\x00not marshal")
+    assert tokens.cached_bpe_ranks(source, tokens.CL100K_SHA256, tmp_path / "cache") == ranks
+    assert cached.read_bytes() != b"\x00not marshal"  # rewritten
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the folder would be")
+    assert tokens.cached_bpe_ranks(source, tokens.CL100K_SHA256, blocked / "cache") == ranks  # unwritable: parsed
