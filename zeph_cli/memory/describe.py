@@ -7,14 +7,15 @@ exactly what was sent (recalled ids that did not fit the block are not listed).
 from __future__ import annotations
 
 from ..context.report import ContextReport
-from .service import TurnMemory
+from .service import CATCH_UP_MESSAGES, TurnMemory
 
 
 def memory_lines(turn: TurnMemory, report: ContextReport, embedder: str = "", backlog: int = 0) -> list[str]:
     lines: list[str] = []
     if backlog:
         lines.append(f"recall index: {backlog:,} stored message{'s have' if backlog != 1 else ' has'} no vector yet; "
-                     "`zeph memory reindex` embeds them")
+                     f"`zeph memory reindex` embeds them (the next question routed to vectors embeds the newest "
+                     f"{CATCH_UP_MESSAGES})")
     result = turn.recall
     if result is not None:
         sent = set(report.recalled_ids)
