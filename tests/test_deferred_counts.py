@@ -99,3 +99,16 @@ def test_the_parsed_ranks_are_cached_and_a_bad_cache_is_rebuilt(tmp_path, monkey
     blocked = tmp_path / "file"
     blocked.write_text("a file where the folder would be")
     assert tokens.cached_bpe_ranks(source, tokens.CL100K_SHA256, blocked / "cache") == ranks  # unwritable: parsed
+
+
+async def test_without_reported_usage_the_stand_in_is_counted_exactly(fake_server, tmp_path):
+    from zeph_cli.events import UsageReported
+
+    reply = openai_wire.stream_response(openai_wire.text_chunks(["fine"], usage=None))
+    fake_server.route("/v1/chat/completions", reply)
+    used = []
+    for name, one_shot in (("exact", False), ("deferred", True)):
+        agent = _agent(fake_server, tmp_path, name, 0, one_shot)
+        events = [e async for e in agent.run_turn(agent.new_conversation("t"), "hello there")]
+        used.append(next(e.report.used_tokens for e in events if isinstance(e, UsageReported)))
+    assert used[0] == used[1]

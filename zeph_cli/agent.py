@@ -848,6 +848,12 @@ class Agent:
         turn.parsed = [(self._unique_id(call, turn.used_ids), problem) for call, problem in builder.parsed_tool_calls()]
         calls = [call for call, _ in turn.parsed]
         usage = builder.usage
+        if usage.prompt_tokens <= 0 and isinstance(self.counter, DeferredCounter) and not self.counter.exact:
+            # The server reported no usage: the request's own count stands in for it, so count it exactly
+            # (before the reply is stored: the same request, which bounds and exact counts build alike).
+            self.counter.make_exact()
+            exact = self.context_for(conversation, turn.system, self.offered_tools())[1]
+            turn.report = dataclasses.replace(exact, compaction=turn.report.compaction if turn.report else ())
         turn.total = turn.total + usage
         stop_reason = normalize_stop_reason(builder.stop_reason)
         stored_calls = [_as_stored(call) for call in calls]  # the calls run with the real arguments
