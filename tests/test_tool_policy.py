@@ -283,3 +283,17 @@ def test_deny_still_wins_over_everything(tmp_path):
     verdict = shell_decision("ls > ~/.bashrc", ws, allow=["bash:*"], deny=["bash:ls*"])
     assert verdict.action == "deny"
     assert shell_decision("FOO=1 git push", ws, allow=["bash:*"], deny=["bash:git push*"]).action == "deny"
+
+
+def test_each_declared_tool_is_implemented_under_its_declaration():
+    import importlib
+
+    from zeph_cli.tools.registry import DeclaredTool
+    from zeph_cli.tools.specs import BUILTIN, IMPLEMENTATIONS
+
+    assert list(IMPLEMENTATIONS) == list(BUILTIN)
+    for name, (module, class_name) in IMPLEMENTATIONS.items():
+        implementation = getattr(importlib.import_module(f"zeph_cli.tools.{module}"), class_name)
+        declared = DeclaredTool(BUILTIN[name])
+        assert implementation.name == name and implementation().spec() == declared.spec()
+        assert isinstance(declared.implementation(), implementation)

@@ -72,6 +72,14 @@ class Tool(abc.ABC):
     description: str = ""
     parameters: dict[str, Any] = {}
 
+    def __init_subclass__(cls, declared: str | None = None, **kwargs: Any) -> None:
+        """`declared`: the name of a built-in tool whose declaration (`specs.BUILTIN`) this class implements."""
+        super().__init_subclass__(**kwargs)
+        if declared is not None:
+            from .specs import BUILTIN
+
+            cls.name, cls.kind, cls.description, cls.parameters = BUILTIN[declared]  # type: ignore[assignment]
+
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)
 

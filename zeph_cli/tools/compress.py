@@ -13,31 +13,9 @@ from typing import Any
 from .base import Tool, ToolContext, ToolResult
 from .failures import ToolFailure
 
-STRATEGIES = ("Reactive", "Autonomous")
 
 
-class CompressContextTool(Tool):
-    name = "compress_context"
-    kind = "read"
-    description = (
-        "Compress the conversation context now, without waiting for automatic compaction. "
-        "Reactive: apply pending tool-call summaries and replace old tool outputs with placeholders "
-        "(cheap, no summary call). Autonomous: summarize everything except the most recent messages "
-        "into a structured summary. Use it when older details no longer need to be kept verbatim. "
-        "The full history stays visible to the user either way."
-    )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "strategy": {
-                "type": "string",
-                "enum": list(STRATEGIES),
-                "description": "Reactive (prune, no LLM call) or Autonomous (LLM summary of older messages).",
-            }
-        },
-        "required": ["strategy"],
-    }
-
+class CompressContextTool(Tool, declared="compress_context"):
     def subject(self, arguments: Mapping[str, Any]) -> str:
         return str(arguments.get("strategy", ""))
 

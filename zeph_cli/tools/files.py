@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Tool, ToolContext, ToolResult
+from .specs import DEFAULT_READ_LIMIT, MAX_LINE_CHARS
 from .failures import ToolFailure
 from .text_files import (
     MAX_TEXT_BYTES,
@@ -38,38 +39,13 @@ from .text_files import (
     write_atomically,
 )
 
-DEFAULT_READ_LIMIT = 2000
-MAX_LINE_CHARS = 2000
 MAX_DIRECTORY_ENTRIES = 1000
 
 
 # ---- read_file ---------------------------------------------------------------
 
 
-class ReadFileTool(Tool):
-    name = "read_file"
-    kind = "read"
-    description = (
-        "Read a text file. Each line is shown as its line number, a tab, then the line (like `cat -n`); "
-        "the numbers are not part of the file, so leave them out when quoting text to edit_file. "
-        f"Shows up to {DEFAULT_READ_LIMIT} lines starting at `offset`; for longer files the output says "
-        f"which offset continues. Lines longer than {MAX_LINE_CHARS} characters are cut. Binary files are "
-        "refused. Use list_directory for directories and grep to find text across files."
-    )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "The file, relative to the working directory or absolute."},
-            "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start at (default 1)."},
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "description": f"How many lines to show (default {DEFAULT_READ_LIMIT}).",
-            },
-        },
-        "required": ["path"],
-    }
-
+class ReadFileTool(Tool, declared="read_file"):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         return await asyncio.to_thread(read_file, arguments, context)
 
@@ -127,21 +103,7 @@ def _page_summary(page: Page) -> str:
 # ---- list_directory ----------------------------------------------------------
 
 
-class ListDirectoryTool(Tool):
-    name = "list_directory"
-    kind = "read"
-    description = (
-        "List a directory's entries, hidden ones included: directories first (with a trailing /), then files "
-        "with their sizes; symlinks are shown as `name -> target`. Use find_path to search the whole tree."
-    )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "The directory (default: the working directory)."},
-        },
-        "required": [],
-    }
-
+class ListDirectoryTool(Tool, declared="list_directory"):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         return await asyncio.to_thread(list_directory, arguments, context)
 
@@ -200,22 +162,7 @@ def _special_kind(mode: int) -> str:
 # ---- write_file --------------------------------------------------------------
 
 
-class WriteFileTool(Tool):
-    name = "write_file"
-    kind = "write"
-    description = (
-        "Create a file or replace a file's whole content with `content` (UTF-8), creating missing parent "
-        "directories. To change part of an existing file, prefer edit_file."
-    )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "The file, relative to the working directory or absolute."},
-            "content": {"type": "string", "description": "The complete new content of the file."},
-        },
-        "required": ["path", "content"],
-    }
-
+class WriteFileTool(Tool, declared="write_file"):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         return await asyncio.to_thread(write_file, arguments, context)
 
@@ -300,24 +247,7 @@ def write_preview(arguments: dict[str, Any], context: ToolContext) -> str:
 # ---- edit_file ---------------------------------------------------------------
 
 
-class EditFileTool(Tool):
-    name = "edit_file"
-    kind = "write"
-    description = (
-        "Replace one exact piece of text in a file: `old_string` must occur exactly once (copy it from "
-        "read_file without the line-number prefix, with enough surrounding lines to be unique) and is "
-        "replaced by `new_string`. The file's line endings are kept. Use write_file to create a file."
-    )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "The file, relative to the working directory or absolute."},
-            "old_string": {"type": "string", "description": "The exact text to replace; it must occur once."},
-            "new_string": {"type": "string", "description": "The text to put in its place."},
-        },
-        "required": ["path", "old_string", "new_string"],
-    }
-
+class EditFileTool(Tool, declared="edit_file"):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         return await asyncio.to_thread(edit_file, arguments, context)
 

@@ -217,24 +217,7 @@ def _class_end(glob: str, start: int) -> int:
 # ---- find_path ---------------------------------------------------------------
 
 
-class FindPathTool(Tool):
-    name = "find_path"
-    kind = "read"
-    description = (
-        "Find files and directories under the working directory by glob. A pattern without '/' matches names at any "
-        "depth (`*.py`, `test_*`, `Makefile`); a pattern with '/' matches the path from the working directory, "
-        "with `**` for any number of directories (`src/**/*.ts`, `tests/test_*.py`). `{a,b}` matches either; "
-        "a trailing '/' matches directories only. Matching is case-sensitive. Skips .git, dependency and "
-        "cache directories and whatever .gitignore excludes. Directories are listed with a trailing '/'."
-    )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "The glob, e.g. `*.md` or `src/**/test_*.py`."},
-        },
-        "required": ["pattern"],
-    }
-
+class FindPathTool(Tool, declared="find_path"):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         return await asyncio.to_thread(find_path, arguments, context)
 
@@ -268,29 +251,7 @@ def find_path(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
 # ---- grep --------------------------------------------------------------------
 
 
-class GrepTool(Tool):
-    name = "grep"
-    kind = "read"
-    description = (
-        "Search file contents with a Python regular expression, line by line. Output lines are "
-        "`path:LINE: text`. Case-sensitive; start the pattern with `(?i)` to ignore case. `path` (a file "
-        "or directory, default the working directory) limits where to search and `glob` which files "
-        "(same rules as find_path: `*.py`, `src/**/*.ts`). Skips binary files, files over 5 MB, .git, "
-        "dependency and cache directories and whatever .gitignore excludes."
-    )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "A Python regular expression, e.g. `def \\w+_tool`."},
-            "path": {
-                "type": "string",
-                "description": "A file or directory to search (default: the working directory).",
-            },
-            "glob": {"type": "string", "description": "Only search files matching this glob, e.g. `*.py`."},
-        },
-        "required": ["pattern"],
-    }
-
+class GrepTool(Tool, declared="grep"):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         return await asyncio.to_thread(grep, arguments, context)
 

@@ -80,38 +80,7 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
 
 
-class BashTool(Tool):
-    name = "bash"
-    kind = "exec"
-    description = (
-        "Run a shell command with bash in the workspace directory and return its output "
-        "(stdout and stderr combined, in order). Each call starts a fresh shell: `cd`, variables "
-        "and aliases do not carry over to the next call, so chain dependent steps in one command "
-        "(`cd sub && make test`). Stdin is empty, so interactive programs (editors, pagers, "
-        "prompts) fail or see end of input: use non-interactive flags (`--yes`, `--no-pager`, "
-        "`git commit -m`). The command is stopped after `timeout_secs` (120 s unless configured "
-        "otherwise; at most 600 s). Background processes still writing to the output when the "
-        "command ends are stopped; to keep a server running, redirect its output "
-        "(`cmd > server.log 2>&1 &`). Long output is cut in the middle, so prefer commands that print only what "
-        "you need (`grep`, `head`, `tail`, `wc -l`). A non-zero exit code is reported as "
-        "`[exit code N]`."
-    )
-    parameters = {
-        "type": "object",
-        "properties": {
-            "command": {
-                "type": "string",
-                "description": "The bash command line to run, e.g. `pytest -q tests/test_x.py`.",
-            },
-            "timeout_secs": {
-                "type": "integer",
-                "minimum": 1,
-                "description": "Seconds before the command is stopped (default 120 unless configured; at most 600).",
-            },
-        },
-        "required": ["command"],
-    }
-
+class BashTool(Tool, declared="bash"):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         command: str = arguments["command"]
         requested = arguments.get("timeout_secs") or context.default_timeout_secs
