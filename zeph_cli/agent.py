@@ -94,7 +94,7 @@ from .tokens import (
 )
 from .tools.base import ToolContext, ToolSet
 from .tools.confinement import Confinement, workspace_root
-from .tools.permissions import Approver, PermissionPolicy, deny_all
+from .tools.approval import Approver, deny_all
 from .tools.registry import builtin_tool_names, tools_for_mode
 from .turn_extras import TurnExtras
 from .workspace import environment_facts, find_project_files
@@ -104,6 +104,7 @@ if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools
     from .compactor import Compactor
     from .debug_dump import DebugDump
     from .tool_calls import ToolCallRunner
+    from .tools.permissions import PermissionPolicy
     from .tools.sandbox import Sandbox
 
 # What servers say when a model cannot take tools (Ollama, llama.cpp, vLLM...).
@@ -202,7 +203,6 @@ class Agent:
         self.mode = mode or config.agent.mode
         # With no one to ask, write and exec tools are refused (and the model is told why).
         self.approver = approver or deny_all("no one is present to approve it")
-        self.policy = PermissionPolicy.from_config(config.tools.allow, config.tools.deny)
         self.tool_log = ToolLog(store.db)
         extra = [Path(p).expanduser() for p in config.tools.allowed_paths]
         self.confinement = Confinement(workspace_root(cwd), [p if p.is_absolute() else cwd / p for p in extra], cwd=cwd)
@@ -267,6 +267,13 @@ class Agent:
         )
 
     @cached_property
+    def policy(self) -> "PermissionPolicy":
+        """Which tool calls run, are asked about or are denied (`[tools] allow/deny`), built when first needed."""
+        from .tools.permissions import PermissionPolicy
+
+        return PermissionPolicy.from_config(self.config.tools.allow, self.config.tools.deny)
+
+    @cached_property
     def sandbox(self) -> "Sandbox":
         """The OS sandbox tool commands run in, detected when a tool first needs it."""
         from .tools.sandbox import Sandbox
@@ -312,7 +319,7 @@ class Agent:
         for path in self.confinement.extra:
             if not path.is_dir():
                 warnings.append(f"tools.allowed_paths: {path} is not a directory")
-        for rule in self.policy.unknown_tools(builtin_tool_names()):
+        for rule in self.policy.unknown_tools(builtin_tool_names()) if self.config.tools.allow or self.config.tools.deny else ():
             if "__" in rule.partition(":")[0]:
                 continue  # names an MCP tool (ID__TOOL): known only once its server runs
             warnings.append(f"tools.allow/deny rule {rule!r} names no known tool ({', '.join(builtin_tool_names())})")

@@ -21,7 +21,7 @@ from .providers.summary import side_job_settings
 from .providers.base import ProviderSettings
 from .store import ConversationStore
 from .tools.confinement import workspace_root
-from .tools.permissions import Approver
+from .tools.approval import Approver
 from .turn_extras import TurnExtras
 
 

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import TextIO
 
-from .tools.permissions import ApprovalDecision, ApprovalRequest
+from .tools.approval import ApprovalDecision, ApprovalRequest
 
 MAX_PREVIEW_LINES = 60
 SHOWN_SUBJECT_CHARS = 100  # what the "⏺ tool subject" line shows in full

@@ -27,7 +27,7 @@ from .paths import data_dir
 from .prompt_keeper import keep_prompt, rescue_prompt
 from .stderr import eprint, warning_line
 from .store import Conversation, ConversationStore
-from .tools.permissions import approve_all, deny_all
+from .tools.approval import approve_all, deny_all
 from .workspace import current_directory
 
 NOT_A_TERMINAL = "zeph ask is not running on a terminal, so no one could approve it; the user can rerun with -y/--yes"

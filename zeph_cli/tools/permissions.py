@@ -12,12 +12,19 @@ Blocked commands are refused before this policy is consulted.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+# Asking the user lives in `approval`; its names stay importable from here.
+from .approval import Approval, ApprovalDecision, ApprovalRequest, Approver, approve_all, deny_all
+
+__all__ = [
+    "Action", "Approval", "ApprovalDecision", "ApprovalRequest", "Approver", "PermissionPolicy", "Rule",
+    "ToolCallSubject", "Verdict", "approve_all", "deny_all",
+]
 
 Action = Literal["run", "ask", "deny"]
-Approval = Literal["yes", "no", "always"]
 
 
 @dataclass(frozen=True)
@@ -114,38 +121,3 @@ class PermissionPolicy:
 
     def grant(self, tool: str) -> None:
         self.session_grants.add(tool)
-
-
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """What the user is asked to approve: the tool, its command or path, and a preview."""
-
-    tool: str
-    kind: str
-    subject: str
-    arguments: dict[str, Any]
-    preview: str = ""
-
-
-@dataclass(frozen=True)
-class ApprovalDecision:
-    """The user's answer; `reason` is told to the model when the answer is no."""
-
-    approval: Approval
-    reason: str = ""
-
-
-Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]
-
-
-async def approve_all(request: ApprovalRequest) -> ApprovalDecision:
-    return ApprovalDecision("yes")
-
-
-def deny_all(reason: str) -> Approver:
-    """An approver that refuses everything, telling the model why."""
-
-    async def deny(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision("no", reason)
-
-    return deny
