@@ -139,8 +139,8 @@ def base_env(scratch: Path) -> dict[str, str]:
     return env
 
 
-def zeph_env(base: dict[str, str], scratch: Path, **settings: str) -> dict[str, str]:
-    return {**base, "ZEPH_HOME": str(scratch / "zeph-home"), **settings}
+def zeph_env(base: dict[str, str], scratch: Path, home: str = "zeph-home", **settings: str) -> dict[str, str]:
+    return {**base, "ZEPH_HOME": str(scratch / home), **settings}
 
 
 def llm_env(base: dict[str, str], scratch: Path, url: str, **settings: str) -> dict[str, str]:
@@ -255,7 +255,7 @@ def embedded_figure(base: dict[str, str], scratch: Path, runs: int) -> None:
     except ImportError:
         print("zeph ask on the embedded model: skipped, the local extra is not installed")
         return
-    command = ([ZEPH, "ask", PROMPT], zeph_env(base, scratch, ZEPH_LLM_MAX_TOKENS="1"))
+    command = ([ZEPH, "ask", PROMPT], zeph_env(base, scratch, "zeph-home-embedded", ZEPH_LLM_MAX_TOKENS="1"))
     compare("zeph ask on the embedded model (1-token reply)", None, command, runs)
 
 
