@@ -22,7 +22,13 @@ every request.
 
 llm and llm-anthropic are pip-installed once into a scratch venv and reused
 (default ~/.cache/zeph-bench/llm-venv; `--llm-venv PATH` or ZEPH_BENCH_LLM_VENV);
-if that fails, one line says so and zeph's figures are printed alone.
+if that fails, one line says so and zeph's figures are printed alone. zeph is
+measured the same way, from a scratch venv of its own holding this checkout
+(`pip install -e .`, no extras: what a user's fresh install has; default
+~/.cache/zeph-bench/zeph-venv, reinstalled when pyproject.toml changes), so
+neither side pays for packages only this development venv has; `--this-venv`
+measures the running venv's zeph instead. Bytecode is written (and
+PYTHONDONTWRITEBYTECODE dropped), as for any installed tool.
 
 Run from the repository root with the project installed:
 
@@ -35,6 +41,7 @@ It asserts nothing; the machine's load average is printed with the figures.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import statistics
 import subprocess
@@ -52,7 +59,7 @@ from benchmarks import importtime  # noqa: E402
 from tests.fakes import anthropic_wire, openai_wire  # noqa: E402
 from tests.fakes.server import FakeServer  # noqa: E402
 
-ZEPH = str(Path(sys.executable).parent / "zeph")
+ZEPH = str(Path(sys.executable).parent / "zeph")  # the running venv's (--this-venv, the embedded figure)
 RUNS = int(os.environ.get("RUNS", "10"))
 GOAL = 0.8
 PROMPT = "hello there"
@@ -60,6 +67,7 @@ OPENAI_MODEL = "gpt-4o"
 ANTHROPIC_MODEL = "claude-sonnet-4-6"  # llm-anthropic's alias for it: claude-sonnet-4.6
 LLM_PACKAGES = ("llm", "llm-anthropic")
 DEFAULT_VENV = Path.home() / ".cache" / "zeph-bench" / "llm-venv"
+DEFAULT_ZEPH_VENV = Path.home() / ".cache" / "zeph-bench" / "zeph-venv"
 FOREIGN_ENV = ("ZEPH_", "LLM_", "OPENAI_", "ANTHROPIC_", "OLLAMA_")
 WATCHED = ("numpy", "textual", "tiktoken", "sqlite_utils", "zeph_cli.tools.shell_syntax", "zeph_cli.tools.blocklist")
 
@@ -128,12 +136,35 @@ def ensure_llm(venv: Path) -> Path | None:
     return venv if llm_versions(venv) else None
 
 
+def ensure_zeph(venv: Path) -> Path | None:
+    """A venv with this checkout installed (editable, no extras), made on first use and again when
+    pyproject.toml changes; None (and one line) if that fails."""
+    stamp = venv / "zeph-bench-pyproject.sha256"
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if (venv / "bin" / "zeph").exists() and stamp.exists() and stamp.read_text() == wanted:
+        return venv
+    print(f"installing this checkout into {venv} (once)...", flush=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, text=True)
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*pip, "-e", str(ROOT)], check=True, capture_output=True, text=True, timeout=1800)
+    except subprocess.CalledProcessError as error:
+        reason = (error.stderr or "").strip().splitlines()[-1:] or [f"exit status {error.returncode}"]
+        print(f"zeph: a fresh venv could not be made in {venv} ({reason[0]}); measuring this venv's zeph")
+        return None
+    except (OSError, subprocess.TimeoutExpired) as error:
+        print(f"zeph: a fresh venv could not be made in {venv} ({error}); measuring this venv's zeph")
+        return None
+    stamp.write_text(wanted)
+    return venv
+
+
 # ---- environments ----------------------------------------------------------------
 
 
 def base_env(scratch: Path) -> dict[str, str]:
     """This environment without either tool's settings, with scratch XDG directories."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_ENV)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(FOREIGN_ENV) and k != "PYTHONDONTWRITEBYTECODE"}
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME"):
         env[name] = str(scratch / name.lower())
     return env
@@ -230,7 +261,7 @@ def breakdown(title: str, llm_venv: Path | None, llm: Command | None, zeph: Comm
     try:
         if llm is not None and llm_venv is not None:
             print_imports("llm", import_tree(str(llm_venv / "bin" / "python"), llm))
-        roots = import_tree(sys.executable, zeph)
+        roots = import_tree(str(Path(zeph[0][0]).parent / "python"), zeph)
     except RunFailed as error:
         print(f"  not measured: {error}")
         return
@@ -244,6 +275,8 @@ def breakdown(title: str, llm_venv: Path | None, llm: Command | None, zeph: Comm
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--llm-venv", type=Path, default=Path(os.environ.get("ZEPH_BENCH_LLM_VENV", DEFAULT_VENV)))
+    parser.add_argument("--zeph-venv", type=Path, default=Path(os.environ.get("ZEPH_BENCH_ZEPH_VENV", DEFAULT_ZEPH_VENV)))
+    parser.add_argument("--this-venv", action="store_true", help="measure the running venv's zeph, not a fresh one")
     parser.add_argument("--no-embedded", action="store_true", help="skip zeph ask on the embedded model")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     return parser.parse_args()
@@ -267,8 +300,10 @@ def main() -> None:
     venv = ensure_llm(args.llm_venv.expanduser())
     versions = llm_versions(venv) if venv else None
     llm_bin = str(venv / "bin" / "llm") if venv else ""
-    print(f"{RUNS} interleaved runs per pair; {versions or 'llm not installed'}; {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.2f}\n")
+    zeph_venv = None if args.this_venv else ensure_zeph(args.zeph_venv.expanduser())
+    zeph = str(zeph_venv / "bin" / "zeph") if zeph_venv else ZEPH
+    print(f"{RUNS} interleaved runs per pair; {versions or 'llm not installed'}; zeph from {Path(zeph).parent.parent}; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}\n")
     with tempfile.TemporaryDirectory() as tmp, fake_server() as url:
         scratch = Path(tmp)
         base = base_env(scratch)
@@ -283,12 +318,12 @@ def main() -> None:
         def llm(env: dict[str, str], *words: str) -> Command | None:
             return ([llm_bin, *words], env) if venv else None
 
-        compare("--help", llm(llm_openai, "--help"), ([ZEPH, "--help"], zeph_env(base, scratch)), RUNS, goal=None)
-        ask_openai = llm(llm_openai, "-m", "bench", PROMPT), ([ZEPH, "ask", PROMPT], zeph_openai)
+        compare("--help", llm(llm_openai, "--help"), ([zeph, "--help"], zeph_env(base, scratch)), RUNS, goal=None)
+        ask_openai = llm(llm_openai, "-m", "bench", PROMPT), ([zeph, "ask", PROMPT], zeph_openai)
         compare("\nOpenAI-compatible server", *ask_openai, RUNS)
         compare("\nContinuing the conversation (OpenAI-compatible)", llm(llm_openai, "-c", "again"),
-                ([ZEPH, "ask", "-c", "again"], zeph_openai), RUNS)
-        ask_anthropic = llm(llm_anthropic, "-m", "claude-sonnet-4.6", PROMPT), ([ZEPH, "ask", PROMPT], zeph_anthropic)
+                ([zeph, "ask", "-c", "again"], zeph_openai), RUNS)
+        ask_anthropic = llm(llm_anthropic, "-m", "claude-sonnet-4.6", PROMPT), ([zeph, "ask", PROMPT], zeph_anthropic)
         compare("\nAnthropic (llm-anthropic plugin)", *ask_anthropic, RUNS)
         if not args.no_embedded:
             print()
