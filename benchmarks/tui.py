@@ -5,9 +5,13 @@ OpenAI-compatible server — in its own process, like a real endpoint, pacing
 its chunks on a fixed schedule — into the real app (headless, `App.run_test`) and
 prints how far the rendered Markdown lags behind what has arrived, during the
 stream and after its last token. Section 2 prints the CPU the open app uses
-while idle. Prints figures; asserts nothing.
+while idle. Section 3 runs the real `zeph` in a pseudo-terminal: idle CPU and
+the same stream. Section 4 starts the real `zeph` in a pseudo-terminal, each
+run with a fresh scratch HOME, and prints how long until its first screen is
+drawn and until a message typed at once is answered. Prints figures; asserts
+nothing.
 
-Run from the repository root: `python benchmarks/tui.py [--quick]`.
+Run from the repository root: `python benchmarks/tui.py [--quick] [--first-paint-only]`.
 """
 
 from __future__ import annotations
@@ -81,6 +85,26 @@ def serve_stream(tokens: int) -> None:
     server = FakeServer()
     chunks = reply_chunks(tokens)
     server.queue(openai_wire.stream_response(openai_wire.text_chunks(chunks, usage=None), chunk_delay=TICK))
+    print(server.url, flush=True)
+    sys.stdin.read()
+    server.close()
+
+
+REPLY = "pong from the fake server"
+
+
+def serve_replies() -> None:
+    """The server process for first paint: print its URL, answer every chat request with REPLY, stop when stdin closes."""
+    server = FakeServer()
+
+    def answer(request):
+        if request.method != "POST":
+            return None
+        if (request.json or {}).get("stream"):
+            return openai_wire.stream_response(openai_wire.text_chunks([REPLY]))
+        return openai_wire.json_response(openai_wire.completion(content=REPLY))
+
+    server.respond_with(answer)
     print(server.url, flush=True)
     sys.stdin.read()
     server.close()
@@ -193,6 +217,7 @@ class Terminal:
     """A pseudo-terminal of 120×40 running a command; what it draws is read and counted, then dropped."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.started = time.monotonic()
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
         self.process = subprocess.Popen(
@@ -215,6 +240,15 @@ class Terminal:
                 return
             self.drawn += len(data)
             self.seen += data
+
+    def wait_until(self, text: bytes, timeout: float) -> float | None:
+        """Seconds since the process started until `text` had been drawn (None: not within `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.seen and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if text not in self.seen:
+            return None
+        return time.monotonic() - self.started
 
     def wait_for(self, text: bytes, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -289,6 +323,66 @@ def in_a_terminal(workspace: Path, tokens: int, idle_secs: float) -> None:
         server.wait(timeout=10)
 
 
+FIRST_SCREEN = b"new session"  # in the header of the first screen drawn
+
+
+def first_paint(runs: int) -> None:
+    """Start the real zeph in a pty `runs` times, each with a fresh scratch HOME (so the store is created
+    and migrated too): the time until its first screen is drawn, and until a message typed as soon as
+    it is drawn has been sent and answered."""
+    zeph = Path(sys.executable).with_name("zeph")
+    print(f"4. First paint: the real zeph in a 120×40 pseudo-terminal, {runs} runs, a fresh HOME each")
+    if not zeph.exists():
+        print(f"   not measured: needs the zeph command next to {sys.executable}")
+        return
+    server = subprocess.Popen([sys.executable, __file__, "--serve-replies"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    url = server.stdout.readline().strip()
+    painted: list[float] = []
+    answered: list[float] = []
+    try:
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory() as tmp:
+                home = Path(tmp)
+                workspace = home / "ws"
+                workspace.mkdir()
+                env = {key: value for key, value in os.environ.items() if not key.startswith(("ZEPH_", "XDG_"))}
+                env.update({
+                    "HOME": tmp, "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
+                    "XDG_CACHE_HOME": str(home / "cache"), "XDG_STATE_HOME": str(home / "state"),
+                    "ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": url + "/v1", "ZEPH_LLM_MODEL": "gpt-4o",
+                    "ZEPH_LLM_MAX_RETRIES": "0",
+                })
+                terminal = Terminal([str(zeph)], env, workspace)
+                try:
+                    shown = terminal.wait_until(FIRST_SCREEN, 60)
+                    if shown is None:
+                        print("   the first screen was not drawn within 60 s")
+                        continue
+                    painted.append(shown)
+                    terminal.type(b"hello\r")
+                    replied = terminal.wait_until(REPLY.encode(), 60)
+                    if replied is None:
+                        print("   the message typed at once was not answered within 60 s")
+                        continue
+                    answered.append(replied)
+                finally:
+                    terminal.close()
+    finally:
+        server.stdin.close()
+        server.wait(timeout=10)
+
+    def figures(values: list[float]) -> str:
+        if not values:
+            return "no figures"
+        return (f"median {statistics.median(values):.2f} s (min {min(values):.2f}, max {max(values):.2f}; "
+                + " ".join(f"{v:.2f}" for v in values) + ")")
+
+    print(f"   first screen drawn:                       {figures(painted)}")
+    print(f"   a message typed at once, answered:        {figures(answered)}")
+    print("   target: first screen within 1.0 s on 2 cores")
+
+
 async def run(quick: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ZEPH_HOME"] = str(Path(tmp) / "data")
@@ -310,12 +404,21 @@ async def run(quick: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="4,000 tokens and 2 s idle")
+    parser.add_argument("--first-paint-only", action="store_true", help="only section 4 (first paint)")
+    parser.add_argument("--runs", type=int, default=7, help="zeph starts for the first-paint figures (default 7)")
     parser.add_argument("--serve", type=int, metavar="TOKENS", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-replies", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         serve_stream(args.serve)
+    elif args.serve_replies:
+        serve_replies()
+    elif args.first_paint_only:
+        first_paint(args.runs)
     else:
         asyncio.run(run(args.quick))
+        print()
+        first_paint(3 if args.quick else args.runs)
 
 
 if __name__ == "__main__":
