@@ -11,7 +11,8 @@ run with a fresh scratch HOME, and prints how long until its first screen is
 drawn and until a message typed at once is answered. Prints figures; asserts
 nothing.
 
-Run from the repository root: `python benchmarks/tui.py [--quick] [--first-paint-only]`.
+Run from the repository root: `python benchmarks/tui.py [--quick] [--first-paint-only]
+[--compare-with OTHER_CHECKOUT]`.
 """
 
 from __future__ import annotations
@@ -292,7 +293,7 @@ def in_a_terminal(workspace: Path, tokens: int, idle_secs: float) -> None:
            "ZEPH_LLM_MODEL": "gpt-4o", "ZEPH_LLM_MAX_RETRIES": "0", "ZEPH_LLM_MAX_TOKENS": "32000"}
     terminal = Terminal([str(zeph)], env, workspace)
     try:
-        if not terminal.wait_for(b"new session", 60):
+        if not terminal.wait_for(b"context", 60):  # the gauge: the session behind the first screen is open
             print("   the app did not open within 60 s")
             return
         time.sleep(1.0)
@@ -326,48 +327,65 @@ def in_a_terminal(workspace: Path, tokens: int, idle_secs: float) -> None:
 FIRST_SCREEN = b"new session"  # in the header of the first screen drawn
 
 
-def first_paint(runs: int) -> None:
-    """Start the real zeph in a pty `runs` times, each with a fresh scratch HOME (so the store is created
-    and migrated too): the time until its first screen is drawn, and until a message typed as soon as
-    it is drawn has been sent and answered."""
+def zeph_from(checkout: Path) -> list[str]:
+    """The command that runs zeph from another checkout (its own sources, this Python's packages)."""
+    code = f"import sys; sys.path.insert(0, {str(checkout)!r}); from zeph_cli.cli import main; sys.argv[0] = 'zeph'; main()"
+    return [sys.executable, "-c", code]
+
+
+def one_start(command: list[str], url: str) -> tuple[float | None, float | None]:
+    """(seconds until the first screen is drawn, until a message typed right then is answered) for one start
+    with a fresh scratch HOME (so the store is created and migrated too)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        workspace = home / "ws"
+        workspace.mkdir()
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("ZEPH_", "XDG_"))}
+        env.update({
+            "HOME": tmp, "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
+            "XDG_CACHE_HOME": str(home / "cache"), "XDG_STATE_HOME": str(home / "state"),
+            "ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": url + "/v1", "ZEPH_LLM_MODEL": "gpt-4o",
+            "ZEPH_LLM_MAX_RETRIES": "0",
+        })
+        terminal = Terminal(command, env, workspace)
+        try:
+            shown = terminal.wait_until(FIRST_SCREEN, 60)
+            if shown is None:
+                return None, None
+            terminal.type(b"hello\r")
+            return shown, terminal.wait_until(REPLY.encode(), 60)
+        finally:
+            terminal.close()
+
+
+def first_paint(runs: int, compare_with: Path | None = None) -> None:
+    """Start the real zeph in a pty `runs` times (interleaved with another checkout's, if given): the time
+    until its first screen is drawn, and until a message typed as soon as it is drawn is answered."""
     zeph = Path(sys.executable).with_name("zeph")
     print(f"4. First paint: the real zeph in a 120×40 pseudo-terminal, {runs} runs, a fresh HOME each")
     if not zeph.exists():
         print(f"   not measured: needs the zeph command next to {sys.executable}")
         return
+    commands = {"this checkout": [str(zeph)]}
+    if compare_with is not None:
+        commands[str(compare_with)] = zeph_from(compare_with)
     server = subprocess.Popen([sys.executable, __file__, "--serve-replies"], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
     url = server.stdout.readline().strip()
-    painted: list[float] = []
-    answered: list[float] = []
+    painted: dict[str, list[float]] = {name: [] for name in commands}
+    answered: dict[str, list[float]] = {name: [] for name in commands}
     try:
         for _ in range(runs):
-            with tempfile.TemporaryDirectory() as tmp:
-                home = Path(tmp)
-                workspace = home / "ws"
-                workspace.mkdir()
-                env = {key: value for key, value in os.environ.items() if not key.startswith(("ZEPH_", "XDG_"))}
-                env.update({
-                    "HOME": tmp, "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
-                    "XDG_CACHE_HOME": str(home / "cache"), "XDG_STATE_HOME": str(home / "state"),
-                    "ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": url + "/v1", "ZEPH_LLM_MODEL": "gpt-4o",
-                    "ZEPH_LLM_MAX_RETRIES": "0",
-                })
-                terminal = Terminal([str(zeph)], env, workspace)
-                try:
-                    shown = terminal.wait_until(FIRST_SCREEN, 60)
-                    if shown is None:
-                        print("   the first screen was not drawn within 60 s")
-                        continue
-                    painted.append(shown)
-                    terminal.type(b"hello\r")
-                    replied = terminal.wait_until(REPLY.encode(), 60)
-                    if replied is None:
-                        print("   the message typed at once was not answered within 60 s")
-                        continue
-                    answered.append(replied)
-                finally:
-                    terminal.close()
+            for name, command in commands.items():  # interleaved: the machine's load falls on both alike
+                shown, replied = one_start(command, url)
+                if shown is None:
+                    print(f"   {name}: the first screen was not drawn within 60 s")
+                elif replied is None:
+                    print(f"   {name}: the message typed at once was not answered within 60 s")
+                if shown is not None:
+                    painted[name].append(shown)
+                if replied is not None:
+                    answered[name].append(replied)
     finally:
         server.stdin.close()
         server.wait(timeout=10)
@@ -378,8 +396,11 @@ def first_paint(runs: int) -> None:
         return (f"median {statistics.median(values):.2f} s (min {min(values):.2f}, max {max(values):.2f}; "
                 + " ".join(f"{v:.2f}" for v in values) + ")")
 
-    print(f"   first screen drawn:                       {figures(painted)}")
-    print(f"   a message typed at once, answered:        {figures(answered)}")
+    for name in commands:
+        if len(commands) > 1:
+            print(f"   {name}:")
+        print(f"   first screen drawn:                       {figures(painted[name])}")
+        print(f"   a message typed at once, answered:        {figures(answered[name])}")
     print("   target: first screen within 1.0 s on 2 cores")
 
 
@@ -406,6 +427,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="4,000 tokens and 2 s idle")
     parser.add_argument("--first-paint-only", action="store_true", help="only section 4 (first paint)")
     parser.add_argument("--runs", type=int, default=7, help="zeph starts for the first-paint figures (default 7)")
+    parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
+                        help="also time the first paint of the zeph in another checkout, interleaved")
     parser.add_argument("--serve", type=int, metavar="TOKENS", help=argparse.SUPPRESS)
     parser.add_argument("--serve-replies", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -414,11 +437,11 @@ def main(argv: list[str] | None = None) -> None:
     elif args.serve_replies:
         serve_replies()
     elif args.first_paint_only:
-        first_paint(args.runs)
+        first_paint(args.runs, args.compare_with)
     else:
         asyncio.run(run(args.quick))
         print()
-        first_paint(3 if args.quick else args.runs)
+        first_paint(3 if args.quick else args.runs, args.compare_with)
 
 
 if __name__ == "__main__":

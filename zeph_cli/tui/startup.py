@@ -70,5 +70,4 @@ def starting_header(config: Any, session: str = "new session") -> str:
     llm = config.llm
     provider = llm.provider or "auto provider"
     model = llm.model or "default model"
-    return (f"[b]zeph[/b] · {escape(provider)} · {escape(model)} · mode {escape(config.agent.mode)}"
-            f" · {escape(session)} · [dim]starting…[/dim]")
+    return f"[b]zeph[/b] · {escape(provider)} · {escape(model)} · mode {escape(config.agent.mode)} · {escape(session)}"
