@@ -103,13 +103,31 @@ async def test_a_second_message_while_one_waits_stays_in_the_box_and_help_works_
             await app.session.aclose()
 
 
+async def test_a_command_typed_before_the_session_is_open_runs_once_it_is(fake_server, model, workspace):
+    app, go = late_app(environment(fake_server), workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await pilot.press(*"/mode plan", "enter")
+            await pilot.pause(0.2)
+            assert "runs once zeph has started" in entries(app, Notice)[-1].text
+            go.set()
+            await wait_until(pilot, lambda: app.startup.ready and "mode plan" in str(app.query_one("#header").render()))
+            await pilot.pause()
+            assert "context" in status_text(app)  # the gauge, once the command has run
+            assert chat_bodies(fake_server) == []
+    finally:
+        if app.session is not None:
+            await app.session.aclose()
+
+
 async def test_a_store_that_cannot_open_is_one_error_line_and_the_typed_text_comes_back(fake_server, workspace, tmp_path):
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the data directory should be\n")
     app, go = late_app(environment(fake_server, ZEPH_HOME=str(blocker / "zeph")), workspace)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        await pilot.press(*"hello", "enter")
+        await pilot.press(*"hello", "enter", *"again")
         go.set()
         await wait_until(pilot, lambda: app.startup.phase == "failed")
         await pilot.pause()
@@ -118,11 +136,11 @@ async def test_a_store_that_cannot_open_is_one_error_line_and_the_typed_text_com
         assert str(blocker) in error.text
         assert "\n" not in error.text and "Traceback" not in error.text
         assert isinstance(app.start_exception, StoreError)
-        assert app.prompt.text == "hello"  # given back, to send after fixing it
+        assert app.prompt.text == "hello\nagain"  # given back above what was typed since: nothing is lost
         assert "could not start" in status_text(app)
         await pilot.press("enter")  # sending again says why it cannot, and keeps the text
         await pilot.pause()
-        assert app.prompt.text == "hello"
+        assert app.prompt.text == "hello\nagain"
         assert "could not start" in entries(app, Notice)[-1].text
     assert app.session is None
     assert chat_bodies(fake_server) == []

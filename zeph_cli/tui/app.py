@@ -145,22 +145,26 @@ class ZephApp(App[int]):
             await self.notice(self.startup.failed(exc, current_log_path()), "error")
             self.status.show_note(self.startup.status_line())
             waiting = self.startup.take()
-            if waiting is not None and not self.prompt.text:
-                self.restore_input(waiting)
+            if waiting is not None:  # back in the box, above anything typed since
+                self.restore_input("\n".join(filter(None, [waiting, self.prompt.text])))
             return
-        await self.show_session()
+        # A waiting message's turn measures the context anyway: the gauge waits for it rather than delay it.
+        await self.show_session(gauge=self.startup.waiting is None)
         self.startup.phase = "ready"
         self.status.show_note("")
         waiting = self.startup.take()
         if waiting is not None:
             await self.submit(waiting)
+            if not self.busy and self.status.report is None:
+                self.refresh_gauge()
 
-    async def show_session(self) -> None:
+    async def show_session(self, *, gauge: bool = True) -> None:
         self.update_header()
         await self.load_transcript()
         for warning in self.session.warnings:
             await self.notice(warning, "warning")
-        self.refresh_gauge()
+        if gauge:
+            self.refresh_gauge()
 
     def update_header(self) -> None:
         h = self.session.header()
