@@ -103,6 +103,28 @@ async def test_a_second_message_while_one_waits_stays_in_the_box_and_help_works_
             await app.session.aclose()
 
 
+async def test_esc_takes_a_waiting_message_back_into_the_box(fake_server, model, workspace):
+    model.say("edited answered")
+    app, go = late_app(environment(fake_server), workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.pause()
+            await pilot.press(*"helo", "enter")
+            await pilot.pause(0.2)
+            await pilot.press("escape")
+            await pilot.pause(0.2)
+            assert app.prompt.text == "helo" and entries(app, UserEntry) == []
+            assert "your message is sent" not in status_text(app)
+            app.prompt.text = "hello, edited"
+            await pilot.press("enter")
+            go.set()
+            await wait_until(pilot, lambda: any(e.text == "edited answered" for e in entries(app, AssistantEntry)) and not app.busy)
+            assert [b["messages"][-1]["content"] for b in chat_bodies(fake_server)] == ["hello, edited"]
+    finally:
+        if app.session is not None:
+            await app.session.aclose()
+
+
 async def test_a_command_typed_before_the_session_is_open_runs_once_it_is(fake_server, model, workspace):
     app, go = late_app(environment(fake_server), workspace)
     try:

@@ -87,12 +87,13 @@ class ZephApp(App[int]):
         markup, shown until it is open)."""
         super().__init__()
         if (session is None) == (opener is None):
-            raise ValueError("give the app an open session or an opener, not both")
+            raise ValueError("give the app either an open session or an opener")
         self.session: "ChatSession" = session  # type: ignore[assignment]  # set before any use when opened late
         self.opener = opener
         self.startup = Startup("ready" if session is not None else "starting")
         self.start_exception: BaseException | None = None  # why the session could not open
         self.starting_header = header
+        self._waiting_entry: Static | None = None  # the transcript line of a message waiting for the session
         self.worker: Worker | None = None
         self.turn_reports: list["ContextReport"] = []  # the context after each of the last two turns
         self._last_interrupt = 0.0
@@ -250,10 +251,9 @@ class ZephApp(App[int]):
             await self.notice("one message already waits for zeph to start: this one stays in the box", "warning")
             self.restore_input(text)
         else:
-            if command is None:
-                await self.transcript.add(UserEntry(unescape(text)))
-            else:
-                await self.notice(f"{text.strip()} runs once zeph has started")
+            self._waiting_entry = UserEntry(unescape(text)) if command is None else Notice(
+                f"{text.strip()} runs once zeph has started (esc takes it back)", "info")
+            await self.transcript.add(self._waiting_entry)
             self.status.show_note(self.startup.status_line())
 
     def restore_input(self, text: str) -> None:
@@ -315,9 +315,16 @@ class ZephApp(App[int]):
 
     # ---- cancel and quit --------------------------------------------------------------------
 
-    def action_cancel_turn(self) -> None:
+    async def action_cancel_turn(self) -> None:
         if self.busy and self.worker is not None:
             self.worker.cancel()
+        elif self.startup.phase == "starting" and self.startup.waiting is not None:
+            waiting = self.startup.take()  # not sent yet: back into the box to edit
+            if self._waiting_entry is not None:
+                await self._waiting_entry.remove()
+                self._waiting_entry = None
+            self.restore_input("\n".join(filter(None, [waiting, self.prompt.text])))
+            self.status.show_note(self.startup.status_line())
 
     def action_interrupt(self) -> None:
         """Ctrl+C: copy a selection if there is one, else cancel the turn, else (twice) quit."""
@@ -327,8 +334,8 @@ class ZephApp(App[int]):
             self.screen.clear_selection()
             self.notify(f"copied {len(selected):,} characters", timeout=2)
             return
-        if self.busy:
-            self.action_cancel_turn()
+        if self.busy and self.worker is not None:
+            self.worker.cancel()
             self._last_interrupt = time.monotonic()
             return
         if time.monotonic() - self._last_interrupt < QUIT_WINDOW_SECS:
