@@ -128,3 +128,24 @@ async def test_help_shows_its_first_commands_when_it_is_taller_than_the_screen(f
             assert "Commands" in shown and "/help" in shown and "/compact" in shown
     finally:
         await session.aclose()
+
+
+async def test_help_and_listings_come_back_whole_when_shown_again_after_pruning():
+    from textual.app import App
+
+    from zeph_cli.tui.app import HelpEntry
+    from zeph_cli.tui.help_panel import HelpPanel
+    from zeph_cli.tui.transcript import _replica
+
+    table = "| a | b |\n|---|---|\n| 1 | 2 |"
+    app = App()
+    async with app.run_test() as pilot:
+        shown = HelpEntry(table)
+        await app.mount(shown, HelpPanel())
+        await pilot.pause()
+        assert isinstance(_replica(app.query_one(HelpPanel)), HelpPanel)
+        listing = _replica(shown)
+        assert isinstance(listing, HelpEntry)
+        await app.mount(listing)
+        await pilot.pause()
+        assert listing.source == table

@@ -45,3 +45,7 @@ class HelpPanel(Static):
 
     def __init__(self) -> None:
         super().__init__(help_renderable())
+
+    def replica(self) -> "HelpPanel":
+        """A fresh copy, for the transcript to show again after pruning it."""
+        return HelpPanel()
