@@ -5,9 +5,14 @@ OpenAI-compatible server — in its own process, like a real endpoint, pacing
 its chunks on a fixed schedule — into the real app (headless, `App.run_test`) and
 prints how far the rendered Markdown lags behind what has arrived, during the
 stream and after its last token. Section 2 prints the CPU the open app uses
-while idle. Prints figures; asserts nothing.
+while idle. Section 3 runs the real `zeph` in a pseudo-terminal: idle CPU and
+the same stream. Section 4 starts the real `zeph` in a pseudo-terminal, each
+run with a fresh scratch HOME, and prints how long until its first screen is
+drawn and until a message typed at once is answered. Prints figures; asserts
+nothing.
 
-Run from the repository root: `python benchmarks/tui.py [--quick]`.
+Run from the repository root: `python benchmarks/tui.py [--quick] [--first-paint-only]
+[--compare-with OTHER_CHECKOUT]`.
 """
 
 from __future__ import annotations
@@ -81,6 +86,26 @@ def serve_stream(tokens: int) -> None:
     server = FakeServer()
     chunks = reply_chunks(tokens)
     server.queue(openai_wire.stream_response(openai_wire.text_chunks(chunks, usage=None), chunk_delay=TICK))
+    print(server.url, flush=True)
+    sys.stdin.read()
+    server.close()
+
+
+REPLY = "pong from the fake server"
+
+
+def serve_replies() -> None:
+    """The server process for first paint: print its URL, answer every chat request with REPLY, stop when stdin closes."""
+    server = FakeServer()
+
+    def answer(request):
+        if request.method != "POST":
+            return None
+        if (request.json or {}).get("stream"):
+            return openai_wire.stream_response(openai_wire.text_chunks([REPLY]))
+        return openai_wire.json_response(openai_wire.completion(content=REPLY))
+
+    server.respond_with(answer)
     print(server.url, flush=True)
     sys.stdin.read()
     server.close()
@@ -193,6 +218,7 @@ class Terminal:
     """A pseudo-terminal of 120×40 running a command; what it draws is read and counted, then dropped."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.started = time.monotonic()
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
         self.process = subprocess.Popen(
@@ -215,6 +241,15 @@ class Terminal:
                 return
             self.drawn += len(data)
             self.seen += data
+
+    def wait_until(self, text: bytes, timeout: float) -> float | None:
+        """Seconds since the process started until `text` had been drawn (None: not within `timeout`)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.seen and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if text not in self.seen:
+            return None
+        return time.monotonic() - self.started
 
     def wait_for(self, text: bytes, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -258,7 +293,7 @@ def in_a_terminal(workspace: Path, tokens: int, idle_secs: float) -> None:
            "ZEPH_LLM_MODEL": "gpt-4o", "ZEPH_LLM_MAX_RETRIES": "0", "ZEPH_LLM_MAX_TOKENS": "32000"}
     terminal = Terminal([str(zeph)], env, workspace)
     try:
-        if not terminal.wait_for(b"new session", 60):
+        if not terminal.wait_for(b"context", 60):  # the gauge: the session behind the first screen is open
             print("   the app did not open within 60 s")
             return
         time.sleep(1.0)
@@ -289,6 +324,86 @@ def in_a_terminal(workspace: Path, tokens: int, idle_secs: float) -> None:
         server.wait(timeout=10)
 
 
+FIRST_SCREEN = b"new session"  # in the header of the first screen drawn
+
+
+def zeph_from(checkout: Path) -> list[str]:
+    """The command that runs zeph from another checkout (its own sources, this Python's packages)."""
+    code = f"import sys; sys.path.insert(0, {str(checkout)!r}); from zeph_cli.cli import main; sys.argv[0] = 'zeph'; main()"
+    return [sys.executable, "-c", code]
+
+
+def one_start(command: list[str], url: str) -> tuple[float | None, float | None]:
+    """(seconds until the first screen is drawn, until a message typed right then is answered) for one start
+    with a fresh scratch HOME (so the store is created and migrated too)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        workspace = home / "ws"
+        workspace.mkdir()
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("ZEPH_", "XDG_"))}
+        env.update({
+            "HOME": tmp, "XDG_CONFIG_HOME": str(home / "config"), "XDG_DATA_HOME": str(home / "data"),
+            "XDG_CACHE_HOME": str(home / "cache"), "XDG_STATE_HOME": str(home / "state"),
+            "ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": url + "/v1", "ZEPH_LLM_MODEL": "gpt-4o",
+            "ZEPH_LLM_MAX_RETRIES": "0",
+        })
+        terminal = Terminal(command, env, workspace)
+        try:
+            shown = terminal.wait_until(FIRST_SCREEN, 60)
+            if shown is None:
+                return None, None
+            terminal.type(b"hello\r")
+            return shown, terminal.wait_until(REPLY.encode(), 60)
+        finally:
+            terminal.close()
+
+
+def first_paint(runs: int, compare_with: Path | None = None) -> None:
+    """Start the real zeph in a pty `runs` times (interleaved with another checkout's, if given): the time
+    until its first screen is drawn, and until a message typed as soon as it is drawn is answered."""
+    zeph = Path(sys.executable).with_name("zeph")
+    print(f"4. First paint: the real zeph in a 120×40 pseudo-terminal, {runs} runs, a fresh HOME each")
+    if not zeph.exists():
+        print(f"   not measured: needs the zeph command next to {sys.executable}")
+        return
+    commands = {"this checkout": [str(zeph)]}
+    if compare_with is not None:
+        commands[str(compare_with)] = zeph_from(compare_with)
+    server = subprocess.Popen([sys.executable, __file__, "--serve-replies"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    url = server.stdout.readline().strip()
+    painted: dict[str, list[float]] = {name: [] for name in commands}
+    answered: dict[str, list[float]] = {name: [] for name in commands}
+    try:
+        for _ in range(runs):
+            for name, command in commands.items():  # interleaved: the machine's load falls on both alike
+                shown, replied = one_start(command, url)
+                if shown is None:
+                    print(f"   {name}: the first screen was not drawn within 60 s")
+                elif replied is None:
+                    print(f"   {name}: the message typed at once was not answered within 60 s")
+                if shown is not None:
+                    painted[name].append(shown)
+                if replied is not None:
+                    answered[name].append(replied)
+    finally:
+        server.stdin.close()
+        server.wait(timeout=10)
+
+    def figures(values: list[float]) -> str:
+        if not values:
+            return "no figures"
+        return (f"median {statistics.median(values):.2f} s (min {min(values):.2f}, max {max(values):.2f}; "
+                + " ".join(f"{v:.2f}" for v in values) + ")")
+
+    for name in commands:
+        if len(commands) > 1:
+            print(f"   {name}:")
+        print(f"   first screen drawn:                       {figures(painted[name])}")
+        print(f"   a message typed at once, answered:        {figures(answered[name])}")
+    print("   target: first screen within 1.0 s on 2 cores")
+
+
 async def run(quick: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ZEPH_HOME"] = str(Path(tmp) / "data")
@@ -310,12 +425,23 @@ async def run(quick: bool) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="4,000 tokens and 2 s idle")
+    parser.add_argument("--first-paint-only", action="store_true", help="only section 4 (first paint)")
+    parser.add_argument("--runs", type=int, default=7, help="zeph starts for the first-paint figures (default 7)")
+    parser.add_argument("--compare-with", type=Path, metavar="CHECKOUT",
+                        help="also time the first paint of the zeph in another checkout, interleaved")
     parser.add_argument("--serve", type=int, metavar="TOKENS", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-replies", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         serve_stream(args.serve)
+    elif args.serve_replies:
+        serve_replies()
+    elif args.first_paint_only:
+        first_paint(args.runs, args.compare_with)
     else:
         asyncio.run(run(args.quick))
+        print()
+        first_paint(3 if args.quick else args.runs, args.compare_with)
 
 
 if __name__ == "__main__":

@@ -66,3 +66,33 @@ def test_on_a_terminal_the_chat_opens_sends_and_quits(fake_server, compatible, t
     assert code == 0
     rows = db_rows("select role, content from messages order by id")
     assert [(r["role"], r["content"]) for r in rows] == [("user", "ping"), ("assistant", "pong from the model")]
+
+
+def test_on_a_terminal_a_start_up_failure_is_shown_in_the_app_then_left_as_one_line(compatible, tmp_path: Path):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the data directory should be\n")
+    master, slave = pty.openpty()
+    os.set_blocking(master, True)
+    proc = subprocess.Popen(
+        [ZEPH], stdin=slave, stdout=slave, stderr=slave, cwd=tmp_path,
+        env={**os.environ, **compatible, "ZEPH_HOME": str(blocker / "zeph"),
+             "TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"},
+        start_new_session=True,
+    )
+    os.close(slave)
+    deadline = time.time() + 60
+    try:
+        screen = read_until(master, b"could not start", deadline)
+        assert b"could not start" in screen, screen[-2000:]
+        os.write(master, b"\x11")  # ctrl+q
+        after = read_until(master, b"zeph: error: ", deadline)
+        after += read_until(master, b"\n", deadline)
+        code = proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    assert code != 0
+    assert b"Traceback" not in screen + after
+    line = after[after.index(b"zeph: error: "):].split(b"\r\n")[0].decode()
+    assert line.startswith("zeph: error: cannot create the data directory")

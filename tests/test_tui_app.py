@@ -17,7 +17,8 @@ from textual.worker import WorkerCancelled
 from zeph_cli.chat_session import ChatSession
 from zeph_cli.config import load_config
 from zeph_cli.render import human_tokens
-from zeph_cli.tui.app import HelpEntry, TuiApprover, ZephApp
+from zeph_cli.tui.app import TuiApprover, ZephApp
+from zeph_cli.tui.help_panel import HelpPanel
 from zeph_cli.tui.prompt_input import PromptInput
 from zeph_cli.tui.screens import ConfirmScreen, ContextScreen, SessionsScreen
 from zeph_cli.tui.status_bar import StatusBar
@@ -321,7 +322,7 @@ async def test_help_mode_system_and_unknown_commands(fake_server, model, workspa
     try:
         async with app.run_test(size=SIZE) as pilot:
             await send(pilot, app, "/help")
-            assert entries(app, HelpEntry)
+            assert entries(app, HelpPanel)
             await send(pilot, app, "/mode plan")
             assert "mode plan" in str(app.query_one("#header").render())
             await send(pilot, app, "/system Answer like a pirate.")

@@ -15,7 +15,8 @@ from zeph_cli.tui.slash import (
     SlashError,
     command,
     complete,
-    help_text,
+    HELP_NOTE,
+    help_rows,
     parse,
     unescape,
 )
@@ -221,17 +222,16 @@ def test_nothing_to_complete(text):
 # ---- /help and layering ---------------------------------------------------------
 
 
-def test_help_text_lists_every_command_with_its_hint_and_the_key_bindings():
-    text = help_text()
-    for spec in COMMANDS:
-        assert f"`/{spec.name}" in text
-        assert spec.help in text
-    assert "| `/mode agent\\|ask\\|plan` |" in text  # a bare | would split the Markdown cell
-    assert "| `/model NAME` |" in text
-    assert "(also `/quit`)" in text
-    for keys in ("Enter", "Shift+Enter or Ctrl+J", "Up / Down", "Esc or Ctrl+C", "Ctrl+C twice or Ctrl+Q"):
-        assert f"| {keys} |" in text
-    assert "`//`" in text
+def test_help_lists_every_command_with_its_hint_and_the_key_bindings():
+    commands, keys = help_rows()
+    assert [usage.split()[0] for usage, _ in commands] == [f"/{spec.name}" for spec in COMMANDS]
+    assert [does for _, does in commands] == [spec.help for spec in COMMANDS]
+    assert ("/mode agent|ask|plan", command("mode").help) in commands
+    assert ("/model NAME", command("model").help) in commands
+    assert ("/exit (also /quit)", command("exit").help) in commands
+    for key in ("Enter", "Shift+Enter or Ctrl+J", "Up / Down", "Esc or Ctrl+C", "Ctrl+C twice or Ctrl+Q", "F1"):
+        assert key in dict(keys)
+    assert "//" in HELP_NOTE
 
 
 def test_slash_and_gauge_import_no_textual():

@@ -85,3 +85,67 @@ async def test_context_screen_snapshot(fake_server, workspace):
             check("context_screen", app.export_screenshot(title="zeph /context"))
     finally:
         await session.aclose()
+
+
+def screen_text(svg: str) -> str:
+    """The characters an SVG screenshot shows (what is on screen, nothing scrolled away)."""
+    import html
+    import re
+
+    return html.unescape("".join(re.findall(r"<text [^>]*>(.*?)</text>", svg))).replace("\xa0", " ")
+
+
+async def test_help_fits_a_40_row_terminal(fake_server, workspace):
+    # 100×40: every command and key on screen at once, no rules between rows; F1 shows the same.
+    env = {"ZEPH_TOOLS_SANDBOX_ENABLED": "false", "ZEPH_CONTEXT_INJECT_TIME": "false"}
+    app, session = await open_app(fake_server, workspace, env=env)
+    try:
+        async with app.run_test(size=(100, 40)) as pilot:
+            app.prompt.cursor_blink = False
+            await send(pilot, app, "/help")
+            await pilot.pause()
+            svg = app.export_screenshot(title="zeph /help")
+            shown = screen_text(svg)
+            for first in ("Commands", "/help", "/compact", "/context"):
+                assert first in shown
+            assert "/exit" in shown and "F1" in shown
+            assert "├" not in shown and "─┼─" not in shown
+            check("help_40_rows", svg)
+            await pilot.press("f1")
+            await pilot.pause()
+            assert len(app.query("HelpPanel")) == 2
+    finally:
+        await session.aclose()
+
+
+async def test_help_shows_its_first_commands_when_it_is_taller_than_the_screen(fake_server, workspace):
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=(70, 30)) as pilot:
+            await send(pilot, app, "/help")
+            await pilot.pause()
+            shown = screen_text(app.export_screenshot())
+            assert "Commands" in shown and "/help" in shown and "/compact" in shown
+    finally:
+        await session.aclose()
+
+
+async def test_help_and_listings_come_back_whole_when_shown_again_after_pruning():
+    from textual.app import App
+
+    from zeph_cli.tui.app import HelpEntry
+    from zeph_cli.tui.help_panel import HelpPanel
+    from zeph_cli.tui.transcript import _replica
+
+    table = "| a | b |\n|---|---|\n| 1 | 2 |"
+    app = App()
+    async with app.run_test() as pilot:
+        shown = HelpEntry(table)
+        await app.mount(shown, HelpPanel())
+        await pilot.pause()
+        assert isinstance(_replica(app.query_one(HelpPanel)), HelpPanel)
+        listing = _replica(shown)
+        assert isinstance(listing, HelpEntry)
+        await app.mount(listing)
+        await pilot.pause()
+        assert listing.source == table

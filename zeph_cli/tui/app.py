@@ -4,12 +4,19 @@ Invariant: the app renders agent events and calls the `ChatSession`; it never
 talks to a provider or to SQLite itself. One turn (or compaction) runs at a
 time, in a worker that Esc or Ctrl+C cancels; the partial reply stays, and a
 provider error is shown inline — the app does not crash on it.
+
+Given an `opener` instead of an open session, the app draws its first frame
+first and opens the session after it, in a worker: what is submitted meanwhile
+waits (see `startup.py`) and a failure to open is one error line. Modules the
+first frame does not need (the agent's events, the screens, the tool registry)
+are imported where they are used.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
@@ -18,35 +25,21 @@ from textual.binding import Binding
 from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
-from ..context.global_prompt import profile_lines
-from ..context.session_memory_blocks import user_profile_lines
 from ..errors import UsageError, ZephError
-from ..event_handler import dispatch
-from ..events import TurnStarted
 from ..log import current_log_path, get_logger
-from ..render import length_cut_notice
-from ..tools.permissions import ApprovalDecision, ApprovalRequest
-from ..tools.registry import tool_subject
 from .prompt_input import PromptInput
-from .screens import (
-    ConfirmScreen,
-    ContextScreen,
-    SessionsScreen,
-    mcp_prompts_markdown,
-    memory_markdown,
-    skill_markdown,
-    skills_markdown,
-)
-from .slash import SlashCommand, SlashError, complete, help_text, memory_action, parse, unescape
+from .help_panel import HelpPanel
+from .slash import SlashCommand, SlashError, complete, memory_action, parse, unescape
+from .startup import Startup
 from .status_bar import StatusBar
 from .transcript import AssistantEntry, Divider, Notice, ToolEntry, Transcript, UserEntry
-from .turn_view import TurnView, failure_text
 
 log = get_logger("chat")
 
 if TYPE_CHECKING:
     from ..chat_session import ChatSession
     from ..context.report import ContextReport
+    from ..tools.permissions import ApprovalDecision, ApprovalRequest
 
 QUIT_WINDOW_SECS = 2.0  # a second Ctrl+C within this many seconds quits
 
@@ -57,7 +50,10 @@ class TuiApprover:
     def __init__(self) -> None:
         self.app: "ZephApp | None" = None
 
-    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+    async def __call__(self, request: "ApprovalRequest") -> "ApprovalDecision":
+        from ..tools.permissions import ApprovalDecision
+        from .screens import ConfirmScreen
+
         if self.app is None:
             return ApprovalDecision("no", "no one is present to approve it")
         answer = await self.app.push_screen_wait(ConfirmScreen(request))
@@ -82,11 +78,22 @@ class ZephApp(App[int]):
         Binding("escape", "cancel_turn", "cancel", show=False),
         Binding("ctrl+c", "interrupt", "cancel / quit", show=False, priority=True),
         Binding("ctrl+q", "quit", "quit", show=False, priority=True),
+        Binding("f1", "help", "help", show=False),
     ]
 
-    def __init__(self, session: "ChatSession") -> None:
+    def __init__(self, session: "ChatSession | None" = None, *,
+                 opener: "Callable[[], Awaitable[ChatSession]] | None" = None, header: str = "") -> None:
+        """Either an open `session`, or an `opener` that opens one after the first frame (with `header`,
+        markup, shown until it is open)."""
         super().__init__()
-        self.session = session
+        if (session is None) == (opener is None):
+            raise ValueError("give the app either an open session or an opener")
+        self.session: "ChatSession" = session  # type: ignore[assignment]  # set before any use when opened late
+        self.opener = opener
+        self.startup = Startup("ready" if session is not None else "starting")
+        self.start_exception: BaseException | None = None  # why the session could not open
+        self.starting_header = header
+        self._waiting_entry: Static | None = None  # the transcript line of a message waiting for the session
         self.worker: Worker | None = None
         self.turn_reports: list["ContextReport"] = []  # the context after each of the last two turns
         self._last_interrupt = 0.0
@@ -113,12 +120,52 @@ class ZephApp(App[int]):
         return self.query_one(PromptInput)
 
     async def on_mount(self) -> None:
+        if self.startup.ready:
+            await self.show_session()
+            self.prompt.focus()
+            return
+        self.query_one("#header", Static).update(self.starting_header)
+        self.status.show_note(self.startup.status_line())
+        self.prompt.focus()
+        self.call_after_refresh(self.start_opening)  # after the first frame is drawn
+
+    def start_opening(self) -> None:
+        self.run_worker(self.open_session(), group="start", exit_on_error=False)
+
+    async def open_session(self) -> None:
+        """Open the session (the heavy imports, the store, the agent) while the app is already on screen."""
+        assert self.opener is not None
+        try:
+            self.session = await self.opener()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not isinstance(exc, ZephError):
+                log.error("the session could not open", exc_info=exc)
+            self.start_exception = exc
+            await self.notice(self.startup.failed(exc, current_log_path()), "error")
+            self.status.show_note(self.startup.status_line())
+            waiting = self.startup.take()
+            if waiting is not None:  # back in the box, above anything typed since
+                self.restore_input("\n".join(filter(None, [waiting, self.prompt.text])))
+            return
+        # A waiting message's turn measures the context anyway: the gauge waits for it rather than delay it.
+        await self.show_session(gauge=self.startup.waiting is None)
+        self.startup.phase = "ready"
+        self.status.show_note("")
+        waiting = self.startup.take()
+        if waiting is not None:
+            await self.submit(waiting)
+            if not self.busy and self.status.report is None:
+                self.refresh_gauge()
+
+    async def show_session(self, *, gauge: bool = True) -> None:
         self.update_header()
         await self.load_transcript()
         for warning in self.session.warnings:
             await self.notice(warning, "warning")
-        self.refresh_gauge()
-        self.prompt.focus()
+        if gauge:
+            self.refresh_gauge()
 
     def update_header(self) -> None:
         h = self.session.header()
@@ -174,14 +221,40 @@ class ZephApp(App[int]):
 
     async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
         self.query_one("#completions", Static).set_class(False, "shown")
-        command = parse(event.text)
+        if self.startup.ready:
+            await self.submit(event.text)
+        else:
+            await self.submit_while_starting(event.text)
+
+    async def submit(self, text: str) -> None:
+        command = parse(text)
         if command is None:
-            await self.start_turn(unescape(event.text))
+            await self.start_turn(unescape(text))
         elif isinstance(command, SlashError):
             await self.notice(command.message, "error")
-            self.restore_input(event.text)
+            self.restore_input(text)
         else:
-            await self.run_command(command, event.text)
+            await self.run_command(command, text)
+
+    async def submit_while_starting(self, text: str) -> None:
+        """Before the session is open: /help and /exit at once, anything else waits for it (one at a time)."""
+        command = parse(text)
+        if isinstance(command, SlashError):
+            await self.notice(command.message, "error")
+            self.restore_input(text)
+        elif isinstance(command, SlashCommand) and command.name in ("help", "exit", "quit"):
+            await self.run_command(command, text)
+        elif self.startup.phase == "failed":
+            await self.notice(f"{self.startup.error} (ctrl+q quits)", "error")
+            self.restore_input(text)
+        elif not self.startup.hold(text):
+            await self.notice("one message already waits for zeph to start: this one stays in the box", "warning")
+            self.restore_input(text)
+        else:
+            self._waiting_entry = UserEntry(unescape(text)) if command is None else Notice(
+                f"{text.strip()} runs once zeph has started (esc takes it back)", "info")
+            await self.transcript.add(self._waiting_entry)
+            self.status.show_note(self.startup.status_line())
 
     def restore_input(self, text: str) -> None:
         """Give the text back to the prompt box, so nothing typed is lost."""
@@ -204,6 +277,10 @@ class ZephApp(App[int]):
     # ---- one turn ---------------------------------------------------------------------------
 
     async def run_turn(self, text: str) -> None:
+        from ..event_handler import dispatch
+        from ..events import TurnStarted
+        from .turn_view import TurnView, failure_text
+
         status = self.status
         view = TurnView(self, self.session.reply_limit())
         status.set_streaming(True)
@@ -230,11 +307,24 @@ class ZephApp(App[int]):
             status.show_badge("")
         self.turn_reports = [*self.turn_reports[-1:], self.refresh_gauge()]
 
+    async def action_help(self) -> None:
+        """The commands and keys, their top in view (the transcript leaves the bottom for it)."""
+        panel = HelpPanel()
+        await self.transcript.add(panel)
+        self.call_after_refresh(self.transcript.scroll_to_widget, panel, top=True, animate=False)
+
     # ---- cancel and quit --------------------------------------------------------------------
 
-    def action_cancel_turn(self) -> None:
+    async def action_cancel_turn(self) -> None:
         if self.busy and self.worker is not None:
             self.worker.cancel()
+        elif self.startup.phase == "starting" and self.startup.waiting is not None:
+            waiting = self.startup.take()  # not sent yet: back into the box to edit
+            if self._waiting_entry is not None:
+                await self._waiting_entry.remove()
+                self._waiting_entry = None
+            self.restore_input("\n".join(filter(None, [waiting, self.prompt.text])))
+            self.status.show_note(self.startup.status_line())
 
     def action_interrupt(self) -> None:
         """Ctrl+C: copy a selection if there is one, else cancel the turn, else (twice) quit."""
@@ -244,8 +334,8 @@ class ZephApp(App[int]):
             self.screen.clear_selection()
             self.notify(f"copied {len(selected):,} characters", timeout=2)
             return
-        if self.busy:
-            self.action_cancel_turn()
+        if self.busy and self.worker is not None:
+            self.worker.cancel()
             self._last_interrupt = time.monotonic()
             return
         if time.monotonic() - self._last_interrupt < QUIT_WINDOW_SECS:
@@ -262,7 +352,7 @@ class ZephApp(App[int]):
             self.exit(0)
             return
         if name == "help":
-            await self.transcript.add(HelpEntry(help_text()))
+            await self.action_help()
             return
         if name == "context":
             await self.show_context()
@@ -368,12 +458,17 @@ class ZephApp(App[int]):
             self.refresh_gauge()
             await self.notice(f"global prompt: profile {session.prompt_profile()}" if session.prompt_profile() else "global prompt: none")
         else:
+            from ..context.global_prompt import profile_lines
+            from ..context.session_memory_blocks import user_profile_lines
+
             lines = profile_lines(session.prompt_profile(), session.agent.config.prompt.profiles)
             profile = memory.profile()
             shown = user_profile_lines(profile.text, profile.source, profile.updated_at) if profile else user_profile_lines("")
             await self.notice("\n".join([*lines, "", *shown]))
 
     async def skills_command(self, argument: str) -> None:
+        from . import screens
+
         service = self.session.agent.skills
         if service is None:
             await self.notice("skills are not available in this session")
@@ -385,14 +480,14 @@ class ZephApp(App[int]):
             if skill is None:
                 await self.notice(f"no skill named {argument!r} (/skills lists them)", "warning")
                 return
-            await self.transcript.add(HelpEntry(skill_markdown(skill)))
+            await self.transcript.add(HelpEntry(screens.skill_markdown(skill)))
             return
         skills = service.skills()
         for warning in service.take_warnings():
             await self.notice(warning, "warning")
         last = service.last
         matched = {m.skill.name: m for m in last.matched} if last is not None else {}
-        await self.transcript.add(HelpEntry(skills_markdown(skills, matched, service.dirs)))
+        await self.transcript.add(HelpEntry(screens.skills_markdown(skills, matched, service.dirs)))
 
     async def mcp_in_background(self, argument: str, typed: str) -> None:
         try:
@@ -411,6 +506,8 @@ class ZephApp(App[int]):
             prompts, notes = await self.session.mcp_prompts()
             for note in notes:
                 await self.notice(note, "warning")
+            from .screens import mcp_prompts_markdown
+
             await self.transcript.add(HelpEntry(mcp_prompts_markdown(prompts)))
             return
         try:
@@ -434,9 +531,14 @@ class ZephApp(App[int]):
             memory = memories.store.forget(int(rest))
             await self.notice(f"forgot memory #{memory.id}")
         else:
+            from .screens import memory_markdown
+
             await self.transcript.add(HelpEntry(memory_markdown(memories.visible())))
 
     async def compact(self) -> None:
+        from ..event_handler import dispatch
+        from .turn_view import TurnView, failure_text
+
         try:
             view = TurnView(self)
             async for event in self.session.compact():
@@ -448,6 +550,8 @@ class ZephApp(App[int]):
         self.refresh_gauge()
 
     async def show_context(self) -> None:
+        from .screens import ContextScreen
+
         report = self.session.context_report()
         # turn_reports[-1] is the context after the last turn (now, unless a command changed it);
         # the one before is where the previous turn left it.
@@ -455,6 +559,8 @@ class ZephApp(App[int]):
         self.push_screen(ContextScreen(report, previous, self.session.metrics_lines()))
 
     async def pick_session(self, query: str) -> None:
+        from .screens import SessionsScreen
+
         def rows(text: str) -> list[tuple[int, str, str, int]]:
             return [
                 (s.id, s.title, s.updated_at.replace("T", " ")[:16], s.message_count) for s in self.session.sessions(text)
@@ -479,6 +585,8 @@ class ZephApp(App[int]):
 
 def entries_for(item) -> list[object]:
     """The widgets for one transcript item of the session: its entry, and a notice under a length-cut reply."""
+    from ..render import length_cut_notice
+
     entry = entry_for(item)
     if item.kind == "assistant" and item.cut and not item.partial:
         return [entry, Notice(length_cut_notice(0), "warning")]
@@ -487,6 +595,8 @@ def entries_for(item) -> list[object]:
 
 def entry_for(item) -> object | None:
     """The widget for one transcript item of the session."""
+    from ..tools.registry import tool_subject
+
     kind = item.kind
     if kind == "user":
         return UserEntry(item.text)

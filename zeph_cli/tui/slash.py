@@ -1,4 +1,4 @@
-"""Slash commands of the chat input: the table, parsing, completion and /help text.
+"""Slash commands of the chat input: the table, parsing, completion and what /help lists.
 
 Invariant: pure functions of the typed text (no Textual, no I/O). Input is a
 command only when its first word is `/` followed by letters or dashes and no
@@ -25,22 +25,22 @@ class CommandSpec:
 
 COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("help", "", "Show the commands and the key bindings."),
-    CommandSpec("compact", "", "Compact the conversation now: prune old tool output, then summarize."),
-    CommandSpec("context", "", "Show what the context holds, block by block, against the budget."),
+    CommandSpec("compact", "", "Compact now: prune old tool output, then summarize."),
+    CommandSpec("context", "", "Show the context block by block against the budget."),
     CommandSpec("clear", "", "Start a fresh context; the session's history is kept."),
     CommandSpec("new", "", "Start a new session."),
-    CommandSpec("sessions", "[QUERY]", "List sessions (or search them) to switch to or resume one."),
+    CommandSpec("sessions", "[QUERY]", "List or search the sessions, to switch to one."),
     CommandSpec("model", "NAME", "Switch the model for this session.", True, "claude-haiku-4-5"),
     CommandSpec("provider", "NAME", "Switch the provider (a type or a configured entry name).", True, "ollama"),
-    CommandSpec("mode", "|".join(AGENT_MODES), "Switch the mode — agent: every tool; ask and plan: read-only tools.", True, "plan"),
+    CommandSpec("mode", "|".join(AGENT_MODES), "Switch the mode — agent: all tools; ask, plan: read-only.", True, "plan"),
     CommandSpec("system", "TEXT", "Set this session's topic prompt.", True, "Answer in French."),
-    CommandSpec("enhance", "[TEXT]", "Set this session's enhancement prompt, sent last with every request (none: the configured one)."),
-    CommandSpec("profile", "[NAME|none|edit TEXT|clear]", "Show the global prompt profiles and the user profile; NAME switches this session's global prompt; edit/clear change the user profile."),
-    CommandSpec("memory", "[add TEXT|forget ID]", "List the saved memories seen here, save one, or forget one."),
-    CommandSpec("skills", "[NAME]", "List the skills (those matched on the last turn marked), or show one."),
-    CommandSpec("worldbook", "[isolate on|off]", "List the worldbook entries in force here (those triggered marked), or switch isolation mode."),
-    CommandSpec("mcp", "[SERVER PROMPT [NAME=value ...]]", "List the MCP servers' prompts, or put one, with its arguments, into the input box."),
-    CommandSpec("export", "[PATH|json]", "Export this session: Markdown, or JSON with every stored message for a .json PATH."),
+    CommandSpec("enhance", "[TEXT]", "Set the prompt sent last in each request (none: configured)."),
+    CommandSpec("profile", "[NAME|none|edit TEXT|clear]", "Show the profiles; NAME switches the global prompt; edit/clear the user profile."),
+    CommandSpec("memory", "[add TEXT|forget ID]", "List the memories seen here, save one, or forget one."),
+    CommandSpec("skills", "[NAME]", "List the skills (last turn's matches marked), or show one."),
+    CommandSpec("worldbook", "[isolate on|off]", "List the worldbook entries in force, or switch isolation."),
+    CommandSpec("mcp", "[SERVER PROMPT [NAME=value ...]]", "List the MCP prompts, or put one into the input box."),
+    CommandSpec("export", "[PATH|json]", "Export as Markdown, or as JSON with every message (.json)."),
     CommandSpec("exit", "", "Leave zeph."),
 )
 ALIASES: dict[str, str] = {"quit": "exit"}
@@ -53,12 +53,13 @@ _FIRST_WORD = re.compile(r"(\S*)(\s*)(.*)", re.DOTALL)
 KEY_BINDINGS: tuple[tuple[str, str], ...] = (
     ("Enter", "send the message"),
     ("Shift+Enter or Ctrl+J", "new line"),
-    ("Up / Down", "previous / next message in the input history"),
+    ("Up / Down", "recall earlier inputs"),
     ("PageUp / PageDown", "scroll the transcript"),
     ("Tab", "complete a /command"),
     ("Esc or Ctrl+C", "cancel the running turn"),
     ("Ctrl+C twice or Ctrl+Q", "quit"),
     ("Ctrl+C on selected text", "copy it"),
+    ("F1", "this help"),
 )
 
 
@@ -207,15 +208,14 @@ def _name_completion(name: str, spec: CommandSpec) -> Completion:
     return Completion(value, f"/{name}", spec.hint, spec.help)
 
 
-def help_text() -> str:
-    """Markdown for /help: the commands, then the key bindings."""
-    lines = ["| Command | Does |", "|---|---|"]
+HELP_NOTE = "Start a message with // to send it as text beginning with /."
+
+
+def help_rows() -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """What /help lists: (usage, what it does) for every command (aliases named), then (keys, what they do)."""
+    commands = []
     for spec in COMMANDS:
-        usage = f"/{spec.name} {spec.hint}".rstrip().replace("|", "\\|")  # a bare | would split the cell
         aliases = [f"/{a}" for a, target in ALIASES.items() if target == spec.name]
-        also = f" (also `{'`, `'.join(aliases)}`)" if aliases else ""
-        lines.append(f"| `{usage}`{also} | {spec.help} |")
-    lines += ["", "Start a message with `//` to send it as text beginning with `/`.", ""]
-    lines += ["| Key | Does |", "|---|---|"]
-    lines += [f"| {keys} | {does} |" for keys, does in KEY_BINDINGS]
-    return "\n".join(lines)
+        also = f" (also {', '.join(aliases)})" if aliases else ""
+        commands.append((f"/{spec.name} {spec.hint}".rstrip() + also, spec.help))
+    return commands, list(KEY_BINDINGS)

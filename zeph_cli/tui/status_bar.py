@@ -1,21 +1,22 @@
 """The status line: the context gauge with its threshold marks, last turn's tokens, a compaction badge.
 
 Invariant: it renders only the last values it was given; updating it never
-waits for anything.
+waits for anything. The gauge's modules are imported when there is a report
+to draw, not before the first frame.
 """
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from textual.widgets import Static
 
-from ..context.report import ContextReport
 from ..messages import Usage
-from ..render import human_tokens
-from ..usage_estimate import reply_tokens
-from .gauge import gauge_for, usage_text
+
+if TYPE_CHECKING:
+    from ..context.report import ContextReport
 
 REDRAW_SECS = 0.25  # the live streamed-token figure is redrawn at most this often
 LEVEL_STYLES = {"ok": "green", "soft": "yellow", "hard": "red", "over": "bold red"}
@@ -32,18 +33,25 @@ class StatusBar(Static):
         self.usage: Usage | None = None
         self.request_tokens: int | None = None  # the estimate of the request `usage` is for
         self.badge = ""
+        self.note = ""  # markup shown alone, e.g. while the session opens
         self.streaming = False
         self.streamed_tokens = 0  # estimated from the reply text streamed this turn
         self._drawn_at = 0.0
 
     def add_streamed(self, text: str) -> None:
         """Count streamed reply text; the line is redrawn at most every `REDRAW_SECS` for it."""
+        from ..usage_estimate import reply_tokens
+
         self.streamed_tokens += reply_tokens(text)
         now = time.monotonic()
         if now - self._drawn_at >= REDRAW_SECS:
             self._render_line()
 
-    def show_report(self, report: ContextReport) -> None:
+    def show_note(self, markup: str) -> None:
+        self.note = markup
+        self._render_line()
+
+    def show_report(self, report: "ContextReport") -> None:
         self.report = report
         self._render_line()
 
@@ -67,6 +75,11 @@ class StatusBar(Static):
         self._render_line()
 
     def line(self) -> str:
+        if self.note:
+            return self.note
+        from ..render import human_tokens
+        from .gauge import gauge_for, usage_text
+
         parts = []
         if self.report is not None:
             view = gauge_for(self.report)

@@ -361,4 +361,8 @@ def _replica(entry: Any) -> Any:
             entry.tool_name, entry.subject, entry.arguments,
             status=entry.status, output=entry.output, failed=entry.has_class("failed"),
         )
+    if isinstance(entry, Markdown):  # /skills, /memory, /mcp and the like
+        return type(entry)(entry.source)
+    if isinstance(entry, Static) and hasattr(entry, "replica"):  # /help
+        return entry.replica()
     return Static(str(entry))
