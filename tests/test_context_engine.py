@@ -978,3 +978,22 @@ async def test_a_context_length_error_teaches_the_window_and_every_later_request
     events = await run(again, again.store.get_conversation(conversation.id), "one more")
     assert of(events, TurnFinished) and len(chat_requests(fake_server)) == before + 1
     assert of(events, ContextPrepared)[0].report.window == 3000
+
+
+async def test_a_context_length_error_drops_the_window_the_server_stated_earlier(fake_server, model, workspace):
+    # What /props said is kept a few minutes across runs; a server restarted with a smaller window
+    # proves it stale: the next process must not budget for the old one again.
+    from tests.fakes import llamacpp_wire
+
+    fake_server.route("/props", llamacpp_wire.llama_server_props(n_ctx=8192))
+    agent = make_agent(fake_server, workspace)
+    conversation = agent.new_conversation("restarted server")
+    assert of(await run(agent, conversation, "warm"), ContextPrepared)[0].report.window == 8192
+    fake_server.route("/props", llamacpp_wire.llama_server_props(n_ctx=3000))  # restarted, within the minutes
+    model.fail(openai_wire.context_length_exceeded(limit=3000, used=4100))
+    model.say("Fits now.")
+    assert of(await run(agent, conversation, "and now?"), TurnFinished)
+    again = make_agent(fake_server, workspace)
+    model.say("Still fits.")
+    events = await run(again, again.store.get_conversation(conversation.id), "one more")
+    assert of(events, ContextPrepared)[0].report.window == 3000

@@ -112,3 +112,18 @@ async def test_without_reported_usage_the_stand_in_is_counted_exactly(fake_serve
         events = [e async for e in agent.run_turn(agent.new_conversation("t"), "hello there")]
         used.append(next(e.report.used_tokens for e in events if isinstance(e, UsageReported)))
     assert used[0] == used[1]
+
+
+def test_ask_json_reports_exact_block_counts(fake_server, compatible):
+    import json as json_module
+
+    from tests.cli_helpers import out, run_zeph
+
+    fake_server.route("/v1/chat/completions", openai_wire.stream_response(openai_wire.text_chunks(["ok"])))
+    asked = json_module.loads(out(run_zeph("ask", "--json", "hi", env=compatible)))
+    shown = json_module.loads(out(run_zeph("context", "--json", env=compatible)))
+
+    def base(report: dict) -> int:
+        return next(b["tokens"] for b in report["blocks"] if b["name"] == "base prompt")
+
+    assert base(asked["context"]) == base(shown["context"]) > 0

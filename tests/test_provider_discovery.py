@@ -194,3 +194,35 @@ def test_server_root_drops_the_v1_suffix():
     assert server_root("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080"
     assert server_root("http://127.0.0.1:8080/v1/") == "http://127.0.0.1:8080"
     assert server_root("http://host:1234") == "http://host:1234"
+
+
+async def test_what_the_server_said_is_reused_for_a_few_minutes_then_asked_again(fake_server, tmp_path, monkeypatch):
+    from zeph_cli.paths import cache_dir
+    from zeph_cli.providers import facts_cache
+
+    fake_server.route("/props", local.llama_server_props(n_ctx=2048))
+    fake_server.route("/v1/models", local.llama_server_models(n_ctx_train=131072))
+    first, _ = await discover(compatible(fake_server.url))
+    second, profile = await discover(compatible(fake_server.url))  # a later `zeph ask`: a new provider
+    assert first == second and profile.context_window == 2048
+    assert len(fake_server.requests_to("/props")) == 1  # the second run did not ask
+
+    later = time.time() + facts_cache.FACTS_TTL_SECS + 1
+    monkeypatch.setattr(facts_cache.time, "time", lambda: later)
+    await discover(compatible(fake_server.url))
+    assert len(fake_server.requests_to("/props")) == 2  # too old: asked again
+
+    provider = compatible(fake_server.url)
+    provider.forget_facts()  # a context-length error said otherwise
+    await discover(provider)
+    assert len(fake_server.requests_to("/props")) == 3
+
+    (cache_dir() / facts_cache.FILE_NAME).write_text("{not json")
+    facts, _ = await discover(compatible(fake_server.url))
+    assert facts.window == 2048 and len(fake_server.requests_to("/props")) == 4  # a bad file: asked
+
+
+async def test_a_server_that_said_nothing_is_asked_every_time(fake_server):
+    await discover(compatible(fake_server.url, model="m"))
+    await discover(compatible(fake_server.url, model="m"))
+    assert len(fake_server.requests_to("/props")) == 2

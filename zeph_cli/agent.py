@@ -918,6 +918,7 @@ class Agent:
         if limit > self.profile.context_window and not self.profile.window_is_guess:
             return None  # the server or an earlier error stated a smaller window: keep it
         source = "learned: the server's context-length error"
+        self.provider.forget_facts()  # what it said before (kept a few minutes) is stale
         remember_window(self.store.db, self.provider.name, self.provider.model, self.provider.endpoint, limit, source)
         previous = self.profile.context_window
         self.profile = with_window(self.profile, limit, source)

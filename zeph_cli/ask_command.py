@@ -73,6 +73,8 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
         cwd = current_directory()
         agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=cwd, approver=approver,
                                         one_shot=True)
+        if options.json_output:  # its `context` reports every block's tokens: exact counts, not bounds
+            agent.exact_counter()
         agent.session_memory.detached = True  # summaries after this reply are left to a worker process
     except ZephError as exc:
         if terminal is not None:

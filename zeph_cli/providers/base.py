@@ -87,6 +87,10 @@ class Provider(abc.ABC):
         cannot be asked, or for hosted APIs whose windows the model table knows."""
         return ServerFacts()
 
+    def forget_facts(self) -> None:
+        """Drop what the server said about itself that was kept across runs (none by default)."""
+        return None
+
     async def profile(self) -> ModelProfile:
         """Context window and output limit: the server's own word where the
         adapter can ask for it, else the model table (`window_source` says which)."""

@@ -31,7 +31,8 @@ from ..messages import (
     UsageUpdate,
 )
 from ..models import ModelProfile, served_profile
-from . import server_facts
+from ..paths import cache_dir
+from . import facts_cache, server_facts
 from .base import (
     DISCOVERY_TIMEOUT_SECS,
     ChatRequest,
@@ -187,6 +188,10 @@ class OpenAIProvider(Provider):
         if not self.discovers:
             self._facts = ServerFacts()
             return self._facts
+        cached = facts_cache.load(cache_dir(), self._facts_key)
+        if cached is not None:  # stated within the last few minutes: not asked again
+            self._facts = cached
+            return cached
         root, model = server_root(self.endpoint), self.settings.model
         # In order of trust: llama.cpp's running window, LM Studio's loaded model and
         # its window, then the OpenAI listing (vLLM's max_model_len, the first id).
@@ -207,7 +212,16 @@ class OpenAIProvider(Provider):
             if answer is not None:
                 facts = facts.merged(read(answer))
         self._facts = facts
+        facts_cache.save(cache_dir(), self._facts_key, facts)
         return facts
+
+    @property
+    def _facts_key(self) -> str:
+        return f"{self.kind} {self.endpoint} {self.settings.model}"
+
+    def forget_facts(self) -> None:
+        """What the server said is stale (its context-length error said otherwise): ask it again next time."""
+        facts_cache.forget(cache_dir(), self._facts_key)
 
     async def _get_json(self, path: str) -> Any:
         """One GET through the SDK's client (its auth header included); None on any failure."""
