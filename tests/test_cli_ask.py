@@ -180,7 +180,7 @@ def test_connection_refused_names_the_url():
 def test_bad_option_value_is_a_usage_error():
     result = run_zeph("ask", "--session", "abc", "hello")
     assert result.returncode == 2 and "Traceback" not in err(result)
-    assert "--session" in err(result) and "integer" in err(result)
+    assert "--session" in err(result) and "abc" in err(result) and "valid int" in err(result)
 
 
 def test_ctrl_c_during_embedded_generation_exits_cleanly():
