@@ -222,7 +222,17 @@ async def test_what_the_server_said_is_reused_for_a_few_minutes_then_asked_again
     assert facts.window == 2048 and len(fake_server.requests_to("/props")) == 4  # a bad file: asked
 
 
-async def test_a_server_that_said_nothing_is_asked_every_time(fake_server):
-    await discover(compatible(fake_server.url, model="m"))
-    await discover(compatible(fake_server.url, model="m"))
-    assert len(fake_server.requests_to("/props")) == 2
+async def test_a_server_that_answered_nothing_is_not_asked_again_but_one_that_was_down_is(fake_server):
+    await discover(compatible(fake_server.url, model="m"))  # 404 on every probe: an answer, with no facts
+    facts, profile = await discover(compatible(fake_server.url, model="m"))
+    assert facts == ServerFacts() and profile.window_source == profile_for("m").window_source
+    assert len(fake_server.requests_to("/props")) == 1
+    down = closed_port_url()
+    await discover(compatible(down, model="m"))
+    facts, _ = await discover(compatible(down, model="m"))
+    assert facts == ServerFacts()  # nothing kept for a server that did not answer: asked again each time
+    from zeph_cli.paths import cache_dir
+    from zeph_cli.providers import facts_cache
+
+    kept = (cache_dir() / facts_cache.FILE_NAME).read_text()
+    assert fake_server.url in kept and down not in kept

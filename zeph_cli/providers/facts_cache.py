@@ -1,9 +1,10 @@
 """What model servers said about themselves, kept briefly across runs in the cache dir.
 
 Invariant: a server's facts (window, model id) are reused for at most
-`FACTS_TTL_SECS` after it stated them, then asked again; only facts a server
-actually stated are kept, and `forget()` drops them (a context-length error
-proved them stale). The file is rebuildable: a missing, unreadable or malformed
+`FACTS_TTL_SECS` after it stated them, then asked again; what is kept is what a
+server that answered said (possibly nothing: then the model table is used
+without asking it again), and `forget()` drops it (a context-length error
+proved it stale). The file is rebuildable: a missing, unreadable or malformed
 file, or one that cannot be written, only means the server is asked again.
 """
 
@@ -50,15 +51,13 @@ def load(folder: Path, key: str, now: float | None = None) -> ServerFacts | None
     window, source, model = entry.get("window"), entry.get("source"), entry.get("model")
     if not (window is None or (isinstance(window, int) and window > 0)) or not isinstance(source, str):
         return None
-    if not (model is None or isinstance(model, str)) or (window is None and model is None):
+    if not (model is None or isinstance(model, str)):
         return None
     return ServerFacts(window, source, model)
 
 
 def save(folder: Path, key: str, facts: ServerFacts, now: float | None = None) -> None:
-    """Keep what the server stated (nothing when it stated nothing)."""
-    if facts.window is None and facts.model is None:
-        return
+    """Keep what a server that answered stated (empty facts: it stated nothing)."""
     path = folder / FILE_NAME
     entries = _read(path)
     entries[key] = {"window": facts.window, "source": facts.source, "model": facts.model,

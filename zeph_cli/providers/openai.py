@@ -206,13 +206,15 @@ class OpenAIProvider(Provider):
             task.cancel()
         if pending:
             await asyncio.wait(pending)
-        facts = ServerFacts()
+        facts, answered = ServerFacts(), False
         for (_, read), task in zip(probes, tasks):
-            answer = task.result() if task in done else None
-            if answer is not None:
-                facts = facts.merged(read(answer))
+            reached, body = task.result() if task in done else (False, None)
+            answered = answered or reached
+            if body is not None:
+                facts = facts.merged(read(body))
         self._facts = facts
-        facts_cache.save(cache_dir(), self._facts_key, facts)
+        if answered:  # what a server that answered said, or that it said nothing (not a server that was down)
+            facts_cache.save(cache_dir(), self._facts_key, facts)
         return facts
 
     @property
@@ -223,13 +225,16 @@ class OpenAIProvider(Provider):
         """What the server said is stale (its context-length error said otherwise): ask it again next time."""
         facts_cache.forget(cache_dir(), self._facts_key)
 
-    async def _get_json(self, path: str) -> Any:
-        """One GET through the SDK's client (its auth header included); None on any failure."""
+    async def _get_json(self, path: str) -> tuple[bool, Any]:
+        """One GET through the SDK's client (its auth header included): whether the server answered at all
+        (an HTTP error is an answer), and the JSON it sent (None on any failure)."""
         client = self._sdk().with_options(timeout=DISCOVERY_TIMEOUT_SECS, max_retries=0)
         try:
-            return await client.get(path, cast_to=object)
+            return True, await client.get(path, cast_to=object)
+        except openai.APIStatusError:
+            return True, None
         except Exception:  # a probe: whatever went wrong, the server simply did not say
-            return None
+            return False, None
 
     async def profile(self) -> ModelProfile:
         if self._profile is None:
