@@ -1,4 +1,4 @@
-"""Where zeph keeps its files: config dir, data dir, database.
+"""Where zeph keeps its files: config dir, data dir, cache dir, database.
 
 Invariant: every location is derived from the environment passed in
 (`ZEPH_HOME`, `ZEPH_CONFIG`, XDG variables via platformdirs); nothing is
@@ -46,6 +46,18 @@ def data_dir(env: Mapping[str, str] | None = None) -> Path:
     if xdg:
         return Path(xdg) / APP_NAME
     return Path(_platformdirs().user_data_dir(APP_NAME, appauthor=False))
+
+
+def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Files zeph can rebuild (the embedded model's saved prompt state): `ZEPH_HOME/cache` when ZEPH_HOME is
+    set, so one variable moves (and isolates) everything, else the XDG or platform cache dir."""
+    env = os.environ if env is None else env
+    if env.get("ZEPH_HOME"):
+        return Path(env["ZEPH_HOME"]).expanduser() / "cache"
+    xdg = env.get("XDG_CACHE_HOME")
+    if xdg:
+        return Path(xdg) / APP_NAME
+    return Path(_platformdirs().user_cache_dir(APP_NAME, appauthor=False))
 
 
 def database_path(env: Mapping[str, str] | None = None) -> Path:
