@@ -1,4 +1,4 @@
-"""The status line: the context gauge with its threshold marks, last turn's tokens, a compaction badge.
+"""The status line: the context gauge with its threshold marks, last turn's tokens, a standing note ("no tools"), a compaction badge.
 
 Invariant: it renders only the last values it was given; updating it never
 waits for anything.
@@ -32,6 +32,7 @@ class StatusBar(Static):
         self.usage: Usage | None = None
         self.request_tokens: int | None = None  # the estimate of the request `usage` is for
         self.badge = ""
+        self.note = ""  # a standing condition of the session ("no tools"), shown on every line
         self.streaming = False
         self.streamed_tokens = 0  # estimated from the reply text streamed this turn
         self._drawn_at = 0.0
@@ -79,6 +80,8 @@ class StatusBar(Static):
             text = usage_text(self.usage or Usage(), request_tokens, self.streamed_tokens)
             if text:
                 parts.append(escape(text))
+        if self.note:
+            parts.append(f"[yellow]{escape(self.note)}[/yellow]")
         if self.badge:
             parts.append(f"[reverse] {escape(self.badge)} [/reverse]")
         elif self.streaming:
