@@ -56,20 +56,31 @@ def first_token(env: dict[str, str]) -> tuple[float, float]:
 
 
 PHASES = r"""
-import sys, time
+import json, struct, sys, time
 t0 = time.perf_counter()
 from llama_cpp import Llama
 t1 = time.perf_counter()
 from zeph_cli.config import load_config
 from zeph_cli.providers import resolve_settings
+from zeph_cli.providers.local_prefix import MAGIC, _restore
 settings = resolve_settings(load_config(env={}).config, env={})
 llama = Llama(model_path=settings.model, n_ctx=8192, n_threads=2, verbose=False)
 t2 = time.perf_counter()
 from pathlib import Path
-states = sorted(Path(sys.argv[1]).glob("*.kvstate"))
-data = states[0].read_bytes() if states else b""
+data = sorted(Path(sys.argv[1]).glob("*.kvstate"))[0].read_bytes()
+(length,) = struct.unpack_from("<I", data, len(MAGIC))
+start = len(MAGIC) + 4
+header = json.loads(data[start : start + length])
+body = start + length
+tokens = list(struct.unpack_from(f"<{header['tokens']}i", data, body))
+_restore(llama, tokens, data[body + 4 * len(tokens) :])
 t3 = time.perf_counter()
-print(f"{t1 - t0:.3f} {t2 - t1:.3f} {t3 - t2:.3f} {len(data)}")
+question = llama.tokenize(b"<|im_start|>user\n<time>\nCurrent local time: Friday, 27 November 2026, 10:25 UTC\n"
+                          b"ISO 8601: 2026-11-27T10:25:28+00:00\n</time>\n\nhello there<|im_end|>\n<|im_start|>assistant\n",
+                          add_bos=False, special=True)
+llama.eval(question)
+t4 = time.perf_counter()
+print(f"{t1 - t0:.3f} {t2 - t1:.3f} {t3 - t2:.3f} {len(data)} {len(tokens)} {t4 - t3:.3f} {len(question)}")
 """
 
 
@@ -106,16 +117,24 @@ def main() -> None:
         report("whole run, cold", cold_total)
         report("whole run, warm", warm_total)
 
+        if not list((cache / "local-prefix").glob("*.kvstate")):
+            print("no saved prefix in the cache dir (a zeph without the prefix cache?): no parts to time")
+            return
         parts = [
             subprocess.run(
                 [sys.executable, "-c", PHASES, str(cache / "local-prefix")], env=env, capture_output=True, text=True, check=True
             ).stdout.split()
             for _ in range(ROUNDS)
         ]
+
+        def median(i: int) -> float:
+            return statistics.median(float(p[i]) for p in parts)
+
         print("parts of a warm run (medians):")
-        print(f"  import llama_cpp           {statistics.median(float(p[0]) for p in parts):6.2f} s")
-        print(f"  load the model (n_ctx 8192) {statistics.median(float(p[1]) for p in parts):5.2f} s")
-        print(f"  read the saved prefix      {statistics.median(float(p[2]) for p in parts):6.2f} s  ({int(parts[0][3]) / 1e6:.1f} MB)")
+        print(f"  import llama_cpp                        {median(0):6.2f} s")
+        print(f"  load the model (n_ctx 8192)             {median(1):6.2f} s")
+        print(f"  restore the saved prefix ({int(parts[0][4])} tokens)   {median(2):6.2f} s  ({int(parts[0][3]) / 1e6:.1f} MB)")
+        print(f"  evaluate the turn's suffix ({int(parts[0][6])} tokens) {median(5):6.2f} s")
 
 
 if __name__ == "__main__":

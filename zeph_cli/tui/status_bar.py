@@ -1,4 +1,5 @@
-"""The status line: the context gauge with its threshold marks, last turn's tokens, a standing note ("no tools"), a compaction badge.
+"""The status line: the context gauge with its threshold marks, last turn's tokens, a standing note
+("no tools"), a compaction badge.
 
 Invariant: it renders only the last values it was given; updating it never
 waits for anything.
