@@ -75,9 +75,12 @@ body = start + length
 tokens = list(struct.unpack_from(f"<{header['tokens']}i", data, body))
 _restore(llama, tokens, data[body + 4 * len(tokens) :])
 t3 = time.perf_counter()
-question = llama.tokenize(b"<|im_start|>user\n<time>\nCurrent local time: Friday, 27 November 2026, 10:25 UTC\n"
-                          b"ISO 8601: 2026-11-27T10:25:28+00:00\n</time>\n\nhello there<|im_end|>\n<|im_start|>assistant\n",
-                          add_bos=False, special=True)
+question = llama.tokenize(
+    b"<|im_start|>user\n<time>\nCurrent local time: Friday, 27 November 2026, 10:25 UTC\n"
+    b"ISO 8601: 2026-11-27T10:25:28+00:00\n</time>\n\nhello there<|im_end|>\n<|im_start|>assistant\n",
+    add_bos=False,
+    special=True,
+)
 llama.eval(question)
 t4 = time.perf_counter()
 print(f"{t1 - t0:.3f} {t2 - t1:.3f} {t3 - t2:.3f} {len(data)} {len(tokens)} {t4 - t3:.3f} {len(question)}")
@@ -122,7 +125,11 @@ def main() -> None:
             return
         parts = [
             subprocess.run(
-                [sys.executable, "-c", PHASES, str(cache / "local-prefix")], env=env, capture_output=True, text=True, check=True
+                [sys.executable, "-c", PHASES, str(cache / "local-prefix")],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
             ).stdout.split()
             for _ in range(ROUNDS)
         ]
@@ -133,8 +140,9 @@ def main() -> None:
         print("parts of a warm run (medians):")
         print(f"  import llama_cpp                        {median(0):6.2f} s")
         print(f"  load the model (n_ctx 8192)             {median(1):6.2f} s")
-        print(f"  restore the saved prefix ({int(parts[0][4])} tokens)   {median(2):6.2f} s  ({int(parts[0][3]) / 1e6:.1f} MB)")
-        print(f"  evaluate the turn's suffix ({int(parts[0][6])} tokens) {median(5):6.2f} s")
+        size = int(parts[0][3]) / 1e6
+        print(f"  restore the saved prefix ({int(parts[0][4])} tokens)   {median(2):6.2f} s  ({size:.1f} MB)")
+        print(f"  evaluate the turn's suffix ({int(parts[0][6])} tokens)  {median(5):6.2f} s")
 
 
 if __name__ == "__main__":

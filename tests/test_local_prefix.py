@@ -42,7 +42,8 @@ def model():
 
 def local(model, directory) -> LocalProvider:
     """A provider as a new process has it: the model loaded and holding no tokens."""
-    provider = LocalProvider(resolve_settings(load_config(env={}).config, env={}), n_ctx=N_CTX, prefix_cache_dir=directory)
+    settings = resolve_settings(load_config(env={}).config, env={})
+    provider = LocalProvider(settings, n_ctx=N_CTX, prefix_cache_dir=directory)
     model.reset()
     provider._llama = model
     return provider

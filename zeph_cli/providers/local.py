@@ -19,8 +19,8 @@ from typing import Any
 from .. import errors
 from ..messages import Message, StreamEnd, StreamEvent, TextDelta, ToolCallPart, Usage, UsageUpdate
 from ..models import ModelProfile, profile_for
-from ..tokens import FunctionCounter, TokenCounter
 from ..paths import cache_dir
+from ..tokens import FunctionCounter, TokenCounter
 from .base import ChatRequest, Provider, ProviderSettings
 from .local_prefix import PrefixOutcome, PrefixStore, common_prefix, model_identity, prefix_key, prepare_prefix
 
@@ -179,7 +179,8 @@ class LocalProvider(Provider):
         try:
             directory = self._prefix_cache_dir or cache_dir() / "local-prefix"
             store = PrefixStore(directory)
-            identity = model_identity(self.settings.model, int(llama.n_ctx()), {"device": self.settings.extra.get("device", "")})
+            device = {"device": self.settings.extra.get("device", "")}
+            identity = model_identity(self.settings.model, int(llama.n_ctx()), device)
             key = prefix_key(identity, prefix)
         except OSError:
             store = None

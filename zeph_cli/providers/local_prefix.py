@@ -185,7 +185,9 @@ def _parse(data: bytes, key: str, tokens: list[int]) -> bytes | None:
     if header.get("key") != key or n_tokens != len(tokens) or len(data) != token_end + state_bytes:
         return None
     token_bytes, state = data[body:token_end], data[token_end:]
-    if token_bytes != struct.pack(f"<{len(tokens)}i", *tokens) or header.get("checksum") != _checksum(token_bytes, state):
+    if token_bytes != struct.pack(f"<{len(tokens)}i", *tokens):
+        return None
+    if header.get("checksum") != _checksum(token_bytes, state):
         return None
     return state
 
