@@ -75,6 +75,7 @@ from .paths import config_dir, global_project_file
 from .prompt_files import load_prompt_modules
 from .providers.base import ChatRequest, Provider, ProviderSettings
 from .providers.pool import ProviderPool
+from .said_once import first_time
 from .session_memory import SessionMemory, SessionMemoryDeps
 from .side_jobs import SideJobs, record_response
 from .store import Conversation, ConversationStore, StoredMessage, ToolLog
@@ -728,7 +729,8 @@ class Agent:
         """Why no tools are offered, once: the model has none, or the budget leaves no room (once a session)."""
         if self.tools_unavailable and not self._said_no_tools:
             self._said_no_tools = True
-            return [AgentWarning(f"running without tools: {self.tools_unavailable}")]
+            if first_time(f"running without tools: {self.tools_unavailable}"):  # `zeph context` always says it
+                return [AgentWarning(f"running without tools: {self.tools_unavailable}")]
         if not self.offered_tools().tools and self._tools_dropped and not self._said_no_tools:
             self._said_no_tools = True
             if conversation.metadata.get(TOOLS_DROPPED_SAID) != self._tools_dropped:  # once per session, not per `ask -c`
@@ -812,7 +814,8 @@ class Agent:
             self.tools_unavailable = f"{self.provider.name} model {self.model_label} does not support tools"
             self._said_no_tools = True
             turn.retry = True
-            yield AgentWarning(f"running without tools: {self.tools_unavailable}")
+            if first_time(f"running without tools: {self.tools_unavailable}"):
+                yield AgentWarning(f"running without tools: {self.tools_unavailable}")
             return
         record_response(self.dump, turn.dump_id, builder, str(exc))
         too_long = isinstance(exc, ContextLengthExceeded) or is_context_length_message(str(exc))

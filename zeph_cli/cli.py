@@ -413,7 +413,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     if json_output:
         print(json.dumps({"session": conversation.id, "provider": provider.name, "model": agent.model_label,
                           "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox,
-                          "memory": memory,
+                          "tools_unavailable": agent.tools_unavailable, "memory": memory,
                           "extras": extras}, indent=2))
         return
     from rich.console import Console
@@ -423,6 +423,8 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
                                    agent.config.memory.compression.strategy):
         print(line)
     print(sandbox)
+    if agent.tools_unavailable:  # said on the first `zeph ask` only; here always
+        print(f"running without tools: {agent.tools_unavailable}")
     for line in memory + extras:
         print(line)
     table = Table(box=None, pad_edge=False)

@@ -2,12 +2,14 @@
 
 Invariant: the model is loaded once per provider, generation runs on a worker
 thread (one request at a time) and is stopped as soon as the consumer stops
-reading; token counts come from the model's own tokenizer.
+reading; token counts come from the model's own tokenizer. The evaluated system prefix is kept
+across runs in the cache dir (`local_prefix`), so a run evaluates only what follows it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 from collections.abc import AsyncIterator
@@ -17,8 +19,12 @@ from typing import Any
 from .. import errors
 from ..messages import Message, StreamEnd, StreamEvent, TextDelta, ToolCallPart, Usage, UsageUpdate
 from ..models import ModelProfile, profile_for
+from ..paths import cache_dir
 from ..tokens import FunctionCounter, TokenCounter
 from .base import ChatRequest, Provider, ProviderSettings
+from .local_prefix import PrefixOutcome, PrefixStore, common_prefix, model_identity, prefix_key, prepare_prefix
+
+log = logging.getLogger("zeph.local")
 
 DEFAULT_N_CTX = 8192
 # Small local models loop without a mild repetition penalty (llama.cpp's default is 1.0).
@@ -74,13 +80,18 @@ class LocalProvider(Provider):
     kind = "local"
     supports_tools = False
 
-    def __init__(self, settings: ProviderSettings, *, n_ctx: int | None = None) -> None:
+    def __init__(
+        self, settings: ProviderSettings, *, n_ctx: int | None = None, prefix_cache_dir: Path | None = None
+    ) -> None:
         super().__init__(settings)
         self._n_ctx = n_ctx or int(settings.extra.get("n_ctx") or DEFAULT_N_CTX)
         self._llama: Any = None
         self._load_lock = threading.Lock()
         self._run_lock = threading.Lock()
         self._workers: set[threading.Thread] = set()
+        self._chat_formatters: dict[bool, Any] = {}
+        self._prefix_cache_dir = prefix_cache_dir
+        self.last_prefix: PrefixOutcome | None = None  # how the last request's system prefix got into the model
 
     @property
     def endpoint(self) -> str:
@@ -123,21 +134,62 @@ class LocalProvider(Provider):
         output = min(known.output_limit if known.known else 2048, window // 2)
         return ModelProfile(self.settings.model, window, output, window_source="local model n_ctx")
 
-    def _prompt_tokens(self, llama: Any, chat: list[dict[str, Any]]) -> int:
-        """Exact prompt size: the chat template rendered and tokenized as llama.cpp does."""
-        template = (llama.metadata or {}).get("tokenizer.chat_template")
-        if template:
-            try:
-                from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    def _formatter(self, llama: Any, generation_prompt: bool = True) -> Any:
+        """The model's own chat template, rendered as llama.cpp renders it (None without one)."""
+        if generation_prompt not in self._chat_formatters:
+            template = (llama.metadata or {}).get("tokenizer.chat_template")
+            if not template:
+                return None
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-                formatter = Jinja2ChatFormatter(
-                    template=template, eos_token=llama.detokenize([llama.token_eos()]).decode(), bos_token=""
-                )
-                prompt = formatter(messages=chat).prompt
-                return len(llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
-            except Exception:  # template quirks: fall back to an estimate below
-                pass
-        return sum(self._count(m["content"]) + 4 for m in chat)
+            def text(token: int) -> str:
+                return llama.detokenize([token], special=True).decode("utf-8", "replace") if token >= 0 else ""
+
+            self._chat_formatters[generation_prompt] = Jinja2ChatFormatter(
+                template=template,
+                eos_token=text(llama.token_eos()),
+                bos_token=text(llama.token_bos()),
+                add_generation_prompt=generation_prompt,
+            )
+        return self._chat_formatters[generation_prompt]
+
+    def _render_tokens(self, llama: Any, chat: list[dict[str, Any]], *, generation_prompt: bool = True) -> list[int]:
+        prompt = self._formatter(llama, generation_prompt)(messages=chat).prompt
+        return llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+
+    def _prompt_tokens(self, llama: Any, chat: list[dict[str, Any]]) -> tuple[int, list[int]]:
+        """Exact prompt size and its stable prefix (the system message as the template renders it): the chat
+        template rendered and tokenized as llama.cpp does; an estimate and no prefix if that fails."""
+        try:
+            if self._formatter(llama) is not None:
+                tokens = self._render_tokens(llama, chat)
+                prefix: list[int] = []
+                if chat and chat[0]["role"] == "system" and len(chat) > 1:
+                    system = self._render_tokens(llama, chat[:1], generation_prompt=False)
+                    prefix = tokens[: common_prefix(system, tokens)]
+                return len(tokens), prefix
+        except Exception:  # template quirks: fall back to an estimate below
+            pass
+        return sum(self._count(m["content"]) + 4 for m in chat), []
+
+    def _reuse_prefix(self, llama: Any, prefix: list[int]) -> None:
+        """Restore or evaluate (and save) the system prefix; a failing cache only costs the saving."""
+        store = None
+        key = ""
+        try:
+            directory = self._prefix_cache_dir or cache_dir() / "local-prefix"
+            store = PrefixStore(directory)
+            device = {"device": self.settings.extra.get("device", "")}
+            identity = model_identity(self.settings.model, int(llama.n_ctx()), device)
+            key = prefix_key(identity, prefix)
+        except OSError:
+            store = None
+        try:
+            self.last_prefix = prepare_prefix(llama, prefix, store, key)
+        except Exception as exc:  # llama.cpp refused the state: evaluate the prompt as if there were no cache
+            llama.reset()
+            self.last_prefix = PrefixOutcome("none", len(prefix), 0)
+            log.info("prefix reuse failed: %s", exc)
 
     def _generate(self, request: ChatRequest, chat: list[dict[str, Any]], emit, stop: threading.Event) -> None:
         with self._run_lock:
@@ -150,7 +202,7 @@ class LocalProvider(Provider):
             }
             if request.temperature is not None:
                 kwargs["temperature"] = request.temperature
-            prompt_tokens = self._prompt_tokens(llama, chat)
+            prompt_tokens, prefix = self._prompt_tokens(llama, chat)
             if prompt_tokens + 1 > llama.n_ctx():
                 raise errors.ContextLengthExceeded(
                     f"local: the prompt ({prompt_tokens} tokens) exceeds the context window "
@@ -158,6 +210,7 @@ class LocalProvider(Provider):
                     provider="local",
                     limit=int(llama.n_ctx()),
                 )
+            self._reuse_prefix(llama, prefix)
             completion_tokens = 0
             finish = "stop"
             for chunk in llama.create_chat_completion(**kwargs):

@@ -185,6 +185,7 @@ class ZephApp(App[int]):
     def refresh_gauge(self) -> "ContextReport":
         """The context as the next turn would send it, shown in the gauge."""
         report = self.session.context_report()
+        self.status.condition = "no tools" if self.session.agent.tools_unavailable else ""  # `zeph context` says why
         self.status.show_report(report)
         return report
 

@@ -1,4 +1,5 @@
-"""The status line: the context gauge with its threshold marks, last turn's tokens, a compaction badge.
+"""The status line: the context gauge with its threshold marks, last turn's tokens, a standing note
+("no tools"), a compaction badge.
 
 Invariant: it renders only the last values it was given; updating it never
 waits for anything. The gauge's modules are imported when there is a report
@@ -34,6 +35,7 @@ class StatusBar(Static):
         self.request_tokens: int | None = None  # the estimate of the request `usage` is for
         self.badge = ""
         self.note = ""  # markup shown alone, e.g. while the session opens
+        self.condition = ""  # a standing condition of the session ("no tools"), shown on every line
         self.streaming = False
         self.streamed_tokens = 0  # estimated from the reply text streamed this turn
         self._drawn_at = 0.0
@@ -92,6 +94,10 @@ class StatusBar(Static):
             text = usage_text(self.usage or Usage(), request_tokens, self.streamed_tokens)
             if text:
                 parts.append(escape(text))
+        if self.note:
+            parts.append(f"[yellow]{escape(self.note)}[/yellow]")
+        if self.condition:
+            parts.append(f"[yellow]{escape(self.condition)}[/yellow]")
         if self.badge:
             parts.append(f"[reverse] {escape(self.badge)} [/reverse]")
         elif self.streaming:
