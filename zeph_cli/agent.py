@@ -667,11 +667,12 @@ class Agent:
         yield TurnStarted(conversation, user_message_id)
         for note in (*self.turn_memory.notes, *self._turn_notes):
             yield AgentWarning(note)
+        turn = _TurnState(conversation, system, stream, self._call_ids(conversation))
+        self._settled_tools(turn)  # the tool warnings below speak of exact counts where bounds cannot decide
         for warning in self._tool_warnings(conversation):
             yield warning
         if problem := self.global_prompt(conversation).problem:
             yield AgentWarning(problem)
-        turn = _TurnState(conversation, system, stream, self._call_ids(conversation))
         if "compactor" in self.__dict__:  # one built by an earlier turn: a new turn for it
             self.compactor.start_turn()
         while True:
@@ -712,6 +713,7 @@ class Agent:
             return self.offered_tools()
         outcomes: list[tuple] = []
         undecided = False
+        said = (self._tools_dropped, self._mcp_trimmed, self.extras.mcp_left_out)  # what the bounds must not set
         for mode in (LOWER, UPPER):
             with counter.bounds(mode):
                 tools = self.offered_tools()
@@ -723,6 +725,7 @@ class Agent:
                     break
         if undecided or outcomes[0] != outcomes[1]:
             counter.make_exact()
+        self._tools_dropped, self._mcp_trimmed, self.extras.mcp_left_out = said
         return self.offered_tools()
 
     def _tool_warnings(self, conversation: Conversation) -> list[AgentWarning]:
