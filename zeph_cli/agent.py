@@ -720,7 +720,8 @@ class Agent:
                 messages, report, _ = self.context_for(turn.conversation, turn.system, tools)
                 compacts = self._compaction_may_act(turn.conversation, report)
                 outcomes.append((tools.names(), tools.compact, messages, self._reply_cap(report)))
-                undecided = compacts or budget_problem(report) is not None
+                # compaction, a budget problem or a note (its figures are the user's) want exact counts
+                undecided = compacts or budget_problem(report) is not None or bool(report.notes)
                 if undecided:
                     break
         if undecided or outcomes[0] != outcomes[1]:
