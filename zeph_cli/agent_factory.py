@@ -33,24 +33,25 @@ async def build_agent(
     cwd: Path,
     approver: Approver | None = None,
     mode: str | None = None,
-    one_shot: bool = False,
+    one_shot: str | None = None,
 ) -> tuple[Agent, list[str]]:
     """A started agent on the provider `loaded` selects, and the warnings its start-up produced.
-    `one_shot` (`zeph ask`: one turn, then exit): recall loads its embedder only for a query routed to
-    vectors, and exact token counts are built only when bounds cannot decide."""
+    `one_shot` (`zeph ask`: this one prompt, then exit): recall loads its embedder only when the prompt is
+    routed to vectors, and exact token counts are built only when bounds cannot decide."""
     settings = resolve_settings(loaded.config, env, loaded.sources)
     helpers = side_job_settings(loaded.config, env, settings)
     memory = memory_service(loaded, store, settings, cwd)
     if memory is not None:
-        memory.on_demand = one_shot
-        if not one_shot:
+        memory.on_demand = one_shot is not None
+        if one_shot is None or memory.embeds_for(one_shot):
             memory.start_warming()  # the embedder loads while the provider's SDK is imported
     provider = create_provider(settings)
     extras = turn_extras(loaded, memory, env, cwd)
     agent: Agent | None = None
     try:
         agent = Agent(config=loaded.config, store=store, provider=provider, cwd=cwd, approver=approver,
-                      helper_settings=helpers, memory=memory, extras=extras, one_shot=one_shot)
+                      helper_settings=helpers, memory=memory, extras=extras,
+                      one_shot=one_shot is not None)
         if mode is not None:
             set_mode(agent, mode)
         return agent, await agent.start()

@@ -72,7 +72,7 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             approver = terminal or deny_all(NOT_A_TERMINAL)
         cwd = current_directory()
         agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=cwd, approver=approver,
-                                        one_shot=True)
+                                        one_shot=text)
         if options.json_output:  # its `context` reports every block's tokens: exact counts, not bounds
             agent.exact_counter()
         agent.session_memory.detached = True  # summaries after this reply are left to a worker process

@@ -5,7 +5,8 @@ new messages are embedded on a background thread with its own database
 connection, after the reply; a turn waits for the embedder only when its
 query is routed to vectors, and loading the embedder starts at once in the
 background so it overlaps the rest of start-up. `on_demand` (one-shot `zeph
-ask`) loads it only for a query routed to vectors: a turn that did not load it
+ask`) loads it only for a query routed to vectors (from start-up, as the prompt
+is known then: `embeds_for`): a turn that did not load it
 leaves its messages unembedded, and the next turn that loads it embeds the
 recent ones (`CATCH_UP_MESSAGES`) with its own. Every failure of the memory
 layer (an index down, an embedder failing) degrades recall and is reported
@@ -99,6 +100,10 @@ class MemoryService:
     def long_term_on(self) -> bool:
         return self.config.memory.long_term.enabled
 
+    def embeds_for(self, query: str) -> bool:
+        """Whether a turn on `query` loads the embedder (semantic recall on, the query routed to vectors)."""
+        return self.semantic_on and route_of(query) is not Route.KEYWORD
+
     # ---- loading -------------------------------------------------------------
 
     def start_warming(self) -> None:
@@ -161,7 +166,7 @@ class MemoryService:
         notes: list[str] = []
         if self.index_problem:
             self._say_once(notes, self.index_problem)
-        needs_vectors = self.semantic_on and route_of(query) is not Route.KEYWORD
+        needs_vectors = self.embeds_for(query)
         loaded = await self._ready(wait=needs_vectors)
         self._say_once(notes, loaded.problem)
         index = self._search_index(notes) if loaded.embedder is not None and self.semantic_on else None
