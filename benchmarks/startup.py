@@ -117,21 +117,27 @@ def llm_versions(venv: Path) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
+def pip_install(venv: Path, args: list[str], timeout: int) -> str | None:
+    """A venv at `venv` with `pip install ARGS` done in it; None, or why it failed in one line."""
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, text=True)
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*pip, *args], check=True, capture_output=True, text=True, timeout=timeout)
+    except subprocess.CalledProcessError as error:
+        return ((error.stderr or "").strip().splitlines()[-1:] or [f"exit status {error.returncode}"])[0]
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return str(error)
+    return None
+
+
 def ensure_llm(venv: Path) -> Path | None:
     """The venv holding llm and llm-anthropic, installed on first use; None (and one line) if that fails."""
     if llm_versions(venv):
         return venv
     print(f"installing {' and '.join(LLM_PACKAGES)} into {venv} (once)...", flush=True)
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, text=True)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        subprocess.run([*pip, *LLM_PACKAGES], check=True, capture_output=True, text=True, timeout=1200)
-    except subprocess.CalledProcessError as error:
-        reason = (error.stderr or "").strip().splitlines()[-1:] or [f"exit status {error.returncode}"]
-        print(f"llm: not measured, installing it into {venv} failed: {reason[0]}")
-        return None
-    except (OSError, subprocess.TimeoutExpired) as error:
-        print(f"llm: not measured, installing it into {venv} failed: {error}")
+    failure = pip_install(venv, list(LLM_PACKAGES), timeout=1200)
+    if failure:
+        print(f"llm: not measured, installing it into {venv} failed: {failure}")
         return None
     return venv if llm_versions(venv) else None
 
@@ -144,16 +150,9 @@ def ensure_zeph(venv: Path) -> Path | None:
     if (venv / "bin" / "zeph").exists() and stamp.exists() and stamp.read_text() == wanted:
         return venv
     print(f"installing this checkout into {venv} (once)...", flush=True)
-    try:
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, text=True)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        subprocess.run([*pip, "-e", str(ROOT)], check=True, capture_output=True, text=True, timeout=1800)
-    except subprocess.CalledProcessError as error:
-        reason = (error.stderr or "").strip().splitlines()[-1:] or [f"exit status {error.returncode}"]
-        print(f"zeph: a fresh venv could not be made in {venv} ({reason[0]}); measuring this venv's zeph")
-        return None
-    except (OSError, subprocess.TimeoutExpired) as error:
-        print(f"zeph: a fresh venv could not be made in {venv} ({error}); measuring this venv's zeph")
+    failure = pip_install(venv, ["-e", str(ROOT)], timeout=1800)
+    if failure:
+        print(f"zeph: a fresh venv could not be made in {venv} ({failure}); measuring this venv's zeph")
         return None
     stamp.write_text(wanted)
     return venv

@@ -10,6 +10,8 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
+
 from tests.cli_helpers import ZEPH
 from zeph_cli.paths import database_path
 from tests.fakes import anthropic_wire, openai_wire
@@ -96,3 +98,16 @@ def test_ask_with_anthropic_does_not_import_openai(fake_server):
     names = imported_top_level("ask", "hi", env=env)
     assert "anthropic" in names
     assert names & {"textual", "openai", "ollama", "llama_cpp"} == set()
+
+
+@pytest.mark.parametrize("package", ["zeph_cli.store", "zeph_cli.context.compaction"])
+def test_a_lazy_package_gives_every_name_it_lists_from_its_submodule(package):
+    import importlib
+
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        value = getattr(module, name)
+        home = importlib.import_module(f"{package}.{module._HOME[name]}")
+        assert value is getattr(home, name) and name in dir(module)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        module.no_such_name  # noqa: B018

@@ -6,8 +6,7 @@ reads conversations does not import the compaction store.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ..lazy_names import lazy_names
 
 _HOME = {
     "CompactionError": "compaction",
@@ -42,15 +41,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """A name of a submodule, imported on first use (PEP 562)."""
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOME])
+__getattr__, __dir__ = lazy_names(__name__, _HOME)
