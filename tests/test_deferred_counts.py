@@ -93,9 +93,12 @@ def test_the_parsed_ranks_are_cached_and_a_bad_cache_is_rebuilt(tmp_path, monkey
     monkeypatch.setattr(tokens, "load_bpe_ranks", lambda *_: pytest.fail("parsed again"))
     assert tokens.cached_bpe_ranks(source, tokens.CL100K_SHA256, tmp_path / "cache") == ranks
     monkeypatch.undo()
-    cached.write_bytes(b"\x00not marshal")
-    assert tokens.cached_bpe_ranks(source, tokens.CL100K_SHA256, tmp_path / "cache") == ranks
-    assert cached.read_bytes() != b"\x00not marshal"  # rewritten
+    import marshal
+
+    for damaged in (b"\x00not marshal", marshal.dumps({b"a": "x", b"b": 2}), marshal.dumps({b"a": 0, b"b": 1})):
+        cached.write_bytes(damaged)  # unreadable, or well-formed ranks that are not the ones written
+        assert tokens.cached_bpe_ranks(source, tokens.CL100K_SHA256, tmp_path / "cache") == ranks
+        assert cached.read_bytes() != damaged  # rewritten
     blocked = tmp_path / "file"
     blocked.write_text("a file where the folder would be")
     assert tokens.cached_bpe_ranks(source, tokens.CL100K_SHA256, blocked / "cache") == ranks  # unwritable: parsed
@@ -127,3 +130,17 @@ def test_ask_json_reports_exact_block_counts(fake_server, compatible):
         return next(b["tokens"] for b in report["blocks"] if b["name"] == "base prompt")
 
     assert base(asked["context"]) == base(shown["context"]) > 0
+
+
+def test_an_export_leaves_out_counts_stored_from_bounds(fake_server, compatible):
+    import json as json_module
+
+    from tests.cli_helpers import out, run_zeph
+
+    fake_server.route("/v1/chat/completions", openai_wire.stream_response(openai_wire.text_chunks(["ok"])))
+    assert run_zeph("ask", "hi", env=compatible).returncode == 0
+    exported = json_module.loads(out(run_zeph("sessions", "export", "1", "--format", "json", env=compatible)))
+    assert [m["token_count"] for m in exported["messages"]] == [None, None]  # bounds, not token counts
+    assert run_zeph("context", env=compatible).returncode == 0  # counts exactly, and stores what it counted
+    exported = json_module.loads(out(run_zeph("sessions", "export", "1", "--format", "json", env=compatible)))
+    assert all(isinstance(m["token_count"], int) and m["token_count"] > 0 for m in exported["messages"])

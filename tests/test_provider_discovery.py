@@ -236,3 +236,12 @@ async def test_a_server_that_answered_nothing_is_not_asked_again_but_one_that_wa
 
     kept = (cache_dir() / facts_cache.FILE_NAME).read_text()
     assert fake_server.url in kept and down not in kept
+
+
+async def test_a_server_still_loading_its_model_is_asked_again_next_time(fake_server):
+    # llama.cpp answers /props with 503 while the model loads: no lasting answer, nothing is kept
+    fake_server.queue(FakeResponse.json({"error": {"code": 503, "message": "Loading model"}}, status=503), path="/props")
+    fake_server.route("/props", local.llama_server_props(n_ctx=4096))
+    loading, _ = await discover(compatible(fake_server.url, model="m"))
+    ready, profile = await discover(compatible(fake_server.url, model="m"))
+    assert loading.window is None and ready.window == 4096 and profile.context_window == 4096

@@ -408,3 +408,15 @@ def test_newest_rowid_is_each_models_own_with_models_interleaved(db_path):
     assert table.newest_rowid(store.db, "c") == 0
     # a search of the older model sees all its rows, none of the other's
     assert sorted(i for i, _ in fresh_index(db_path).search("a", unit_vectors(1, 8, seed=1)[0], 20)) == ids[:4]
+
+
+def test_a_session_in_worldbook_isolation_is_never_pending_for_embedding(db_path):
+    from zeph_cli.store.worldbook import ISOLATED_KEY
+
+    store = open_store(db_path)
+    shared, shared_ids = add_conversation(store, 3)
+    isolated, _ = add_conversation(store, 3)
+    store.update_conversation(isolated, metadata={ISOLATED_KEY: True})
+    index = fresh_index(db_path)
+    assert [p.message_id for p in index.missing("m", 10)] == shared_ids  # catch-up and reindex alike
+    assert index.missing_count("m") == 3

@@ -357,9 +357,24 @@ class Agent:
         if budgeted and self.extras.mcp_tools:
             compact = dataclasses.replace(tools, compact=True)
             capacity = self.budget().available
-            if tool_form(capacity, self._tools_tokens(tools), self._tools_tokens(compact)) == "none":
+            form = self._decided(lambda: tool_form(capacity, self._tools_tokens(tools), self._tools_tokens(compact)))
+            if form == "none":
                 notes += await self.extras.rank_mcp(prompt)
         return notes
+
+    def _decided(self, decide: Callable[[], object]) -> object:
+        """`decide()` as exact counts would decide it: a deferred counter's two bounds, and the exact
+        counts only when those disagree."""
+        counter = self.counter
+        if isinstance(counter, DeferredCounter) and not counter.exact:
+            outcomes = []
+            for mode in (LOWER, UPPER):
+                with counter.bounds(mode):
+                    outcomes.append(decide())
+            if outcomes[0] == outcomes[1]:
+                return outcomes[0]
+            counter.make_exact()
+        return decide()
 
     def _fit_tools(self, tools: ToolSet) -> ToolSet:
         """The tools in full or compact form, within their share of the budget. When even compact schemas

@@ -156,7 +156,8 @@ def conversation_json(conversation: Conversation, messages: list[StoredMessage])
                 "user_visible": m.user_visible,
                 "compacted_at": m.compacted_at,
                 "metadata": m.metadata,
-                "token_count": m.token_count,
+                # a count `zeph ask` stored from a bound (`…-bound`) is not a token count: left out
+                "token_count": None if (m.token_counter or "").endswith("-bound") else m.token_count,
             }
             for m in messages
         ],

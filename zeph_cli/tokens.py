@@ -79,22 +79,21 @@ def load_bpe_ranks(path: Path, expected_sha256: str) -> dict[bytes, int]:
     return ranks
 
 
-RANKS_CACHE_FORMAT = 1
+RANKS_CACHE_FORMAT = 2
+_DIGEST_BYTES = 32
 
 
 def cached_bpe_ranks(path: Path, expected_sha256: str, cache_folder: Path | None) -> dict[bytes, int]:
     """`load_bpe_ranks`, kept in `cache_folder` as a marshal file (≈5× faster to read than parsing the
-    base64 file). The cache is keyed by the source file's size and mtime and the expected hash; a cache
-    that is missing, stale, unreadable or not a dict of ranks is rebuilt (when the folder is writable)."""
+    base64 file). The cache is keyed by the source file's size and mtime and the expected hash, and holds
+    the SHA-256 of its own payload; a cache that is missing, stale, unreadable or damaged is rebuilt (when
+    the folder is writable), never used."""
     stat = path.stat()
     key = f"{RANKS_CACHE_FORMAT}-{expected_sha256[:16]}-{stat.st_size}-{stat.st_mtime_ns}"
     cached = cache_folder / f"{path.name}.{key}.marshal" if cache_folder is not None else None
     if cached is not None:
-        try:
-            ranks = marshal.loads(cached.read_bytes())
-        except (OSError, EOFError, ValueError, TypeError):
-            ranks = None
-        if isinstance(ranks, dict) and ranks and all(type(k) is bytes for k in itertools.islice(ranks, 8)):
+        ranks = _read_ranks(cached)
+        if ranks is not None:
             return ranks
     ranks = load_bpe_ranks(path, expected_sha256)
     if cached is not None:
@@ -104,7 +103,8 @@ def cached_bpe_ranks(path: Path, expected_sha256: str, cache_folder: Path | None
                 old.unlink(missing_ok=True)  # an older key's file: one cache per tokenizer
             with tempfile.NamedTemporaryFile(dir=cached.parent, delete=False, suffix=".tmp") as out:
                 try:
-                    out.write(marshal.dumps(ranks))
+                    payload = marshal.dumps(ranks)
+                    out.write(hashlib.sha256(payload).digest() + payload)
                 except OSError:
                     os.unlink(out.name)
                     raise
@@ -112,6 +112,25 @@ def cached_bpe_ranks(path: Path, expected_sha256: str, cache_folder: Path | None
         except OSError:
             pass  # a cache that cannot be written only costs the parse next time
     return ranks
+
+
+def _read_ranks(cached: Path) -> dict[bytes, int] | None:
+    """The ranks a cache file holds, when its payload matches its digest and is a dict of bytes to ranks."""
+    try:
+        data = cached.read_bytes()
+    except OSError:
+        return None
+    digest, payload = data[:_DIGEST_BYTES], data[_DIGEST_BYTES:]
+    if hashlib.sha256(payload).digest() != digest:
+        return None
+    try:
+        ranks = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return None
+    if not isinstance(ranks, dict) or not ranks:
+        return None
+    sample = itertools.islice(ranks.items(), 64)
+    return ranks if all(type(k) is bytes and type(v) is int for k, v in sample) else None
 
 
 @cache

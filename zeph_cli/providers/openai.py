@@ -142,6 +142,10 @@ def _stated_window(body: object) -> int | None:
     return None
 
 
+# Statuses that mean "this server has no such endpoint" (a lasting answer); any other error is passing.
+NO_SUCH_ENDPOINT = frozenset({404, 405, 501})
+
+
 def server_root(base_url: str) -> str:
     """`http://host:8080/v1` → `http://host:8080`: where llama.cpp's /props and LM Studio's /api live."""
     root = base_url.rstrip("/")
@@ -206,14 +210,14 @@ class OpenAIProvider(Provider):
             task.cancel()
         if pending:
             await asyncio.wait(pending)
-        facts, answered = ServerFacts(), False
+        facts, answered = ServerFacts(), True
         for (_, read), task in zip(probes, tasks):
             reached, body = task.result() if task in done else (False, None)
-            answered = answered or reached
+            answered = answered and reached
             if body is not None:
                 facts = facts.merged(read(body))
         self._facts = facts
-        if answered:  # what a server that answered said, or that it said nothing (not a server that was down)
+        if answered:  # every probe had its lasting answer (not a server down, loading or busy): kept a while
             facts_cache.save(cache_dir(), self._facts_key, facts)
         return facts
 
@@ -226,13 +230,14 @@ class OpenAIProvider(Provider):
         facts_cache.forget(cache_dir(), self._facts_key)
 
     async def _get_json(self, path: str) -> tuple[bool, Any]:
-        """One GET through the SDK's client (its auth header included): whether the server answered at all
-        (an HTTP error is an answer), and the JSON it sent (None on any failure)."""
+        """One GET through the SDK's client (its auth header included): whether the server answered for
+        good (the JSON, or that it has no such endpoint), and the JSON it sent (None on any failure).
+        A server still loading its model (llama.cpp's 503), refusing the key or busy has not answered."""
         client = self._sdk().with_options(timeout=DISCOVERY_TIMEOUT_SECS, max_retries=0)
         try:
             return True, await client.get(path, cast_to=object)
-        except openai.APIStatusError:
-            return True, None
+        except openai.APIStatusError as exc:
+            return exc.status_code in NO_SUCH_ENDPOINT, None
         except Exception:  # a probe: whatever went wrong, the server simply did not say
             return False, None
 

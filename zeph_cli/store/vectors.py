@@ -22,6 +22,7 @@ from .sqlite import Database
 
 from .conversations import now_iso
 from .transactions import write_transaction
+from .worldbook import ISOLATED_KEY
 
 MESSAGE_VECTORS = "message_vectors"
 
@@ -172,6 +173,11 @@ def _missing_where(
     where = (
         f"m.id >= {int(since_id)} and m.agent_visible = 1 and trim(coalesce(m.content, '')) != '' and not exists ("
         f"select 1 from {MESSAGE_VECTORS} v where v.message_id = m.id and v.model = ? and {kind})"
+    )
+    # A session in worldbook isolation stays out of recall: its messages are not embedded.
+    where += (
+        " and not exists (select 1 from conversations c where c.id = m.conversation_id"
+        f" and json_extract(c.metadata, '$.{ISOLATED_KEY}'))"
     )
     args: list[object] = [model]
     if roles is not None:
