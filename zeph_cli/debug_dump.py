@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .atomic_file import write_atomically
 from .messages import Message, ToolCallPart, ToolSpec, Usage, part_to_dict
 
 if TYPE_CHECKING:
@@ -139,7 +139,7 @@ class DebugDump:
             data = json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n"
             payload = data.encode("utf-8", errors="replace")  # lone surrogates from undecodable input
             self.directory.mkdir(parents=True, exist_ok=True)
-            _write_atomically(self.directory / name, payload)
+            write_atomically(self.directory / name, payload)
         except (OSError, ValueError) as exc:
             self._fail(exc)
             return False
@@ -151,17 +151,3 @@ class DebugDump:
         else:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         self.problem = f"debug dump stopped: cannot write to {self.directory}: {reason}"
-
-
-def _write_atomically(path: Path, payload: bytes) -> None:
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(payload)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise

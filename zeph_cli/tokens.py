@@ -17,8 +17,6 @@ import importlib.util
 import itertools
 import json
 import marshal
-import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import Protocol
 
+from .atomic_file import write_atomically
 from .messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec
 
 # Per-message framing cost (role markers and separators) in chat formats.
@@ -101,14 +100,8 @@ def cached_bpe_ranks(path: Path, expected_sha256: str, cache_folder: Path | None
             cached.parent.mkdir(parents=True, exist_ok=True)
             for old in cached.parent.glob(f"{path.name}.*.marshal"):
                 old.unlink(missing_ok=True)  # an older key's file: one cache per tokenizer
-            with tempfile.NamedTemporaryFile(dir=cached.parent, delete=False, suffix=".tmp") as out:
-                try:
-                    payload = marshal.dumps(ranks)
-                    out.write(hashlib.sha256(payload).digest() + payload)
-                except OSError:
-                    os.unlink(out.name)
-                    raise
-            os.replace(out.name, cached)
+            payload = marshal.dumps(ranks)
+            write_atomically(cached, hashlib.sha256(payload).digest() + payload)
         except OSError:
             pass  # a cache that cannot be written only costs the parse next time
     return ranks

@@ -11,11 +11,10 @@ file, or one that cannot be written, only means the server is asked again.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from pathlib import Path
 
+from ..atomic_file import write_atomically
 from .server_facts import ServerFacts
 
 FACTS_TTL_SECS = 600  # a server restarted with another window is asked again within ten minutes
@@ -35,9 +34,7 @@ def _write(path: Path, entries: dict[str, dict]) -> None:
     newest = dict(sorted(entries.items(), key=lambda kv: kv[1].get("at", 0), reverse=True)[:MAX_ENTRIES])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8") as out:
-            json.dump(newest, out)
-        os.replace(out.name, path)
+        write_atomically(path, json.dumps(newest).encode("utf-8"))
     except OSError:
         pass  # nothing kept: the next run asks the server
 

@@ -14,10 +14,11 @@ import json
 import logging
 import os
 import struct
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from ..atomic_file import write_atomically
 
 log = logging.getLogger("zeph.local")
 
@@ -111,27 +112,12 @@ class PrefixStore:
         if size > self.max_bytes:
             return None
         path = self.path_for(key)
-        temp = None
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
-            with os.fdopen(fd, "wb") as out:
-                out.write(MAGIC)
-                out.write(_HEADER_LENGTH.pack(len(header)))
-                out.write(header)
-                out.write(token_bytes)
-                out.write(state)
-            os.replace(temp, path)
-            temp = None
+            write_atomically(path, b"".join((MAGIC, _HEADER_LENGTH.pack(len(header)), header, token_bytes, state)))
         except OSError as exc:
             log.info("cannot save the prefix state in %s: %s", self.directory, exc)
             return None
-        finally:
-            if temp is not None:
-                try:
-                    os.unlink(temp)
-                except OSError:
-                    pass
         self.evict(keep=path)
         return path
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ...atomic_file import write_atomically
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not on POSIX: writers go unlocked
@@ -185,7 +187,7 @@ class MatrixCache:
             "rows_seen": cached.rows_seen,
             "segments": [{"file": s.file, "rows": len(s.ids)} for s in written],
         }
-        _write_atomically(self.dir / MANIFEST, json.dumps(manifest).encode())
+        write_atomically(self.dir / MANIFEST, json.dumps(manifest).encode())
         self._collect_garbage({s.file for s in written})
         return self.load() or replace(cached, segments=written)
 
@@ -221,10 +223,3 @@ def _merged(segments: list[Segment]) -> Segment:
         np.concatenate([s.ids for s in segments]),
         np.concatenate([np.asarray(s.matrix) for s in segments]),
     )
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
