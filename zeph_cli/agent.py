@@ -83,8 +83,10 @@ from .store.memories import MemoryStore
 from .store.windows import remember_window, remembered_window
 from .tokens import (
     LOWER,
+    NEEDS_EXACT,
     UPPER,
     DeferredCounter,
+    bounded,
     TiktokenCounter,
     TokenCounter,
     count_message,
@@ -308,7 +310,7 @@ class Agent:
             self.counter = DeferredCounter()  # the encoding is built only when bounds cannot decide
         files, warnings = find_project_files(self.cwd, global_project_file())
         project = render_project_context(files, self.config.context.project_context_max_tokens, self.counter)
-        if project.truncated and isinstance(self.counter, DeferredCounter) and not self.counter.exact:
+        if project.truncated and bounded(self.counter):
             project = render_project_context(files, self.config.context.project_context_max_tokens, self.exact_counter())
         if project.truncated:
             warnings.append(
@@ -357,24 +359,31 @@ class Agent:
         if budgeted and self.extras.mcp_tools:
             compact = dataclasses.replace(tools, compact=True)
             capacity = self.budget().available
-            form = self._decided(lambda: tool_form(capacity, self._tools_tokens(tools), self._tools_tokens(compact)))
-            if form == "none":
+            def form() -> str:
+                return tool_form(capacity, self._tools_tokens(tools), self._tools_tokens(compact))
+
+            self._settle_bounds(form)
+            if form() == "none":
                 notes += await self.extras.rank_mcp(prompt)
         return notes
 
-    def _decided(self, decide: Callable[[], object]) -> object:
-        """`decide()` as exact counts would decide it: a deferred counter's two bounds, and the exact
-        counts only when those disagree."""
+    def _settle_bounds(self, decide: Callable[[], object]) -> None:
+        """Make the counter exact where its bounds could decide `decide()` otherwise than exact counts.
+
+        `decide()` runs under a deferred counter's lower and then upper bound; when both give the same
+        outcome, exact counts, which lie between them, give it too, and the encoding is never built.
+        An outcome of `NEEDS_EXACT` always asks for exact counts."""
         counter = self.counter
-        if isinstance(counter, DeferredCounter) and not counter.exact:
-            outcomes = []
-            for mode in (LOWER, UPPER):
-                with counter.bounds(mode):
-                    outcomes.append(decide())
-            if outcomes[0] == outcomes[1]:
-                return outcomes[0]
+        if not bounded(counter):
+            return
+        outcomes = []
+        for mode in (LOWER, UPPER):
+            with counter.bounds(mode):
+                outcomes.append(decide())
+            if outcomes[-1] is NEEDS_EXACT:
+                break
+        if outcomes[-1] is NEEDS_EXACT or outcomes[0] != outcomes[1]:
             counter.make_exact()
-        return decide()
 
     def _fit_tools(self, tools: ToolSet) -> ToolSet:
         """The tools in full or compact form, within their share of the budget. When even compact schemas
@@ -553,7 +562,7 @@ class Agent:
                 count = count_message(self.counter, row.message)
                 missing.append((row.id, count, self.counter.name))
             items.append(HistoryItem(row.message, count, row.id, row.metadata, row.created_at))
-        if not self.counter.name.endswith(f"{LOWER}-bound"):  # a lower bound is of no use stored
+        if not bounded(self.counter, LOWER):  # a lower bound is of no use stored
             self.store.set_token_counts(missing)
         return items
 
@@ -683,7 +692,8 @@ class Agent:
         for note in (*self.turn_memory.notes, *self._turn_notes):
             yield AgentWarning(note)
         turn = _TurnState(conversation, system, stream, self._call_ids(conversation))
-        self._settled_tools(turn)  # the tool warnings below speak of exact counts where bounds cannot decide
+        # settled before the tool warnings, which then speak of exact counts where bounds cannot decide
+        tools: ToolSet | None = self._settled_tools(turn)
         for warning in self._tool_warnings(conversation):
             yield warning
         if problem := self.global_prompt(conversation).problem:
@@ -692,7 +702,7 @@ class Agent:
             self.compactor.start_turn()
         while True:
             turn.retry = False
-            tools = self._settled_tools(turn)
+            tools = tools if tools is not None else self._settled_tools(turn)
             builder = ReplyBuilder()
             # Each step is closed in order when the caller stops early, so its clean-up (a partial reply,
             # "not completed" results for unanswered calls) is written before the turn ends.
@@ -705,6 +715,7 @@ class Agent:
             if turn.ended:
                 return
             if turn.retry:
+                tools = None  # settled again: the context or the tools changed
                 continue
             async with contextlib.aclosing(self._store_reply(turn, builder)) as events:
                 async for event in events:
@@ -716,31 +727,24 @@ class Agent:
                 async for event in events:
                     yield event
             await self.compactor.after_tool_round(turn.conversation)
+            tools = None
 
     def _settled_tools(self, turn: _TurnState) -> ToolSet:
         """The tools to offer, with the counter made exact first if token bounds could change the request.
 
-        A deferred counter's lower and upper bounds each build the request (tools, messages, reply cap)
-        and decide on compaction and the budget; when both agree, the exact counts, which lie between
-        them, would too, and the encoding is never built. Compaction always runs on exact counts."""
-        counter = self.counter
-        if not isinstance(counter, DeferredCounter) or counter.exact:
-            return self.offered_tools()
-        outcomes: list[tuple] = []
-        undecided = False
+        Each bound builds the request (tools, messages, reply cap); compaction, a budget problem or a
+        note (its figures are the user's) always want exact counts. Compaction runs on exact counts."""
         said = (self._tools_dropped, self._mcp_trimmed, self.extras.mcp_left_out)  # what the bounds must not set
-        for mode in (LOWER, UPPER):
-            with counter.bounds(mode):
-                tools = self.offered_tools()
-                messages, report, _ = self.context_for(turn.conversation, turn.system, tools)
-                compacts = self._compaction_may_act(turn.conversation, report)
-                outcomes.append((tools.names(), tools.compact, messages, self._reply_cap(report)))
-                # compaction, a budget problem or a note (its figures are the user's) want exact counts
-                undecided = compacts or budget_problem(report) is not None or bool(report.notes)
-                if undecided:
-                    break
-        if undecided or outcomes[0] != outcomes[1]:
-            counter.make_exact()
+        provisional = self._provisional_due(turn.conversation)
+
+        def request() -> object:
+            tools = self.offered_tools()
+            messages, report, _ = self.context_for(turn.conversation, turn.system, tools)
+            if self._compaction_may_act(report, provisional) or budget_problem(report) is not None or report.notes:
+                return NEEDS_EXACT
+            return tools.names(), tools.compact, messages, self._reply_cap(report)
+
+        self._settle_bounds(request)
         self._tools_dropped, self._mcp_trimmed, self.extras.mcp_left_out = said
         return self.offered_tools()
 
@@ -768,7 +772,7 @@ class Agent:
         conversation = turn.conversation
         turn.messages, turn.report, turn.raw_estimate = self.context_for(conversation, turn.system, tools)
         compacted = False
-        if self._compaction_may_act(conversation, turn.report):
+        if self._compaction_may_act(turn.report, self._provisional_due(conversation)):
             async for event in self.compactor.before_request(conversation, turn.report):
                 compacted = True
                 if isinstance(event, CompactionFinished):
@@ -786,7 +790,11 @@ class Agent:
             turn.ended = True
             yield TurnFailed(ContextBudgetExceeded(problem))
 
-    def _compaction_may_act(self, conversation: Conversation, report: ContextReport) -> bool:
+    def _provisional_due(self, conversation: Conversation) -> bool:
+        """Whether a provisional compaction summary waits for its redo (the compactor's to do)."""
+        return provisional_summary_due(self.agent_history(conversation)) is not None
+
+    def _compaction_may_act(self, report: ContextReport, provisional_due: bool) -> bool:
         """Whether the compactor could act before this request; when not, it is not even built (imported)."""
         if "compactor" in self.__dict__:
             return True  # built already: it keeps state across requests, let it decide
@@ -795,7 +803,7 @@ class Agent:
         return may_compact(
             report.context_tokens, report.capacity, soft=memory.soft_compaction_threshold,
             hard=memory.hard_compaction_threshold, proactive_threshold=proactive,
-            provisional_due=provisional_summary_due(self.agent_history(conversation)) is not None,
+            provisional_due=provisional_due,
         )
 
     async def _send(self, turn: _TurnState, tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
@@ -877,7 +885,7 @@ class Agent:
         turn.parsed = [(self._unique_id(call, turn.used_ids), problem) for call, problem in builder.parsed_tool_calls()]
         calls = [call for call, _ in turn.parsed]
         usage = builder.usage
-        if usage.prompt_tokens <= 0 and isinstance(self.counter, DeferredCounter) and not self.counter.exact:
+        if usage.prompt_tokens <= 0 and bounded(self.counter):
             # The server reported no usage: the request's own count stands in for it, so count it exactly
             # (before the reply is stored: the same request, which bounds and exact counts build alike).
             self.counter.make_exact()
@@ -1034,7 +1042,7 @@ class Agent:
         return stored.id
 
     def _calibrate(self, raw_estimate: int, usage: Usage) -> None:
-        if usage.prompt_tokens <= 0 or self.counter.name != getattr(self.counter, "exact_name", self.counter.name):
+        if usage.prompt_tokens <= 0 or bounded(self.counter):
             return  # nothing reported, or the estimate was a bound: nothing to learn from
         current = self.store.calibration(self.provider.name, self.provider.model)
         updated = current.observe(raw_estimate, usage.prompt_tokens)

@@ -13,6 +13,7 @@ from typing import Any
 from .context.report import ContextReport
 from .messages import ToolResultPart, part_to_dict
 from .store import Conversation, StoredMessage
+from .tokens import is_bound_name
 from .usage_estimate import ShownUsage
 
 
@@ -156,8 +157,8 @@ def conversation_json(conversation: Conversation, messages: list[StoredMessage])
                 "user_visible": m.user_visible,
                 "compacted_at": m.compacted_at,
                 "metadata": m.metadata,
-                # a count `zeph ask` stored from a bound (`…-bound`) is not a token count: left out
-                "token_count": None if (m.token_counter or "").endswith("-bound") else m.token_count,
+                # a count `zeph ask` stored from a bound is not a token count: left out
+                "token_count": None if is_bound_name(m.token_counter) else m.token_count,
             }
             for m in messages
         ],

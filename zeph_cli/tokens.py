@@ -153,6 +153,8 @@ class TiktokenCounter:
 # token is at least one byte: none has more than its bytes.
 CL100K_LONGEST_TOKEN_BYTES = 128
 EXACT, UPPER, LOWER = "exact", "upper", "lower"
+BOUND_SUFFIX = "-bound"  # ends the name of a count that is a bound (`cl100k_base:upper-bound`)
+NEEDS_EXACT = object()  # an outcome that no bound may decide: exact counts are wanted
 
 
 class DeferredCounter:
@@ -177,7 +179,7 @@ class DeferredCounter:
     def name(self) -> str:
         if self._exact is not None:
             return TiktokenCounter.name
-        return f"{TiktokenCounter.name}:{self._mode}-bound"
+        return f"{TiktokenCounter.name}:{self._mode}{BOUND_SUFFIX}"
 
     @property
     def exact_name(self) -> str:
@@ -204,6 +206,18 @@ class DeferredCounter:
             return self._exact.count(text)
         size = len(text.encode("utf-8", "surrogatepass"))
         return size if self._mode == UPPER else -(-size // CL100K_LONGEST_TOKEN_BYTES)
+
+
+def bounded(counter: TokenCounter, mode: str | None = None) -> bool:
+    """Whether `counter` gives bounds now (of `mode`'s kind, when given), not exact counts."""
+    if not isinstance(counter, DeferredCounter) or counter.exact:
+        return False
+    return mode is None or counter.name.endswith(f"{mode}{BOUND_SUFFIX}")
+
+
+def is_bound_name(stored_name: str | None) -> bool:
+    """Whether a count stored under `stored_name` is a bound rather than a token count."""
+    return bool(stored_name) and stored_name.endswith(BOUND_SUFFIX)
 
 
 def exact_counter(counter: TokenCounter) -> TokenCounter:
