@@ -19,6 +19,7 @@ from .errors import UsageError
 from .providers import create_provider, resolve_settings
 from .providers.summary import side_job_settings
 from .providers.base import ProviderSettings
+from .startup_gc import paused_collection
 from .store import ConversationStore
 from .tools.confinement import workspace_root
 from .tools.approval import Approver
@@ -38,6 +39,20 @@ async def build_agent(
     """A started agent on the provider `loaded` selects, and the warnings its start-up produced.
     `one_shot` (`zeph ask`: this one prompt, then exit): recall loads its embedder only when the prompt is
     routed to vectors, and exact token counts are built only when bounds cannot decide."""
+    with paused_collection():  # nearly everything made here lives as long as the agent
+        return await _build(loaded, store=store, env=env, cwd=cwd, approver=approver, mode=mode, one_shot=one_shot)
+
+
+async def _build(
+    loaded: LoadedConfig,
+    *,
+    store: ConversationStore,
+    env: Mapping[str, str],
+    cwd: Path,
+    approver: Approver | None,
+    mode: str | None,
+    one_shot: str | None,
+) -> tuple[Agent, list[str]]:
     settings = resolve_settings(loaded.config, env, loaded.sources)
     helpers = side_job_settings(loaded.config, env, settings)
     memory = memory_service(loaded, store, settings, cwd)

@@ -21,6 +21,8 @@ import typer
 from . import __version__
 from .errors import StoreError, UsageError, ZephError
 from .command_context import load, open_store, read_stdin, state
+from .process_exit import leave
+from .startup_gc import freeze_after_start_up
 from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
@@ -574,6 +576,10 @@ def _log_internal_error(exc: Exception) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line `argv` and return its exit code; without `argv` (the `zeph` program), run
+    `sys.argv` and end the process."""
+    if argv is None:
+        freeze_after_start_up()
     click_exceptions = _click_exceptions()
     command = typer.main.get_command(app)
     try:
@@ -601,5 +607,5 @@ def main(argv: list[str] | None = None) -> int:
         code = 1
     code = code if isinstance(code, int) else 0
     if argv is None:
-        sys.exit(code)
+        leave(code)
     return code
