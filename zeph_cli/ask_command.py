@@ -35,6 +35,7 @@ NOT_A_TERMINAL = "zeph ask is not running on a terminal, so no one could approve
 
 @dataclass(frozen=True)
 class AskOptions:
+    """The options of one `zeph ask`."""
     system: str | None
     continue_last: bool
     session_id: int | None

@@ -50,6 +50,7 @@ class ProviderEntry:
 
 @dataclass
 class LlmConfig:
+    """The [llm] section: the provider and model, the request settings, and the summary and embedding models."""
     provider: str = setting(
         "",
         "Backend or [[llm.providers]] name; empty = auto (anthropic/openai when their key is set, else local).",
@@ -70,6 +71,7 @@ class LlmConfig:
 
 @dataclass
 class SemanticConfig:
+    """[memory.semantic]: recall of relevant past messages."""
     enabled: bool = setting(True, "Semantic recall of relevant past messages.")
     recall_limit: int = setting(5, "Max semantically relevant messages to inject.", lo=0, hi=100)
     vector_weight: float = setting(0.7, "Weight of vector ranks in hybrid recall (reciprocal rank fusion).", lo=0.0, hi=1.0)
@@ -82,11 +84,13 @@ class SemanticConfig:
 
 @dataclass
 class RoutingConfig:
+    """[memory.routing]: how a query picks its recall backend."""
     strategy: str = setting("heuristic", "Query-aware memory backend selection.", choices=("heuristic",))
 
 
 @dataclass
 class ProbeConfig:
+    """[memory.compression.probe]: the question/answer check of a hard compaction."""
     enabled: bool = setting(False, "Validate each hard compaction with a question/answer probe.")
     model: str = setting("", "Model for probe calls; empty = the summary provider.")
     threshold: float = setting(0.6, "Minimum average score for a Pass verdict.", lo=0.0, hi=1.0)
@@ -97,6 +101,7 @@ class ProbeConfig:
 
 @dataclass
 class CompressionConfig:
+    """[memory.compression]: when and how far the context is compressed."""
     strategy: str = setting("reactive", "\"reactive\" (threshold tiers) or \"proactive\" (absolute token threshold).", choices=("reactive", "proactive"))
     threshold_tokens: int = setting(80000, "Proactive: compress when context exceeds this many tokens.", lo=1000, hi=10_000_000)
     max_summary_tokens: int = setting(4000, "Proactive: cap for the compressed summary.", lo=128, hi=1_000_000)
@@ -106,6 +111,7 @@ class CompressionConfig:
 
 @dataclass
 class CompressionGuidelinesConfig:
+    """[memory.compression_guidelines]: guidelines learned from context lost in compaction."""
     enabled: bool = setting(False, "Learn compression guidelines from detected context loss.")
     update_threshold: int = setting(5, "Failure pairs needed to trigger a guidelines update.", lo=1, hi=1000)
     max_guidelines_tokens: int = setting(500, "Token budget for the synthesized guidelines.", lo=16, hi=100_000)
@@ -117,6 +123,7 @@ class CompressionGuidelinesConfig:
 
 @dataclass
 class LongTermConfig:
+    """[memory.long_term]: saved memories sent as a <memory> block."""
     enabled: bool = setting(True, "Inject saved memories (zeph memory, memory_save) as a <memory> block each turn.")
     top_k: int = setting(5, "Memories injected per turn, best ranked first; 0 = every un-archived memory.", lo=0, hi=1000)
     max_chars: int = setting(2000, "Cap on the formatted <memory> block, in characters.", lo=0, hi=100_000)
@@ -124,6 +131,7 @@ class LongTermConfig:
 
 @dataclass
 class CrossSessionConfig:
+    """[memory.cross_session]: summaries of other sessions sent to this one."""
     enabled: bool = setting(True, "Summarize sessions in the background and send other sessions' summaries as <recent_conversation_memory>.")
     max_summaries: int = setting(5, "Summaries of other sessions sent per turn (this project's first); 0 = none sent.", lo=0, hi=50)
     min_user_turns: int = setting(6, "User turns a session needs before it is summarized.", lo=1, hi=10_000)
@@ -132,6 +140,7 @@ class CrossSessionConfig:
 
 @dataclass
 class ProfileConfig:
+    """[memory.profile]: the user profile kept from session summaries."""
     enabled: bool = setting(True, "Keep a user profile (zeph profile) from the session summaries and send it as <user_profile_memory>.")
     update_interval_hours: int = setting(24, "Hours between two automatic updates of the profile.", lo=1, hi=8760)
 
@@ -142,6 +151,7 @@ EMBEDDING_BACKENDS = ("openai", "ollama", "compatible")  # the provider backends
 
 @dataclass
 class MemoryConfig:
+    """The [memory] section: the context budget, compaction, the vector backend and the memory features."""
     context_budget_tokens: int = setting(0, "Context budget in tokens; 0 = auto (the model's context window).", lo=0, hi=100_000_000)
     auto_budget: bool = setting(True, "With context_budget_tokens = 0, use the model's window (false = unlimited, no compaction).")
     soft_compaction_threshold: float = setting(0.60, "Soft tier: prune tool outputs + apply deferred summaries (no LLM).", lo=0.0, hi=1.0)
@@ -170,6 +180,7 @@ class MemoryConfig:
 
 @dataclass
 class ContextConfig:
+    """The [context] section: project context (ZEPH.md), the time block, the enhanced prompt and the history sent."""
     project_context_max_tokens: int = setting(
         4000, "Cap for the <project_context> block (ZEPH.md files); longer content is cut with a note.", lo=0, hi=1_000_000
     )
@@ -192,6 +203,7 @@ AGENT_MODES = ("agent", "ask", "plan")
 
 @dataclass
 class AgentConfig:
+    """The [agent] section: the tool mode and the tool rounds of a turn."""
     mode: str = setting("agent", "agent: every tool; ask and plan: read-only tools (the others are not offered).", choices=AGENT_MODES)
     max_tool_iterations: int = setting(25, "Tool rounds allowed in one turn before the agent stops and says so.", lo=1, hi=1000)
 
@@ -201,6 +213,7 @@ SANDBOX_PROFILES = ("workspace", "read-only", "off")
 
 @dataclass
 class SandboxConfig:
+    """[tools.sandbox]: the OS sandbox shell commands run in."""
     enabled: bool = setting(True, "Run shell commands in an OS sandbox (Linux Landlock, macOS sandbox-exec).")
     profile: str = setting(
         "workspace",
@@ -215,6 +228,7 @@ class SandboxConfig:
 
 @dataclass
 class ToolsConfig:
+    """The [tools] section: tool output, allowed paths, permission rules, the shell's timeout and the sandbox."""
     summarize_output: bool = setting(False, "Summarize long tool outputs with the LLM (falls back to truncation).")
     allowed_paths: tuple[str, ...] = setting(
         (), "Directories the file tools may use besides the workspace (git root or cwd).", kind=tuple
@@ -236,6 +250,7 @@ class ToolsConfig:
 
 @dataclass
 class WorldbookConfig:
+    """The [worldbook] section: entries sent when their keywords come up."""
     enabled: bool = setting(True, "Send worldbook entries (zeph worldbook add) when their keywords appear in the recent messages.")
     scan_depth: int = setting(4, "Recent user and assistant messages (the running one included) that worldbook keywords are matched against.", lo=1, hi=1000)
     max_share: float = setting(0.15, "Share of the prompt budget all worldbook blocks may take together; the entries with the highest order are left out first.", lo=0.0, hi=1.0)
@@ -243,6 +258,7 @@ class WorldbookConfig:
 
 @dataclass
 class SkillsConfig:
+    """The [skills] section: where skills are found, how many a turn matches and how they are rendered."""
     prompt_mode: str = setting(
         "auto",
         "How matched skills are rendered: full, compact (name, description, triggers) or auto "
@@ -260,6 +276,7 @@ class SkillsConfig:
 
 @dataclass
 class DebugConfig:
+    """The [debug] section: request and compaction dumps."""
     dump_dir: str = setting(
         "",
         "Write each provider request, response and compaction (probe) result as numbered JSON files here; empty = off.",
@@ -268,6 +285,7 @@ class DebugConfig:
 
 @dataclass
 class Config:
+    """The whole configuration, one field per section; defaults are the spec's."""
     llm: LlmConfig = field(default_factory=LlmConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     context: ContextConfig = field(default_factory=ContextConfig)

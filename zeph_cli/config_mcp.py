@@ -44,6 +44,7 @@ class McpServerEntry:
 
 @dataclass
 class ToolDiscoveryConfig:
+    """[mcp.tool_discovery]: which MCP tools a turn is offered when there are many."""
     strategy: str = setting(
         "embedding",
         "embedding: offer the MCP tools most relevant to the message when there are many; none: offer them all.",
@@ -57,6 +58,7 @@ class ToolDiscoveryConfig:
 
 @dataclass
 class McpConfig:
+    """The [mcp] section: the servers and how their tools are offered."""
     tool_discovery: ToolDiscoveryConfig = field(default_factory=ToolDiscoveryConfig)
     servers: list[McpServerEntry] = field(default_factory=list, metadata={"doc": "MCP servers ([[mcp.servers]])."})
 

@@ -24,6 +24,7 @@ MAX_PROFILE_BYTES = 100_000
 
 @dataclass
 class PromptConfig:
+    """The [prompt] section: the global prompt profile and its profiles."""
     profile: str = setting(
         "", "Global prompt profile (a [prompt.profiles] name) new sessions start with; empty = none."
     )

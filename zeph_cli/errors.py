@@ -7,6 +7,7 @@ is what a command ending on it returns. Stdlib only.
 
 from __future__ import annotations
 
+import functools
 import re
 
 
@@ -146,12 +147,16 @@ CONTEXT_LENGTH_PATTERNS: tuple[str, ...] = (
     "maximum model length",  # vLLM: "The decoder prompt (length N) is longer than the maximum model length of M"
     "exceed_context_size_error",  # llama.cpp server's error type
 )
-_CONTEXT_LENGTH_RE = re.compile("|".join(re.escape(p) for p in CONTEXT_LENGTH_PATTERNS), re.IGNORECASE)
+
+
+@functools.cache
+def _context_length_re() -> re.Pattern[str]:  # compiled when an error is read, not by every start-up
+    return re.compile("|".join(re.escape(p) for p in CONTEXT_LENGTH_PATTERNS), re.IGNORECASE)
 
 
 def is_context_length_message(text: str) -> bool:
     """True when a provider's error text says the request did not fit the context window."""
-    return bool(_CONTEXT_LENGTH_RE.search(text or ""))
+    return bool(_context_length_re().search(text or ""))
 
 
 # The window a context-length error states, per wording: {L} marks the limit,
@@ -183,10 +188,14 @@ _LIMIT_WORDINGS = (
     # llama.cpp's error object, also inside Ollama's error string: "n_ctx":4096 or \"n_ctx\":4096
     r"\\?\"n_ctx\\?\"\s*:\s*{L}",
 )
-_LIMIT_PATTERNS = tuple(
-    re.compile(w.replace("{L}", f"(?P<limit>{_NUMBER})").replace("{N}", f"(?:{_NUMBER})"), re.IGNORECASE)
-    for w in _LIMIT_WORDINGS
-)
+
+
+@functools.cache
+def _limit_patterns() -> tuple[re.Pattern[str], ...]:
+    return tuple(
+        re.compile(w.replace("{L}", f"(?P<limit>{_NUMBER})").replace("{N}", f"(?:{_NUMBER})"), re.IGNORECASE)
+        for w in _LIMIT_WORDINGS
+    )
 
 
 def context_limit_from_message(text: str) -> int | None:
@@ -196,7 +205,7 @@ def context_limit_from_message(text: str) -> int | None:
     a message that states no limit (llama.cpp's "the request exceeds the
     available context size, try increasing it") gives None.
     """
-    for pattern in _LIMIT_PATTERNS:
+    for pattern in _limit_patterns():
         match = pattern.search(text or "")
         if match:
             value = int(match.group("limit").replace(",", ""))

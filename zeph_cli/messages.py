@@ -17,12 +17,14 @@ ROLES: tuple[str, ...] = ("system", "context", "user", "assistant", "tool")
 
 @dataclass(frozen=True)
 class TextPart:
+    """Text in a message."""
     text: str
     type: Literal["text"] = "text"
 
 
 @dataclass(frozen=True)
 class ToolCallPart:
+    """A tool call the model made: its id, the tool's name and the parsed arguments."""
     id: str
     name: str
     arguments: dict[str, Any]
@@ -31,6 +33,7 @@ class ToolCallPart:
 
 @dataclass(frozen=True)
 class ToolResultPart:
+    """What a tool returned for one call, matched to it by `tool_call_id`."""
     tool_call_id: str
     content: str
     name: str = ""
@@ -138,6 +141,7 @@ class ToolSpec:
 
 @dataclass(frozen=True)
 class Usage:
+    """Token counts a provider reported for one reply."""
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
@@ -170,6 +174,7 @@ class Usage:
 
 @dataclass(frozen=True)
 class TextDelta:
+    """A piece of streamed reply text."""
     text: str
 
 
@@ -192,6 +197,7 @@ class UsageUpdate:
 
 @dataclass(frozen=True)
 class StreamEnd:
+    """The end of a streamed reply and why it stopped."""
     stop_reason: str = "stop"
 
 
@@ -225,6 +231,7 @@ class MalformedToolCall(ValueError):
 
 @dataclass
 class _PendingCall:
+    """A streamed tool call still being assembled from its deltas."""
     id: str = ""
     name: str = ""
     arguments: str = ""

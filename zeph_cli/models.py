@@ -24,6 +24,7 @@ LEARNED_PREFIX = "learned: "
 
 @dataclass(frozen=True)
 class ModelProfile:
+    """A model's context window and output limit, and where the window came from."""
     name: str
     context_window: int
     output_limit: int

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class TurnExtras:
+    """Skills and MCP servers an agent offers, and what they gave the running turn."""
     skills: SkillService | None = None
     mcp: McpManager | None = None
     prompt_mode: str = "auto"

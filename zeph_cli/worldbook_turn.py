@@ -42,6 +42,7 @@ def entry_of(record: WorldbookRecord) -> WorldbookEntry:
 
 @dataclass(frozen=True)
 class WorldbookTurn:
+    """The worldbook entries in force for a turn, those its messages triggered, and isolation."""
     in_force: tuple[WorldbookEntry, ...] = ()
     triggered: tuple[WorldbookEntry, ...] = ()
     isolated: bool = False  # isolation asked for and entries bound: ISOLATION_DROPS are not sent

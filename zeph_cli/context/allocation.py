@@ -46,6 +46,7 @@ def column(code_index: bool, graph_memory: bool) -> str:
 
 @dataclass(frozen=True)
 class Allocation:
+    """The share of the prompt budget each slot may use, for one column of the table."""
     column: str
     shares: dict[str, float]  # the table's shares, before absent slots give theirs back
     tokens: dict[str, int]  # what each slot may use; absent slots have 0

@@ -53,6 +53,7 @@ SKILLS_LAYER = "skills"
 
 @dataclass(frozen=True)
 class PromptLayer:
+    """A named part of the system prompt, in the order it is sent."""
     name: str
     text: str
     detail: str = ""  # shown beside the block in the report

@@ -13,6 +13,7 @@ RESPONSE_RESERVE_FRACTION = 0.20
 
 @dataclass(frozen=True)
 class Budget:
+    """The context's token budget, the reply's reserve and the compaction thresholds."""
     total: int  # 0 = unlimited
     reserved_for_response: int
     soft_threshold: float

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 @dataclass(frozen=True)
 class EnvironmentFacts:
+    """The facts the <environment> block states."""
     working_directory: str
     os: str
     git_branch: str | None

@@ -16,6 +16,7 @@ PROFILE_KEY = "prompt_profile"  # conversation metadata: the session's global pr
 
 @dataclass(frozen=True)
 class GlobalPrompt:
+    """The global prompt profile a session uses, rendered, or why it is missing."""
     name: str  # "" = none
     text: str  # the rendered block, "" when none or missing
     problem: str = ""  # e.g. the chosen profile is no longer in the config

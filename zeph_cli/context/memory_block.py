@@ -38,6 +38,7 @@ class MemoryEntry(Protocol):
 
 @dataclass(frozen=True)
 class MemoryBlock:
+    """The <memory> block and the saved memories in it."""
     text: str  # "" when nothing is injected
     ids: tuple[int, ...]  # the memories in it, in order
 

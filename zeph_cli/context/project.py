@@ -15,12 +15,14 @@ from ..tokens import TokenCounter
 
 @dataclass(frozen=True)
 class ProjectFile:
+    """A project-context file (ZEPH.md and its kin) and its text."""
     path: str
     text: str
 
 
 @dataclass(frozen=True)
 class ProjectContext:
+    """The <project_context> block and the files it came from."""
     text: str  # "" when there is nothing to inject
     files: tuple[str, ...]
     truncated: tuple[str, ...]

@@ -23,6 +23,7 @@ MODULE_NAMES = (*BASE_MODULES, *(n for names in MODE_MODULES.values() for n in n
 
 @dataclass(frozen=True)
 class PromptModule:
+    """One module of the base prompt, shipped or overridden by a file."""
     name: str
     text: str
     source: str = "shipped"  # "shipped", "user" or "project"
@@ -31,6 +32,7 @@ class PromptModule:
 
 @dataclass(frozen=True)
 class ComposedPrompt:
+    """The base prompt composed from its modules, with what was overridden or removed."""
     text: str
     detail: str  # the modules sent, each override with its source, each removed module
 

@@ -21,6 +21,7 @@ ENTRY_CHARS = 600  # one recalled message is cut to this many characters
 
 @dataclass(frozen=True)
 class RecallEntry:
+    """One recalled message as rendered in the recall block."""
     message_id: int
     text: str  # the rendered line
 

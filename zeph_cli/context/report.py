@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class ContextBlock:
+    """One named block of a turn's context and its tokens."""
     name: str
     tokens: int
     detail: str = ""
@@ -22,6 +23,7 @@ class ContextBlock:
 
 @dataclass(frozen=True)
 class ContextReport:
+    """What a turn's context holds, block by block, against its budget and thresholds."""
     blocks: tuple[ContextBlock, ...]
     window: int  # the model's context window
     budget: int  # tokens the context may use in all (0 = unlimited)

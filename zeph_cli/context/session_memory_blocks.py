@@ -54,6 +54,7 @@ class DigestEntry:
 
 @dataclass(frozen=True)
 class RenderedBlock:
+    """A session-memory block as sent, and how many digests it holds or left out."""
     text: str  # "" when nothing is sent
     shown: int  # digests in it (the profile block: 1 or 0)
     dropped: int = 0  # digests left out for room

@@ -40,6 +40,7 @@ class SkillLike(Protocol):
 
 @dataclass(frozen=True)
 class SkillsInput:
+    """The skills a turn matched (best first) and the rest of the catalog."""
     matched: tuple[SkillLike, ...]  # best first
     others: tuple[SkillLike, ...]
     prompt_mode: str = "auto"
@@ -47,6 +48,7 @@ class SkillsInput:
 
 @dataclass(frozen=True)
 class SkillsBlock:
+    """The rendered skills layer and which skills went in, in which form."""
     text: str = ""
     mode: str = ""  # the form matched skills were asked in (full or compact)
     full: tuple[str, ...] = ()

@@ -46,6 +46,7 @@ def tag(position: str) -> str:
 
 @dataclass(frozen=True)
 class WorldbookEntry:
+    """A worldbook entry as the context sees it: its text, keywords and where it goes."""
     id: int
     content: str
     keywords: tuple[str, ...] = ()
@@ -121,6 +122,7 @@ def render(position: str, entries: Sequence[WorldbookEntry]) -> str:
 
 @dataclass(frozen=True)
 class WorldbookBlock:
+    """Worldbook entries rendered for one position of the context."""
     name: str  # the report's block name
     text: str
     position: str

@@ -36,6 +36,7 @@ _STOPWORDS = frozenset(
 
 @dataclass(frozen=True)
 class RankedMemory:
+    """A saved memory with its similarity to the turn and its final score."""
     memory: Memory
     similarity: float
     score: float

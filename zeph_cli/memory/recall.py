@@ -39,6 +39,7 @@ RECALLED_ROLES = ("user", "assistant")
 
 @dataclass(frozen=True)
 class RecallHit:
+    """A past message recall found, with where it came from and its score."""
     message_id: int
     conversation_id: int
     conversation_title: str
@@ -52,6 +53,7 @@ class RecallHit:
 
 @dataclass(frozen=True)
 class RecallResult:
+    """What recall found for a query, the route it took and any degradation."""
     route: Route
     hits: tuple[RecallHit, ...] = ()
     note: str = ""  # why recall ran degraded (an index down, an embedder failing), for a one-time warning

@@ -60,6 +60,7 @@ def database_path(db: "Database") -> Path | None:
 
 @dataclass
 class _Loaded:
+    """The embedder and vector index once loaded, or why they could not be."""
     embedder: "Embedder | None" = None
     index: "VectorIndex | None" = None
     problem: str = ""

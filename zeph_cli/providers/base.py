@@ -42,6 +42,7 @@ class ProviderSettings:
 
 @dataclass(frozen=True)
 class ChatRequest:
+    """One request to a provider: the messages, the tools offered and the reply's limits."""
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int = 4096

@@ -37,6 +37,7 @@ def make_title(text: str) -> str:
 
 @dataclass(frozen=True)
 class Conversation:
+    """A stored session: its row, with its metadata parsed."""
     id: int
     title: str
     created_at: str
@@ -50,6 +51,7 @@ class Conversation:
 
 @dataclass(frozen=True)
 class StoredMessage:
+    """A stored message with its id, time and visibility flags."""
     id: int
     conversation_id: int
     message: Message
@@ -72,6 +74,7 @@ class StoredMessage:
 
 @dataclass(frozen=True)
 class SearchHit:
+    """A message found by full-text search, with a snippet around the match."""
     conversation_id: int
     message_id: int
     role: str

@@ -19,6 +19,7 @@ PROFILE_SOURCES = ("auto", "user")
 
 @dataclass(frozen=True)
 class SessionDigest:
+    """The summary of one session, sent to other sessions."""
     conversation_id: int
     project: str
     text: str
@@ -30,6 +31,7 @@ class SessionDigest:
 
 @dataclass(frozen=True)
 class UserProfile:
+    """The user profile kept from session summaries, or written by the user."""
     text: str
     source: str  # auto | user
     updated_at: str

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Guidelines:
+    """One version of the learned compression guidelines."""
     version: int
     text: str
     created_at: str

@@ -30,6 +30,7 @@ _COLUMNS = (
 
 @dataclass(frozen=True)
 class Memory:
+    """A saved memory and its scope."""
     id: int
     content: str
     scope: str  # user | project | session

@@ -20,6 +20,7 @@ from .transactions import write_transaction
 
 @dataclass(frozen=True)
 class ToolRun:
+    """One logged tool call and its outcome."""
     id: int
     conversation_id: int
     tool_call_id: str

@@ -32,6 +32,7 @@ _COLUMNS = (
 
 @dataclass(frozen=True)
 class WorldbookRecord:
+    """A stored worldbook entry."""
     id: int
     scope: str  # project | session
     project_root: str | None

@@ -32,6 +32,7 @@ ToolKind = Literal["read", "write", "exec"]
 
 @dataclass(frozen=True)
 class ToolResult:
+    """What a tool returns: its content for the model and one line for the user."""
     content: str
     is_error: bool = False
     exit_code: int | None = None
