@@ -8,6 +8,8 @@ Prints, for each pair, the median and min wall time of N runs taken interleaved
 - `llm -c` beside `zeph ask -c`, continuing a conversation that grows run by run;
 - Anthropic: `llm -m claude-sonnet-4.6` (the llm-anthropic plugin) beside `zeph ask`
   (provider `anthropic`), goal ratio <= 0.8;
+- beside both asks, the SDK alone (`benchmarks/sdk_floor.py`: import the SDK, build its async client,
+  stream the one reply; zeph's venv), the floor both tools stand on, and what each spends above it;
 - `zeph ask` on the embedded model with a 1-token reply, when the local extra is installed;
 then the import breakdown of one `python -X importtime` run of each `ask`: the
 top-level packages by cumulative import time (with their own time), and for zeph
@@ -59,6 +61,7 @@ from benchmarks import importtime  # noqa: E402
 from tests.fakes import anthropic_wire, openai_wire  # noqa: E402
 from tests.fakes.server import FakeServer  # noqa: E402
 
+SDK_FLOOR = ROOT / "benchmarks" / "sdk_floor.py"
 ZEPH = str(Path(sys.executable).parent / "zeph")  # the running venv's (--this-venv, the embedded figure)
 RUNS = int(os.environ.get("RUNS", "10"))
 GOAL = 0.8
@@ -217,21 +220,33 @@ def report(label: str, samples: list[float]) -> None:
     print(f"  {label:<46} median {median:7.1f} ms   min {fastest:7.1f} ms   (n={len(samples)})")
 
 
-def compare(title: str, llm: Command | None, zeph: Command, runs: int, goal: float | None = GOAL) -> None:
-    """Time both interleaved (zeph alone without llm) and print medians, mins and the ratio."""
+def compare(
+    title: str, llm: Command | None, zeph: Command, runs: int, goal: float | None = GOAL, sdk: Command | None = None
+) -> None:
+    """Time them interleaved (zeph alone without llm; `sdk`, the SDK alone, when given) and print medians,
+    mins, the ratio and, with the SDK's floor, what each tool spends above it."""
     print(title)
     commands = {"zeph": zeph} if llm is None else {"llm": llm, "zeph": zeph}
+    if sdk is not None:
+        commands["sdk"] = sdk
     try:
         samples = interleaved(commands, runs)
     except RunFailed as error:
         print(f"  not measured: {error}")
         return
     for label, command in commands.items():
-        report(" ".join([Path(command[0][0]).name, *command[0][1:]]), samples[label])
-    if llm is not None:
-        ratio = statistics.median(samples["zeph"]) / statistics.median(samples["llm"])
-        verdict = "" if goal is None else f"   goal <= {goal}: {'met' if ratio <= goal else 'not met'}"
-        print(f"  ratio zeph/llm (medians) {ratio:.2f}{verdict}")
+        name = "the SDK alone (import, client, one reply)" if label == "sdk" else None
+        report(name or " ".join([Path(command[0][0]).name, *command[0][1:]]), samples[label])
+    if llm is None:
+        return
+    median = {label: statistics.median(values) * 1000 for label, values in samples.items()}
+    ratio = median["zeph"] / median["llm"]
+    verdict = "" if goal is None else f"   goal <= {goal}: {'met' if ratio <= goal else 'not met'}"
+    print(f"  ratio zeph/llm (medians) {ratio:.2f}{verdict}")
+    if sdk is not None and goal is not None:
+        print(f"  above the SDK alone (medians): llm +{median['llm'] - median['sdk']:.0f} ms, "
+              f"zeph +{median['zeph'] - median['sdk']:.0f} ms; the SDK alone is {median['sdk'] / median['llm']:.2f} "
+              f"of llm, so the goal leaves zeph {goal * median['llm'] - median['sdk']:.0f} ms above it")
 
 
 # ---- import breakdown -------------------------------------------------------------
@@ -317,13 +332,17 @@ def main() -> None:
         def llm(env: dict[str, str], *words: str) -> Command | None:
             return ([llm_bin, *words], env) if venv else None
 
+        def sdk_alone(kind: str, base_url: str, model: str) -> Command:
+            return [str(Path(zeph).parent / "python"), str(SDK_FLOOR), kind, base_url, model], base
+
         compare("--help", llm(llm_openai, "--help"), ([zeph, "--help"], zeph_env(base, scratch)), RUNS, goal=None)
         ask_openai = llm(llm_openai, "-m", "bench", PROMPT), ([zeph, "ask", PROMPT], zeph_openai)
-        compare("\nOpenAI-compatible server", *ask_openai, RUNS)
+        compare("\nOpenAI-compatible server", *ask_openai, RUNS, sdk=sdk_alone("openai", url + "/v1", OPENAI_MODEL))
         compare("\nContinuing the conversation (OpenAI-compatible)", llm(llm_openai, "-c", "again"),
                 ([zeph, "ask", "-c", "again"], zeph_openai), RUNS)
         ask_anthropic = llm(llm_anthropic, "-m", "claude-sonnet-4.6", PROMPT), ([zeph, "ask", PROMPT], zeph_anthropic)
-        compare("\nAnthropic (llm-anthropic plugin)", *ask_anthropic, RUNS)
+        compare("\nAnthropic (llm-anthropic plugin)", *ask_anthropic, RUNS,
+                sdk=sdk_alone("anthropic", url, ANTHROPIC_MODEL))
         if not args.no_embedded:
             print()
             embedded_figure(base, scratch, max(RUNS // 2, 3))
