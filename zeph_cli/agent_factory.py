@@ -19,6 +19,7 @@ from .errors import UsageError
 from .providers import create_provider, resolve_settings
 from .providers.summary import side_job_settings
 from .providers.base import ProviderSettings
+from .skills.folders import skill_folders, user_skills_dir
 from .startup_gc import paused_collection
 from .store import ConversationStore
 from .tools.confinement import workspace_root
@@ -61,7 +62,7 @@ async def _build(
         if one_shot is None or memory.embeds_for(one_shot):
             memory.start_warming()  # the embedder loads while the provider's SDK is imported
     provider = create_provider(settings)
-    extras = turn_extras(loaded, memory, env, cwd)
+    extras = turn_extras(loaded, memory, env, cwd, one_shot=one_shot is not None)
     agent: Agent | None = None
     try:
         agent = Agent(config=loaded.config, store=store, provider=provider, cwd=cwd, approver=approver,
@@ -79,13 +80,27 @@ async def _build(
         raise
 
 
-def turn_extras(loaded: LoadedConfig, memory: MemoryService | None, env: Mapping[str, str], cwd: Path) -> TurnExtras:
-    """Skills (the config dir's and the project's) and MCP servers (not started yet) for this agent."""
-    from .skills.service import service_for
+def _skill_folder_exists(loaded: LoadedConfig, env: Mapping[str, str], cwd: Path) -> bool:
+    folders = skill_folders(
+        loaded.config.skills, project_root=workspace_root(cwd), user_dir=user_skills_dir(env),
+        base_dir=loaded.path.parent if loaded.path else None,
+    )
+    return any(folder.path.is_dir() for folder in folders)
 
+
+def turn_extras(
+    loaded: LoadedConfig, memory: MemoryService | None, env: Mapping[str, str], cwd: Path, *, one_shot: bool = False
+) -> TurnExtras:
+    """Skills (the config dir's and the project's) and MCP servers (not started yet) for this agent.
+    `one_shot` (one turn, then exit): no skills service when no skill folder exists (a longer session
+    keeps one, so that a skill written meanwhile is found)."""
     config = loaded.config
     embedder = memory.ready_embedder if memory is not None else None
-    skills = service_for(loaded, env, cwd, embedder=embedder)
+    skills = None
+    if not one_shot or _skill_folder_exists(loaded, env, cwd):
+        from .skills.service import service_for
+
+        skills = service_for(loaded, env, cwd, embedder=embedder)
     mcp = None
     if any(entry.enabled for entry in config.mcp.servers):
         from .mcp.manager import McpManager  # only with servers: the SDK stays unloaded otherwise

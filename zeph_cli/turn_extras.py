@@ -13,10 +13,10 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .context.skills_block import SkillsInput
 from .tools.registry import READ_ONLY_MODES
 
 if TYPE_CHECKING:
+    from .context.skills_block import SkillsInput
     from .mcp.manager import McpManager
     from .mcp.tools import McpTool
     from .skills.model import TurnSkills
@@ -82,6 +82,8 @@ class TurnExtras:
         turn = self.turn_skills
         if turn is None or not (turn.matched or turn.others):
             return None
+        from .context.skills_block import SkillsInput
+
         return SkillsInput(tuple(m.skill for m in turn.matched), tuple(turn.others), self.prompt_mode)
 
     def tools(self, mode: str) -> dict[str, Tool]:

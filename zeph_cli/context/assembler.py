@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..messages import Message
 from ..tokens import MESSAGE_OVERHEAD, REQUEST_OVERHEAD, Calibration, TokenCounter
@@ -32,16 +32,10 @@ from .budget import Budget
 from .history_shaping import LANDMARK_KEY, cap_history, landmarks
 from .recall_block import RecallEntry, fit_recall
 from .report import ContextBlock, ContextReport
-from .skills_block import (
-    SKILLS_SHARE,
-    UNBUDGETED_SKILLS_TOKENS,
-    SkillsBlock,
-    SkillsInput,
-    fit_skills,
-    resolve_mode,
-)
 from .untrusted import delimit_tool_results, delimiter_tokens
-from .worldbook_block import insert_at_depth
+
+if TYPE_CHECKING:  # the skills and worldbook modules load when a turn has skills or at-depth entries
+    from .skills_block import SkillsBlock, SkillsInput
 
 # Blocks are calibrated one by one and history group by group: their roundings
 # may add up to a few tokens more than the allowance they were fitted to.
@@ -170,14 +164,17 @@ def assemble(
     extra = [layer for layer in context_layers or [] if layer.text] + late
     depths = [(d, layer) for d, layer in depth_layers or [] if layer.text]
     closing = [layer for d, layer in depths] + [layer for layer in closing_layers or [] if layer.text]
-    skills_block = SkillsBlock()
+    skills_block: SkillsBlock | None = None
     if skills is not None:
         skills_block = _skills_layer(skills, layers + extra + closing, history, budget, counter, calibration, tools_tokens)
         if skills_block.text:
             layers = [*layers, PromptLayer(SKILLS_LAYER, skills_block.text)]
     raw_layers = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in layers + extra]
     blocks = [
-        ContextBlock(layer.name, calibration.apply(raw), skills_block.detail if layer.name == SKILLS_LAYER else layer.detail)
+        ContextBlock(
+            layer.name, calibration.apply(raw),
+            skills_block.detail if skills_block is not None and layer.name == SKILLS_LAYER else layer.detail,
+        )
         for layer, raw in zip(layers + extra, raw_layers)
     ]
     raw_closing = [counter.count(layer.text) + MESSAGE_OVERHEAD for layer in closing]
@@ -244,7 +241,11 @@ def assemble(
     per_turn = [Message.context(layer.text) for layer in early] + ([Message.context(recall_text)] if recall_text else [])
     per_turn += [Message.context(layer.text) for layer in late]
     history_messages = [i.message for i in summaries + kept]
-    sent = insert_at_depth(history_messages, [(d, layer.text) for d, layer in depths], len(summaries))
+    sent = history_messages
+    if depths:
+        from .worldbook_block import insert_at_depth
+
+        sent = insert_at_depth(history_messages, [(d, layer.text) for d, layer in depths], len(summaries))
     at = _running_turn_start(kept, pinned_id) + len(summaries)
     # the same message object in `sent` (at_depth blocks may sit before it); the end when none runs
     at = next(n for n, m in enumerate(sent) if m is history_messages[at]) if at < len(history_messages) else len(sent)
@@ -267,7 +268,7 @@ def assemble(
         fixed_tokens=fixed,
         pinned_tokens=pinned_tokens,
         recalled_ids=recalled,
-        skills_shown=tuple((n, "full") for n in skills_block.full) + tuple((n, "compact") for n in skills_block.compact),
+        skills_shown=_skills_shown(skills_block),
     )
     return messages, report
 
@@ -314,6 +315,12 @@ def _with_landmarks(
     return shaped
 
 
+def _skills_shown(block: SkillsBlock | None) -> tuple[tuple[str, str], ...]:
+    if block is None:
+        return ()
+    return tuple((n, "full") for n in block.full) + tuple((n, "compact") for n in block.compact)
+
+
 def _skills_layer(
     skills: SkillsInput,
     layers: list[PromptLayer],
@@ -324,6 +331,7 @@ def _skills_layer(
     tools_tokens: int,
 ) -> SkillsBlock:
     """The skills layer within its share of the budget; `auto` goes compact when what remains is small."""
+    from .skills_block import SKILLS_SHARE, UNBUDGETED_SKILLS_TOKENS, fit_skills, resolve_mode
 
     def measure(text: str) -> int:
         return calibration.apply(counter.count(text) + MESSAGE_OVERHEAD)

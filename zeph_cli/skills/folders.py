@@ -11,16 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import SkillsConfig
 from ..paths import config_dir
-from .model import SkillSource
+
+if TYPE_CHECKING:
+    from .model import SkillSource
 
 PROJECT_SKILLS = Path(".zeph") / "skills"
 
 
 @dataclass(frozen=True)
 class SkillFolder:
+    """A folder skills are read from, and where it comes from."""
     path: Path
     source: SkillSource
 
