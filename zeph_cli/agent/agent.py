@@ -22,20 +22,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .config import Config
-from .context.assembler import HistoryItem, PromptLayer, assemble
-from .context.budget import Budget, compute_budget
-from .context.compaction.provisional import due as provisional_summary_due
-from .context.compaction.tiers import may_compact
-from .context.environment import EnvironmentFacts, render_environment
-from .context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, session_profile
-from .context.invariant import budget_problem, tool_output_allowance
-from .context.project import ProjectContext, render_project_context
-from .context.prompt_modules import MODE_MODULES, PromptModule, base_prompt, mode_prompt
-from .context.report import ContextReport
-from .context.tool_fit import ToolForm, fewest_left_out, mcp_trimmed_warning, no_tools_warning, tool_form
-from .context.turn_blocks import render_enhancement, render_time
-from .errors import (
+from ..config import Config
+from ..context.assembler import HistoryItem, PromptLayer, assemble
+from ..context.budget import Budget, compute_budget
+from ..context.compaction.provisional import due as provisional_summary_due
+from ..context.compaction.tiers import may_compact
+from ..context.environment import EnvironmentFacts, render_environment
+from ..context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, session_profile
+from ..context.invariant import budget_problem, tool_output_allowance
+from ..context.project import ProjectContext, render_project_context
+from ..context.prompt_modules import MODE_MODULES, PromptModule, base_prompt, mode_prompt
+from ..context.report import ContextReport
+from ..context.tool_fit import ToolForm, fewest_left_out, mcp_trimmed_warning, no_tools_warning, tool_form
+from ..context.turn_blocks import render_enhancement, render_time
+from ..errors import (
     ContextBudgetExceeded,
     ContextLengthExceeded,
     ProviderError,
@@ -46,8 +46,6 @@ from .events import (
     AgentEvent,
     AgentWarning,
     CompactionFinished,
-    CompactionStarted,
-    CompactionStatus,
     ContextPrepared,
     ReplyDelta,
     ToolCallFinished,
@@ -58,9 +56,9 @@ from .events import (
     UsageReported,
 )
 from .guidelines_learner import GuidelinesLearner, LearnerDeps
-from .memory.long_term_access import LongTermMemory
-from .memory.service import MemoryService, TurnMemory
-from .messages import (
+from ..memory.long_term_access import LongTermMemory
+from ..memory.service import MemoryService, TurnMemory
+from ..messages import (
     Message,
     ReplyBuilder,
     TextDelta,
@@ -70,18 +68,18 @@ from .messages import (
     Usage,
     normalize_stop_reason,
 )
-from .models import ModelProfile, prefer_learned_window, reply_token_cap, with_window
-from .paths import config_dir, global_project_file
-from .prompt_files import load_prompt_modules
-from .providers.base import ChatRequest, Provider, ProviderSettings
-from .providers.pool import ProviderPool
-from .said_once import first_time
-from .session_memory import SessionMemory, SessionMemoryDeps
-from .side_jobs import SideJobs, record_response
-from .store import Conversation, ConversationStore, StoredMessage, ToolLog
-from .store.memories import MemoryStore
-from .store.windows import remember_window, remembered_window
-from .tokens import (
+from ..models import ModelProfile, prefer_learned_window, reply_token_cap, with_window
+from ..paths import config_dir, global_project_file
+from ..prompt_files import load_prompt_modules
+from ..providers.base import ChatRequest, Provider, ProviderSettings
+from ..providers.pool import ProviderPool
+from ..said_once import first_time
+from ..session_memory import SessionMemory, SessionMemoryDeps
+from ..side_jobs import SideJobs, record_response
+from ..store import Conversation, ConversationStore, StoredMessage, ToolLog
+from ..store.memories import MemoryStore
+from ..store.windows import remember_window, remembered_window
+from ..tokens import (
     LOWER,
     NEEDS_EXACT,
     UPPER,
@@ -95,20 +93,20 @@ from .tokens import (
     default_counter,
     exact_counter,
 )
-from .tools.base import ToolContext, ToolSet
-from .tools.confinement import Confinement, workspace_root
-from .tools.approval import Approver, deny_all
-from .tools.registry import builtin_tool_names, tools_for_mode
-from .turn_extras import TurnExtras
-from .workspace import environment_facts, find_project_files
-from .worldbook_turn import Worldbook, WorldbookTurn, worldbook_layers
+from ..tools.base import ToolContext, ToolSet
+from ..tools.confinement import Confinement, workspace_root
+from ..tools.approval import Approver, deny_all
+from ..tools.registry import builtin_tool_names, tools_for_mode
+from ..turn_extras import TurnExtras
+from ..workspace import environment_facts, find_project_files
+from ..worldbook_turn import Worldbook, WorldbookTurn, worldbook_layers
 
 if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools nor compaction
     from .compactor import Compactor
     from .debug_dump import DebugDump
     from .tool_calls import ToolCallRunner
-    from .tools.permissions import PermissionPolicy
-    from .tools.sandbox import Sandbox
+    from ..tools.permissions import PermissionPolicy
+    from ..tools.sandbox import Sandbox
 
 # What servers say when a model cannot take tools (Ollama, llama.cpp, vLLM...).
 _NO_TOOL_SUPPORT = re.compile(
@@ -272,14 +270,14 @@ class Agent:
     @cached_property
     def policy(self) -> "PermissionPolicy":
         """Which tool calls run, are asked about or are denied (`[tools] allow/deny`), built when first needed."""
-        from .tools.permissions import PermissionPolicy
+        from ..tools.permissions import PermissionPolicy
 
         return PermissionPolicy.from_config(self.config.tools.allow, self.config.tools.deny)
 
     @cached_property
     def sandbox(self) -> "Sandbox":
         """The OS sandbox tool commands run in, detected when a tool first needs it."""
-        from .tools.sandbox import Sandbox
+        from ..tools.sandbox import Sandbox
 
         return Sandbox(self.config.tools.sandbox, self.confinement.allowed, cwd=self.cwd)
 
@@ -466,7 +464,7 @@ class Agent:
 
     def _output_chars(self, conversation: Conversation, text: str) -> int:
         """Characters of `text` that fit the share of the budget a tool output may take now."""
-        from .tools.output import MAX_OUTPUT_CHARS
+        from ..tools.output import MAX_OUTPUT_CHARS
 
         tokens = tool_output_allowance(self.context_for(conversation)[1])
         if tokens is None:
