@@ -49,7 +49,8 @@ def imported_top_level(*args: str, env: dict[str, str] | None = None) -> set[str
 NOT_FOR_A_PLAIN_REPLY = {
     "zeph_cli.agent.tool_calls", "zeph_cli.tools.blocklist", "zeph_cli.tools.shell_syntax", "zeph_cli.tools.redact",
     "zeph_cli.tools.sandbox", "zeph_cli.tools.files", "zeph_cli.tools.shell", "zeph_cli.tools.search",
-    "zeph_cli.tools.text_files", "zeph_cli.tools.memory_tools", "zeph_cli.agent.compactor", "zeph_cli.agent.debug_dump", "zeph_cli.context.compaction.summarizer", "zeph_cli.context.probe",
+    "zeph_cli.tools.text_files", "zeph_cli.tools.memory_tools", "zeph_cli.agent.compactor", "zeph_cli.agent.debug_dump",
+    "zeph_cli.agent.tool_rounds", "zeph_cli.agent.provider_errors", "zeph_cli.context.compaction.summarizer", "zeph_cli.context.probe",
     "zeph_cli.memory_command", "zeph_cli.worldbook_command", "zeph_cli.skills_command", "zeph_cli.mcp_command",
 }
 
