@@ -333,7 +333,7 @@ def calibration_factor(agent) -> float | None:
 
 
 async def run_session(cell: Cell, turns: int, tmp: Path) -> CellResult:
-    from zeph_cli.events import CompactionFinished, TurnFailed
+    from zeph_cli.agent.events import CompactionFinished, TurnFailed
     from zeph_cli.tokens import default_counter
 
     counter = default_counter()

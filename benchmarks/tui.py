@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fakes import openai_wire  # noqa: E402
 from tests.fakes.server import FakeServer  # noqa: E402
-from zeph_cli.chat_session import ChatSession  # noqa: E402
+from zeph_cli.agent.chat_session import ChatSession  # noqa: E402
 from zeph_cli.config import load_config  # noqa: E402
 from zeph_cli.tui.app import TuiApprover, ZephApp  # noqa: E402
 from zeph_cli.tui.transcript import MAX_MOUNTED, AssistantEntry, UserEntry  # noqa: E402

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from zeph_cli.chat_session import (
+from zeph_cli.agent.chat_session import (
     AssistantItem,
     ChatSession,
     DividerItem,
@@ -19,7 +19,7 @@ from zeph_cli.chat_session import (
 )
 from zeph_cli.config import load_config
 from zeph_cli.errors import AuthenticationError, ConfigError, NotFound, UsageError, ZephError
-from zeph_cli.events import CompactionFinished, TurnFinished, TurnStarted
+from zeph_cli.agent.events import CompactionFinished, TurnFinished, TurnStarted
 from zeph_cli.messages import Message, ToolCallPart, ToolResultPart
 from zeph_cli.paths import database_path
 from zeph_cli.render import conversation_markdown

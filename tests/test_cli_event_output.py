@@ -10,7 +10,7 @@ import pytest
 from zeph_cli.context.report import ContextBlock, ContextReport
 from zeph_cli.errors import ZephError
 from zeph_cli.event_handler import _METHODS, AgentEventHandler, dispatch
-from zeph_cli.events import (
+from zeph_cli.agent.events import (
     AgentWarning,
     CompactionStarted,
     CompactionStatus,
@@ -65,7 +65,7 @@ def test_dispatch_calls_the_one_method_of_each_event_kind():
 def test_every_event_kind_has_a_do_nothing_default_and_anything_else_is_refused():
     from typing import get_args
 
-    from zeph_cli.events import AgentEvent
+    from zeph_cli.agent.events import AgentEvent
 
     assert set(_METHODS) == set(get_args(AgentEvent))
     assert all(callable(getattr(AgentEventHandler, name)) for name in _METHODS.values())

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from zeph_cli.compactor import CompactionDeps, Compactor
+from zeph_cli.agent.compactor import CompactionDeps, Compactor
 from zeph_cli.config import Config
 from zeph_cli.context.assembler import HistoryItem, PromptLayer, assemble
 from zeph_cli.context.budget import compute_budget
 from zeph_cli.context.compaction import COMPACTION_SUMMARY, summary_cap
 from zeph_cli.errors import ProviderError
-from zeph_cli.events import CompactionFinished
+from zeph_cli.agent.events import CompactionFinished
 from zeph_cli.messages import Message, ToolCallPart, ToolResultPart
 from zeph_cli.store import ConversationStore, open_database
 from zeph_cli.tokens import count_message, default_counter

@@ -14,7 +14,7 @@ from zeph_cli.config import ProbeConfig, load_config
 from zeph_cli.context.assembler import HistoryItem
 from zeph_cli.context.probe import ProbeResult, run_probe
 from zeph_cli.context.report import ContextBlock, ContextReport
-from zeph_cli.debug_dump import DebugDump
+from zeph_cli.agent.debug_dump import DebugDump
 from zeph_cli.messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec, Usage
 from zeph_cli.providers.base import ChatRequest
 

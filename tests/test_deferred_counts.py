@@ -105,7 +105,7 @@ def test_the_parsed_ranks_are_cached_and_a_bad_cache_is_rebuilt(tmp_path, monkey
 
 
 async def test_without_reported_usage_the_stand_in_is_counted_exactly(fake_server, tmp_path):
-    from zeph_cli.events import UsageReported
+    from zeph_cli.agent.events import UsageReported
 
     reply = openai_wire.stream_response(openai_wire.text_chunks(["fine"], usage=None))
     fake_server.route("/v1/chat/completions", reply)

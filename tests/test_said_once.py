@@ -37,7 +37,7 @@ def test_zeph_ask_says_it_on_the_first_run_and_zeph_context_always(tmp_path):
 async def test_the_chat_app_status_says_no_tools_every_session(tmp_path):
     import os
 
-    from zeph_cli.chat_session import ChatSession
+    from zeph_cli.agent.chat_session import ChatSession
     from zeph_cli.config import load_config
     from zeph_cli.tui.app import TuiApprover, ZephApp
     from zeph_cli.tui.status_bar import StatusBar

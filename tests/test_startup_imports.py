@@ -47,9 +47,10 @@ def imported_top_level(*args: str, env: dict[str, str] | None = None) -> set[str
 # What a plain reply does not need: the tool-safety modules load when the model calls a tool, compaction
 # when the context nears a threshold, the sandbox when a command runs.
 NOT_FOR_A_PLAIN_REPLY = {
-    "zeph_cli.tool_calls", "zeph_cli.tools.blocklist", "zeph_cli.tools.shell_syntax", "zeph_cli.tools.redact",
+    "zeph_cli.agent.tool_calls", "zeph_cli.tools.blocklist", "zeph_cli.tools.shell_syntax", "zeph_cli.tools.redact",
     "zeph_cli.tools.sandbox", "zeph_cli.tools.files", "zeph_cli.tools.shell", "zeph_cli.tools.search",
-    "zeph_cli.tools.text_files", "zeph_cli.tools.memory_tools", "zeph_cli.compactor", "zeph_cli.context.compaction.summarizer", "zeph_cli.context.probe",
+    "zeph_cli.tools.text_files", "zeph_cli.tools.memory_tools", "zeph_cli.agent.compactor", "zeph_cli.agent.debug_dump",
+    "zeph_cli.agent.tool_rounds", "zeph_cli.agent.provider_errors", "zeph_cli.context.compaction.summarizer", "zeph_cli.context.probe",
     "zeph_cli.memory_command", "zeph_cli.worldbook_command", "zeph_cli.skills_command", "zeph_cli.mcp_command",
 }
 
@@ -100,7 +101,7 @@ def test_ask_with_anthropic_does_not_import_openai(fake_server):
     assert names & {"textual", "openai", "ollama", "llama_cpp"} == set()
 
 
-@pytest.mark.parametrize("package", ["zeph_cli.store", "zeph_cli.context.compaction"])
+@pytest.mark.parametrize("package", ["zeph_cli.store", "zeph_cli.context.compaction", "zeph_cli.agent"])
 def test_a_lazy_package_gives_every_name_it_lists_from_its_submodule(package):
     import importlib
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from textual.worker import WorkerCancelled
 
-from zeph_cli.chat_session import ChatSession
+from zeph_cli.agent.chat_session import ChatSession
 from zeph_cli.config import load_config
 from zeph_cli.render import human_tokens
 from zeph_cli.tui.app import TuiApprover, ZephApp

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .agent import Agent
+from .agent.agent import Agent
 from .config import LoadedConfig
 from .memory.service import MemoryService
 from .errors import UsageError

@@ -21,7 +21,7 @@ from .ask_output import AskOutput
 from .config import LoadedConfig
 from .errors import NotFound, StoreError, ZephError
 from .event_handler import dispatch
-from .events import TurnStarted
+from .agent.events import TurnStarted
 from .models import reply_token_cap
 from .paths import data_dir
 from .prompt_keeper import keep_prompt, rescue_prompt

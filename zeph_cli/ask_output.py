@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from .event_handler import AgentEventHandler
-from .events import (
+from .agent.events import (
     AgentWarning,
     CompactionFinished,
     CompactionStarted,

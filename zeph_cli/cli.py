@@ -352,7 +352,7 @@ async def session_agent(loaded: "LoadedConfig", session_id: Optional[int]):
 
 async def _compact(loaded: "LoadedConfig", session_id: Optional[int]) -> int:
     """Exit status 1 when the probe rejected the summary (the originals are kept)."""
-    from .events import AgentWarning, CompactionFinished, CompactionStatus
+    from .agent.events import AgentWarning, CompactionFinished, CompactionStatus
 
     status = 0
     async with session_agent(loaded, session_id) as (agent, conversation):

@@ -7,7 +7,7 @@ and override what they show, and every method they leave alone does nothing.
 
 from __future__ import annotations
 
-from .events import (
+from .agent.events import (
     AgentEvent,
     AgentWarning,
     CompactionFinished,

@@ -9,13 +9,16 @@ typed error.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from .debug_dump import DebugDump
 from .errors import ProviderError
 from .messages import Message, ReplyBuilder, normalize_stop_reason
 from .models import ModelProfile, reply_token_cap
 from .providers.base import ChatRequest, Provider
 from .providers.pool import ProviderPool
+
+if TYPE_CHECKING:  # annotations only: the dump is imported when `[debug] dump_dir` is set
+    from .agent.debug_dump import DebugDump
 
 
 def record_response(dump: DebugDump | None, dump_id: int | None, builder: ReplyBuilder, error: str | None = None) -> None:

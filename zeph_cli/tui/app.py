@@ -37,7 +37,7 @@ from .transcript import AssistantEntry, Divider, Notice, ToolEntry, Transcript, 
 log = get_logger("chat")
 
 if TYPE_CHECKING:
-    from ..chat_session import ChatSession
+    from ..agent.chat_session import ChatSession
     from ..context.report import ContextReport
     from ..tools.permissions import ApprovalDecision, ApprovalRequest
 
@@ -279,7 +279,7 @@ class ZephApp(App[int]):
 
     async def run_turn(self, text: str) -> None:
         from ..event_handler import dispatch
-        from ..events import TurnStarted
+        from ..agent.events import TurnStarted
         from .turn_view import TurnView, failure_text
 
         status = self.status

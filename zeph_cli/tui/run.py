@@ -19,10 +19,10 @@ from .app import TuiApprover, ZephApp
 from .startup import starting_header
 
 if TYPE_CHECKING:
-    from ..chat_session import ChatSession
+    from ..agent.chat_session import ChatSession
 
 # What opening a session imports (the agent, the store, the tools; a provider's SDK comes with the agent).
-SESSION_MODULES = ("zeph_cli.chat_session", "zeph_cli.workspace")
+SESSION_MODULES = ("zeph_cli.agent.chat_session", "zeph_cli.workspace")
 
 
 async def import_session_modules() -> None:
@@ -40,7 +40,7 @@ async def run_chat(loaded: LoadedConfig, *, continue_last: bool = False, session
 
     async def open_session() -> "ChatSession":
         await import_session_modules()
-        from ..chat_session import ChatSession
+        from ..agent.chat_session import ChatSession
         from ..workspace import current_directory
 
         return await ChatSession.open(

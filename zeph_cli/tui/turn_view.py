@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..event_handler import AgentEventHandler
-from ..events import (
+from ..agent.events import (
     AgentWarning,
     CompactionFinished,
     CompactionStarted,

@@ -15,7 +15,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-from .context.compaction import (
+from ..context.compaction import (
     COMPACTION_SUMMARY,
     SUMMARY_MARKER,
     TOOL_SUMMARY,
@@ -37,20 +37,20 @@ from .context.compaction import (
     summary_cap,
     tool_pair_prompt,
 )
-from .config import Config
-from .context.compaction import provisional
-from .context.compaction.guidelines import with_guidelines
-from .context.compaction.ranges import CHUNK_TOKENS
-from .context.compaction.result import CompactionResult
-from .context.probe import VALIDATING_MESSAGE, blocks_compaction, run_probe
-from .context.assembler import HistoryItem, pinned_index
-from .context.report import ContextReport
+from ..config import Config
+from ..context.compaction import provisional
+from ..context.compaction.guidelines import with_guidelines
+from ..context.compaction.ranges import CHUNK_TOKENS
+from ..context.compaction.result import CompactionResult
+from ..context.probe import VALIDATING_MESSAGE, blocks_compaction, run_probe
+from ..context.assembler import HistoryItem, pinned_index
+from ..context.report import ContextReport
 from .events import AgentEvent, AgentWarning, CompactionFinished, CompactionStarted, CompactionStatus
-from .log import get_logger
-from .messages import Message
-from .store import CompactionStore, Conversation, ConversationStore, ToolLog
-from .store.transactions import write_transaction
-from .tokens import TokenCounter, count_message
+from ..log import get_logger
+from ..messages import Message
+from ..store import CompactionStore, Conversation, ConversationStore, ToolLog
+from ..store.transactions import write_transaction
+from ..tokens import TokenCounter, count_message
 
 log = get_logger("compaction")
 

@@ -18,24 +18,24 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from .agent import ENHANCE_KEY, Agent
-from .agent_factory import build_agent, close_agent, set_mode
-from .memory.service import TurnMemory
-from .config import LoadedConfig
-from .context.global_prompt import PROFILE_KEY, session_profile
-from .context.report import ContextReport
-from .errors import NotFound, UsageError, ZephError
+from ..agent_factory import build_agent, close_agent, set_mode
+from ..memory.service import TurnMemory
+from ..config import LoadedConfig
+from ..context.global_prompt import PROFILE_KEY, session_profile
+from ..context.report import ContextReport
+from ..errors import NotFound, UsageError, ZephError
 from .events import AgentEvent, TurnStarted
-from .log import get_logger, log_to
-from .memory.long_term_access import LongTermMemory
-from .messages import Message, ToolResultPart
-from .models import reply_token_cap
-from .paths import database_path
-from .providers import Provider
-from .render import compaction_metrics_lines, conversation_json, conversation_markdown
-from .store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
-from .store.memories import MemoryStore
-from .tokens import count_message
-from .tools.permissions import Approver
+from ..log import get_logger, log_to
+from ..memory.long_term_access import LongTermMemory
+from ..messages import Message, ToolResultPart
+from ..models import reply_token_cap
+from ..paths import database_path
+from ..providers import Provider
+from ..render import compaction_metrics_lines, conversation_json, conversation_markdown
+from ..store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
+from ..store.memories import MemoryStore
+from ..tokens import count_message
+from ..tools.permissions import Approver
 
 log = get_logger("chat")
 
@@ -521,7 +521,7 @@ class ChatSession:
 
     async def mcp_prompt(self, server: str, name: str, arguments: Mapping[str, str]) -> str:
         """One MCP prompt rendered as text, for the input box; `ZephError` (one line) when it cannot be."""
-        from .mcp.manager import PromptError
+        from ..mcp.manager import PromptError
 
         mcp = self.agent.mcp
         if mcp is None:
@@ -535,7 +535,7 @@ class ChatSession:
     def metrics_lines(self) -> list[str]:
         """The sandbox state, what the last turn recalled, then the session's compaction metrics, one line
         each (none before the first prompt)."""
-        from .memory.describe import memory_lines
+        from ..memory.describe import memory_lines
 
         sandbox = [self.agent.sandbox.state().line()]
         if self.conversation is None:

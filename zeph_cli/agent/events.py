@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
 if TYPE_CHECKING:  # annotations only: a turn that compacts nothing never imports compaction
-    from .context.compaction.result import CompactionResult
-    from .context.report import ContextReport
-    from .errors import ZephError
-    from .messages import ToolCallPart, ToolResultPart, Usage
-    from .store import Conversation
+    from ..context.compaction.result import CompactionResult
+    from ..context.report import ContextReport
+    from ..errors import ZephError
+    from ..messages import ToolCallPart, ToolResultPart, Usage
+    from ..store import Conversation
 
 
 @dataclass(frozen=True)

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .messages import ToolCallPart, ToolResultPart
-from .store import ToolLog
-from .tools.base import Tool, ToolContext, ToolResult, ToolSet, validate_arguments
-from .tools.blocklist import blocked_reason, shell_subject
-from .tools.failures import ToolFailure
-from .tools.output import MAX_OUTPUT_CHARS, summary_request_prompt, truncate_output
-from .tools.permissions import ApprovalRequest, Approver, PermissionPolicy, ToolCallSubject
-from .tools.redact import redact_arguments, redact_secrets
+from ..messages import ToolCallPart, ToolResultPart
+from ..store import ToolLog
+from ..tools.base import Tool, ToolContext, ToolResult, ToolSet, validate_arguments
+from ..tools.blocklist import blocked_reason, shell_subject
+from ..tools.failures import ToolFailure
+from ..tools.output import MAX_OUTPUT_CHARS, summary_request_prompt, truncate_output
+from ..tools.permissions import ApprovalRequest, Approver, PermissionPolicy, ToolCallSubject
+from ..tools.redact import redact_arguments, redact_secrets
 
 Summarizer = Callable[[str], Awaitable[str]]
 

@@ -15,13 +15,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .atomic_file import write_atomically
-from .messages import Message, ToolCallPart, ToolSpec, Usage, part_to_dict
+from ..atomic_file import write_atomically
+from ..messages import Message, ToolCallPart, ToolSpec, Usage, part_to_dict
 
 if TYPE_CHECKING:
-    from .context.probe.run import ProbeResult
-    from .context.report import ContextReport
-    from .providers.base import ChatRequest
+    from ..context.probe.run import ProbeResult
+    from ..context.report import ContextReport
+    from ..providers.base import ChatRequest
 
 _NUMBERED = re.compile(r"(\d+)-")
 

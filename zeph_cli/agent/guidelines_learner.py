@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from .config import CompressionGuidelinesConfig
-from .errors import ZephError
-from .log import get_logger
-from .store import Conversation, ConversationStore
-from .store.guidelines import GuidelinesStore
-from .tokens import TokenCounter
+from ..config import CompressionGuidelinesConfig
+from ..errors import ZephError
+from ..log import get_logger
+from ..store import Conversation, ConversationStore
+from ..store.guidelines import GuidelinesStore
+from ..tokens import TokenCounter
 
 log = get_logger("guidelines")
 
@@ -50,7 +50,7 @@ class GuidelinesLearner:
         snapshot = self.store.loss_window_snapshot(conversation.id, config.detection_window_turns)
         if snapshot is None:
             return False
-        from .context.compaction.guidelines import FailurePair, detect_context_loss
+        from ..context.compaction.guidelines import FailurePair, detect_context_loss
 
         reason = detect_context_loss(text)
         if reason is None:
@@ -73,7 +73,7 @@ class GuidelinesLearner:
         """When enough losses wait, synthesize and store new guidelines; the new version, or None."""
         if not self.update_due():
             return None
-        from .context.compaction.guidelines import sanitize_guidelines, synthesis_prompt
+        from ..context.compaction.guidelines import sanitize_guidelines, synthesis_prompt
 
         config = self.config
         taken = self.store.unprocessed(config.max_pairs_per_update)

@@ -1,0 +1,449 @@
+"""The agent: its state, its start, and the public face of the turn loop.
+
+Invariant: the user's message is stored before the provider is called; every
+reply is stored when it completes (a reply cut short keeps its partial text,
+marked `partial`); every tool call stored has exactly one stored result — real,
+refused, or a synthetic "not completed" one after a cancellation — so the next
+turn is valid on every provider. Callers (CLI, TUI) only consume the
+`AgentEvent`s `run_turn` yields and answer approval requests. The steps live
+beside this module, one job each: `turn_loop` (the steps of a turn), `bounds`
+(token-bound settling), `tool_offer` (the tools within the budget),
+`context_view` (what a request sends), `replies` (storing the reply),
+`tool_rounds` (running and storing tool calls), `provider_errors` (what an
+error does to the turn).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..config import Config
+from ..context.assembler import HistoryItem, PromptLayer
+from ..context.budget import Budget, compute_budget
+from ..context.environment import EnvironmentFacts
+from ..context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, session_profile
+from ..context.project import ProjectContext, render_project_context
+from ..context.prompt_modules import MODE_MODULES, PromptModule
+from ..context.report import ContextReport
+from ..context.turn_blocks import render_time
+from ..memory.long_term_access import LongTermMemory
+from ..memory.service import MemoryService, TurnMemory
+from ..messages import Message, ReplyBuilder, ToolResultPart
+from ..models import ModelProfile, prefer_learned_window
+from ..paths import config_dir, global_project_file
+from ..prompt_files import load_prompt_modules
+from ..providers.base import Provider, ProviderSettings
+from ..providers.pool import ProviderPool
+from ..session_memory import SessionMemory, SessionMemoryDeps
+from ..side_jobs import SideJobs
+from ..store import Conversation, ConversationStore, ToolLog
+from ..store.memories import MemoryStore
+from ..store.windows import remembered_window
+from ..tokens import DeferredCounter, TiktokenCounter, TokenCounter, bounded, count_message, default_counter, exact_counter
+from ..tools.base import ToolSet
+from ..tools.confinement import Confinement, workspace_root
+from ..tools.approval import Approver, deny_all
+from ..tools.registry import builtin_tool_names
+from ..turn_extras import TurnExtras
+from ..workspace import environment_facts, find_project_files
+from ..worldbook_turn import Worldbook, WorldbookTurn
+from . import bounds, context_view, replies, tool_offer
+from .events import AgentEvent, AgentWarning
+from .guidelines_learner import GuidelinesLearner, LearnerDeps
+from .turn_loop import TurnState, call_ids, turn_events
+
+if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools nor compaction
+    from .compactor import Compactor
+    from .debug_dump import DebugDump
+    from .tool_calls import ToolCallRunner
+    from ..tools.permissions import PermissionPolicy
+    from ..tools.sandbox import Sandbox
+
+ENHANCE_KEY = "enhance"  # conversation metadata: the session's enhancement prompt
+MEMORY_CHARS_PER_TOKEN = 4  # for the <memory> block's cap: English prose runs about four characters a token
+
+
+def _debug_dump(folder: Path) -> "DebugDump":
+    from .debug_dump import DebugDump
+
+    return DebugDump(folder)
+
+
+@dataclass
+class Workspace:
+    """Facts about where the agent runs, gathered once per process."""
+
+    environment: EnvironmentFacts
+    project: ProjectContext
+    warnings: list[str] = field(default_factory=list)
+    prompts: dict[str, PromptModule] = field(default_factory=lambda: load_prompt_modules(None, None)[0])
+
+
+class Agent:
+    """One session's agent: `start()` once, then `run_turn()` for each prompt (see the module's invariant)."""
+
+    def __init__(
+        self,
+        *,
+        config: Config,
+        store: ConversationStore,
+        provider: Provider,
+        cwd: Path,
+        approver: Approver | None = None,
+        mode: str | None = None,
+        helper_settings: Mapping[str, ProviderSettings | None] | None = None,
+        memory: MemoryService | None = None,
+        extras: TurnExtras | None = None,
+        clock: Callable[[], datetime] | None = None,
+        one_shot: bool = False,
+    ) -> None:
+        self.config = config
+        # One turn in this process (`zeph ask`): exact token counts only where bounds cannot decide.
+        self.one_shot = one_shot
+        # The local time the <time> block and the landmarks' zone come from (tests give a fixed one).
+        self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
+        self._turn_time: str | None = None  # the running turn's <time> block: one per turn, its tool rounds share it
+        self.store = store
+        self.provider = provider
+        self.cwd = cwd
+        self.mode = mode or config.agent.mode
+        # With no one to ask, write and exec tools are refused (and the model is told why).
+        self.approver = approver or deny_all("no one is present to approve it")
+        self.tool_log = ToolLog(store.db)
+        extra = [Path(p).expanduser() for p in config.tools.allowed_paths]
+        self.confinement = Confinement(workspace_root(cwd), [p if p.is_absolute() else cwd / p for p in extra], cwd=cwd)
+        self.profile: ModelProfile | None = None
+        self.counter: TokenCounter = default_counter()
+        self.workspace: Workspace | None = None
+        self.tools_unavailable: str | None = None if provider.supports_tools else (
+            f"{provider.name} ({self.model_label}) has no tool calling; "
+            "file and shell tools need anthropic, openai, a compatible server or ollama"
+        )
+        self._said_no_tools = False
+        self._mcp_trimmed: str | None = None  # why some MCP tools were left out (said once)
+        self._said_mcp_trimmed = False
+        self._tools_dropped: str | None = None  # why the budget leaves no room for tool schemas
+        self._tools_token_cache: dict[tuple[str, ...], int] = {}
+        # The running turn's user message: it and its tool chain are sent verbatim (never trimmed or compacted).
+        self.pinned_id: int | None = None
+        # Recall and long-term memories: looked up once per turn, sent with every request of it.
+        self.memory = memory
+        self.turn_memory = TurnMemory()
+        # Skills matched to the message and MCP servers' tools: prepared once per turn.
+        self.extras = extras or TurnExtras(prompt_mode=config.skills.prompt_mode)
+        # Worldbook entries the recent messages trigger (once per turn), and the session's isolation mode.
+        self.worldbook = Worldbook(store.db, config.worldbook, str(self.confinement.root))
+        self.turn_worldbook = WorldbookTurn()
+        self._turn_notes: list[str] = []
+        dump_dir = config.debug.dump_dir
+        self.dump = _debug_dump(Path(dump_dir).expanduser()) if dump_dir else None
+        self._said_dump_problem = False
+        # Summaries, probes and compress_context may use providers of their own.
+        self.side_jobs = SideJobs(
+            ProviderPool(provider, helper_settings), provider, lambda: self.profile, config.llm.max_tokens, self.dump
+        )
+        self.guidelines = GuidelinesLearner(
+            LearnerDeps(store, config.memory.compression_guidelines, self.side_jobs.complete, self.exact_counter)
+        )
+        self.session_memory = SessionMemory(SessionMemoryDeps(
+            store, config.memory, self.side_jobs.complete, lambda: self.counter, str(workspace_root(cwd)), self.clock
+        ))
+
+    @cached_property
+    def compactor(self) -> "Compactor":
+        """Pruning and summaries, built (and imported) when a request first needs them."""
+        from .compactor import CompactionDeps, Compactor
+
+        return Compactor(
+            CompactionDeps(
+                store=self.store,
+                config=self.config,
+                counter=self.exact_counter,
+                summarize=self.side_jobs.complete,
+                history=self.agent_history,
+                pinned=lambda: self.pinned_id,
+                report=lambda conversation: self.context_for(conversation)[1],
+                guidelines=self.guidelines.active_text,
+                helper_model=self.side_jobs.label,
+                summarizer_window=self.side_jobs.window,
+                dump_probe=self.dump_probe,
+                dump_compaction=self.dump_compaction,
+                ensure_started=self._ensure_started,
+            )
+        )
+
+    @cached_property
+    def policy(self) -> "PermissionPolicy":
+        """Which tool calls run, are asked about or are denied (`[tools] allow/deny`), built when first needed."""
+        from ..tools.permissions import PermissionPolicy
+
+        return PermissionPolicy.from_config(self.config.tools.allow, self.config.tools.deny)
+
+    @cached_property
+    def sandbox(self) -> "Sandbox":
+        """The OS sandbox tool commands run in, detected when a tool first needs it."""
+        from ..tools.sandbox import Sandbox
+
+        return Sandbox(self.config.tools.sandbox, self.confinement.allowed, cwd=self.cwd)
+
+    async def _ensure_started(self) -> None:
+        if self.profile is None:
+            await self.start()
+
+    def exact_counter(self) -> TokenCounter:
+        """The counter, made exact first if it gives bounds (for compaction, summaries, tool output)."""
+        return exact_counter(self.counter)
+
+    @property
+    def model_label(self) -> str:
+        return getattr(self.provider, "display_model", self.provider.model)
+
+    async def start(self) -> list[str]:
+        """Load the model profile, tokenizer and workspace facts; return warnings to show."""
+        if self.memory is not None and not self.memory.on_demand:
+            self.memory.start_warming()  # the embedder loads while the provider and tokenizer start
+        # What the server says now, else a window an earlier context-length error taught, else the table.
+        profile = await self.provider.profile()
+        learned = remembered_window(self.store.db, self.provider.name, self.provider.model, self.provider.endpoint)
+        self.profile = prefer_learned_window(profile, learned)
+        counter = await asyncio.to_thread(self.provider.token_counter)
+        if counter is not None:
+            self.counter = counter
+        elif self.one_shot and isinstance(self.counter, TiktokenCounter):
+            self.counter = DeferredCounter()  # the encoding is built only when bounds cannot decide
+        files, warnings = find_project_files(self.cwd, global_project_file())
+        project = render_project_context(files, self.config.context.project_context_max_tokens, self.counter)
+        if project.truncated and bounded(self.counter):
+            project = render_project_context(files, self.config.context.project_context_max_tokens, self.exact_counter())
+        if project.truncated:
+            warnings.append(
+                "project context cut to fit context.project_context_max_tokens: " + ", ".join(project.truncated)
+            )
+        prompts, prompt_warnings = load_prompt_modules(config_dir() / "prompts", workspace_root(self.cwd))
+        warnings.extend(prompt_warnings)
+        self.workspace = Workspace(environment_facts(self.cwd, self.model_label), project, warnings, prompts)
+        for path in self.confinement.extra:
+            if not path.is_dir():
+                warnings.append(f"tools.allowed_paths: {path} is not a directory")
+        for rule in self.policy.unknown_tools(builtin_tool_names()) if self.config.tools.allow or self.config.tools.deny else ():
+            if "__" in rule.partition(":")[0]:
+                continue  # names an MCP tool (ID__TOOL): known only once its server runs
+            warnings.append(f"tools.allow/deny rule {rule!r} names no known tool ({', '.join(builtin_tool_names())})")
+        return warnings
+
+    # ---- tools (tool_offer, tool_rounds) -------------------------------------------
+
+    def offered_tools(self) -> ToolSet:
+        """The tools the model is offered this turn (none when the model cannot call tools);
+        compress_context only when there is a budget to compress against."""
+        return tool_offer.offered_tools(self)
+
+    async def prepare_extras(self, prompt: str) -> list[str]:
+        """Skills and MCP tools for `prompt`; the MCP tools are ranked against it only when their schemas
+        cannot all fit the budget (ranking embeds the message: not worth it when nothing is left out)."""
+        return await tool_offer.prepare_extras(self, prompt)
+
+    def _tools_tokens(self, tools: ToolSet) -> int:
+        return tool_offer.tools_tokens(self._tools_token_cache, self.counter, tools)
+
+    def _tool_warnings(self, conversation: Conversation) -> list[AgentWarning]:
+        return tool_offer.tool_warnings(self, conversation)
+
+    def set_mode(self, mode: str) -> None:
+        if mode not in MODE_MODULES:
+            raise ValueError(f"unknown mode {mode!r}: use agent, ask or plan")
+        self.mode = mode
+
+    def _runner(self, conversation: Conversation, tools: ToolSet) -> "ToolCallRunner":
+        from .tool_rounds import runner
+
+        return runner(self, conversation, tools)
+
+    def _save_result(self, conversation: Conversation, result: ToolResultPart, metadata: dict) -> None:
+        from .tool_rounds import save_result
+
+        save_result(self.store, self.counter, conversation.id, result, metadata)
+
+    def _call_ids(self, conversation: Conversation) -> set[str]:
+        """Call ids a request may carry: those of agent-visible messages (compacted ones are never sent)."""
+        return call_ids(self.store, conversation.id)
+
+    def long_term_memory(self, conversation_id: int | None) -> LongTermMemory | None:
+        """Long-term memory as this session sees it (None when `[memory.long_term] enabled = false`)."""
+        config = self.config.memory.long_term
+        if not config.enabled:
+            return None
+        embedder = self.memory.embedder if self.memory is not None else None
+        return LongTermMemory.here(
+            MemoryStore(self.store.db), self.cwd, conversation_id=conversation_id, config=config, embedder=embedder
+        )
+
+    def memory_chars(self) -> int | None:
+        """The `<memory>` block's cap: a tenth of the prompt's budget (in characters, roughly), when there is one."""
+        available = self.budget().available if self.profile is not None else 0
+        return available * MEMORY_CHARS_PER_TOKEN // 10 if available else None
+
+    @property
+    def mcp(self):
+        """The MCP servers this agent uses (None when none are configured)."""
+        return self.extras.mcp
+
+    @property
+    def skills(self):
+        """The skills this agent matches against messages (None when skills are off)."""
+        return self.extras.skills
+
+    async def aclose(self) -> None:
+        """Close the side-job providers and MCP servers this agent started (the main provider is the caller's)."""
+        try:
+            await self.session_memory.aclose()
+            await self.extras.aclose()
+        finally:
+            await self.side_jobs.aclose()
+
+    # ---- debug dump -------------------------------------------------------------
+
+    def _dump_warning(self) -> AgentWarning | None:
+        if self.dump is None or not self.dump.problem or self._said_dump_problem:
+            return None
+        self._said_dump_problem = True
+        return AgentWarning(self.dump.problem)
+
+    def dump_probe(self, result) -> None:
+        if self.dump is not None:
+            self.dump.probe(result)
+
+    def dump_compaction(self, record: dict) -> None:
+        if self.dump is not None:
+            self.dump.compaction(record)
+
+    # ---- conversations -------------------------------------------------------
+
+    def new_conversation(self, title: str, system: str | None = None) -> Conversation:
+        metadata = {"system": system} if system else {}
+        metadata[PROFILE_KEY] = self.config.prompt.profile  # the session keeps the profile it started with
+        return self.store.create_conversation(
+            provider=self.provider.name, model=self.model_label, cwd=str(self.cwd), title=title, metadata=metadata
+        )
+
+    def budget(self) -> Budget:
+        assert self.profile is not None, "call start() first"
+        memory = self.config.memory
+        configured = memory.context_budget_tokens
+        if configured and not self.profile.window_is_guess:
+            configured = min(configured, self.profile.context_window)  # a budget above the real window cannot hold
+        return compute_budget(
+            configured_tokens=configured,
+            auto_budget=memory.auto_budget,
+            window=self.profile.context_window,
+            soft_threshold=memory.soft_compaction_threshold,
+            hard_threshold=memory.hard_compaction_threshold,
+        )
+
+    def global_prompt(self, conversation: Conversation) -> GlobalPrompt:
+        """The session's global prompt profile (ETOS 1), rendered as `<system_prompt>`."""
+        name = session_profile(conversation.metadata, self.config.prompt.profile)
+        return global_prompt(name, self.config.prompt.profiles)
+
+    def agent_history(self, conversation: Conversation) -> list[HistoryItem]:
+        """What the agent may see of the conversation, with token counts."""
+        stored = self.store.history(conversation.id, agent_visible=True)
+        return context_view.history_items(self.store, self.counter, stored)
+
+    def context_for(
+        self, conversation: Conversation, system: str | None = None, tools: ToolSet | None = None
+    ) -> tuple[list[Message], ContextReport, int]:
+        """The messages the next request would send, their report, and the raw estimate."""
+        return context_view.context_for(self, conversation, system, tools)
+
+    def _context_layers(self, conversation: Conversation, *, isolated: bool = False) -> list[PromptLayer]:
+        """The per-turn blocks in ETOS order: time, memory, recent conversations, user profile."""
+        return context_view.context_layers(self, conversation, isolated=isolated)
+
+    def enhancement(self, conversation: Conversation) -> str:
+        """The enhancement prompt's text: the session's own (`/enhance`, `--enhance`), else the configured one."""
+        own = conversation.metadata.get(ENHANCE_KEY)
+        return own if isinstance(own, str) and own.strip() else self.config.context.enhanced_prompt
+
+    def set_enhancement(self, conversation: Conversation, text: str) -> Conversation:
+        """The session's own enhancement prompt from now on; empty text falls back to the configured one."""
+        return self.with_metadata(conversation, ENHANCE_KEY, text.strip() or None)
+
+    def set_prompt_profile(self, conversation: Conversation, name: str) -> Conversation:
+        """The session's global prompt profile from now on ("" = none); `name` must be configured."""
+        if name and name not in self.config.prompt.profiles:
+            known = ", ".join(sorted(self.config.prompt.profiles)) or "none are defined"
+            raise ValueError(f"no prompt profile {name!r} in [prompt.profiles] (known: {known})")
+        return self.with_metadata(conversation, PROFILE_KEY, name)
+
+    def with_metadata(self, conversation: Conversation, key: str, value: object | None) -> Conversation:
+        """The conversation with metadata `key` set (None removes it), saved when the session is stored."""
+        metadata = {k: v for k, v in conversation.metadata.items() if k != key}
+        if value is not None:
+            metadata[key] = value
+        if conversation.id:
+            self.store.update_conversation(conversation.id, metadata=metadata)
+            return self.store.get_conversation(conversation.id)
+        return dataclasses.replace(conversation, metadata=metadata)
+
+    # ---- one turn ---------------------------------------------------------------
+
+    async def run_turn(
+        self, conversation: Conversation, prompt: str, *, system: str | None = None, stream: bool = True
+    ) -> AsyncIterator[AgentEvent]:
+        if self.profile is None:
+            await self.start()
+        user = Message.user(prompt)
+        saved = self.store.add_message(
+            conversation.id, user, token_count=count_message(self.counter, user), token_counter=self.counter.name
+        )
+        if system and system != conversation.metadata.get("system"):
+            self.store.update_conversation(conversation.id, metadata={**conversation.metadata, "system": system})
+        conversation = self.store.get_conversation(conversation.id)
+        self.pinned_id = saved.id
+        self._turn_time = render_time(self.clock())
+        history = self.agent_history(conversation)  # read once for the worldbook's triggers and recall
+        self.turn_worldbook = self.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in history])
+        self.turn_memory = TurnMemory()  # nothing of the previous turn's
+        if self.memory is not None and not self.turn_worldbook.drops("semantic recall"):
+            visible = {item.id for item in history}
+            self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
+        isolated = self.turn_worldbook.drops("MCP tools")  # no MCP server started, no skill matched for nothing
+        self._turn_notes = ([] if isolated else await self.prepare_extras(prompt)) + list(self.turn_worldbook.warnings)
+        turn = turn_events(self, conversation, saved.id, system, stream)
+        try:
+            async for event in turn:
+                yield event
+        finally:
+            self.pinned_id = None
+            self._turn_time = None
+            await turn.aclose()  # a caller that stops early cancels the turn's own clean-up in order
+            if self.memory is not None and not self.turn_worldbook.isolated:  # an isolated session stays out of recall
+                self.memory.index_in_background(saved.id)  # the turn's messages get vectors after the reply
+
+    # ---- the turn's steps (bounds, replies, provider_errors) ------------------------
+
+    def _settled_tools(self, turn: TurnState) -> ToolSet:
+        return bounds.settled_tools(self, turn.conversation, turn.system)
+
+    def _provisional_due(self, conversation: Conversation) -> bool:
+        return bounds.provisional_due(self.agent_history(conversation))
+
+    def _compaction_may_act(self, report: ContextReport, provisional_due: bool) -> bool:
+        return bounds.compaction_may_act(
+            self.config.memory, report, provisional_due, compactor_built="compactor" in self.__dict__
+        )
+
+    def _reply_cap(self, report: ContextReport) -> int:
+        assert self.profile is not None
+        return replies.reply_cap(self.config.llm.max_tokens, self.profile, report)
+
+    def _save_partial(self, conversation: Conversation, builder: ReplyBuilder, reason: str) -> int | None:
+        return replies.save_partial(self.store, self.counter, self.model_label, conversation.id, builder, reason)
