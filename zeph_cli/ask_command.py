@@ -114,7 +114,8 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             prompt_stored = prompt_stored or isinstance(event, TurnStarted)
             await dispatch(event, output)
         if output.exit_code == 0:
-            await agent.guidelines.maybe_update()  # after the reply: learning never delays it
+            if agent.learns_guidelines:
+                await agent.guidelines.maybe_update()  # after the reply: learning never delays it
             if agent.session_memory.pending is not None:  # a worker makes it: the command exits now
                 from .command_context import state
                 from .session_memory_worker import spawn

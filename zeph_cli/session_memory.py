@@ -22,17 +22,6 @@ from pathlib import Path
 
 from .config import MemoryConfig
 from .context.assembler import PromptLayer
-from .context.session_memory_blocks import (
-    DigestEntry,
-    block_cap,
-    clean_digest,
-    clean_profile,
-    digest_prompt,
-    profile_prompt,
-    render_recent_conversations,
-    render_user_profile,
-    transcript_excerpt,
-)
 from .log import get_logger
 from .messages import TextPart
 from .store import Conversation, ConversationStore
@@ -102,24 +91,29 @@ class SessionMemory:
         `available_tokens` (0: no budget); none at all when `isolated` (worldbook isolation)."""
         if isolated:
             return []
-        count = self.deps.counter().count
-        cap = block_cap(available_tokens)
         layers: list[PromptLayer] = []
         limit = self.deps.config.cross_session.max_summaries
         if self.summaries_on and limit > 0:
             found = self.digests.recent(project=self.deps.project, exclude=conversation.id or None, limit=limit)
-            entries = [
-                DigestEntry(d.title, d.updated_at[:10], d.text, d.project == self.deps.project) for d in found
-            ]
-            block = render_recent_conversations(entries, cap, count)
-            detail = f"{block.shown} session{'s' * (block.shown != 1)}"
-            if block.dropped:
-                detail += f", {block.dropped} left out for room"
-            layers.append(PromptLayer(RECENT_LAYER, block.text, detail if block.text else ""))
+            text = detail = ""
+            if found:  # the blocks' module loads when there is something to render
+                from .context.session_memory_blocks import DigestEntry, block_cap, render_recent_conversations
+
+                entries = [
+                    DigestEntry(d.title, d.updated_at[:10], d.text, d.project == self.deps.project) for d in found
+                ]
+                block = render_recent_conversations(entries, block_cap(available_tokens), self.deps.counter().count)
+                text = block.text
+                detail = f"{block.shown} session{'s' * (block.shown != 1)}"
+                if block.dropped:
+                    detail += f", {block.dropped} left out for room"
+            layers.append(PromptLayer(RECENT_LAYER, text, detail if text else ""))
         if self.profile_on:
             profile = self.digests.profile()
             if profile is not None and profile.text.strip():
-                block = render_user_profile(profile.text, cap, count)
+                from .context.session_memory_blocks import block_cap, render_user_profile
+
+                block = render_user_profile(profile.text, block_cap(available_tokens), self.deps.counter().count)
                 layers.append(PromptLayer(PROFILE_LAYER, block.text, f"{profile.source}, {profile.updated_at[:10]}"))
         return layers
 
@@ -153,6 +147,8 @@ class SessionMemory:
             (row.message.role, "".join(p.text for p in row.message.parts if isinstance(p, TextPart)))
             for row in rows
         ]
+        from .context.session_memory_blocks import clean_digest, digest_prompt, transcript_excerpt
+
         excerpt = transcript_excerpt(said)
         project = self._project_of(conversation)
         stamp = self._now().isoformat(timespec="microseconds")
@@ -200,6 +196,8 @@ class SessionMemory:
         """Update the profile from the newest digests when due; True when new text was stored."""
         if not self.profile_due():
             return False
+        from .context.session_memory_blocks import clean_profile, profile_prompt
+
         profile = self.digests.profile()
         current = profile.text if profile is not None else ""
         sources = [d.text for d in self.digests.all()[:PROFILE_SOURCE_DIGESTS]]

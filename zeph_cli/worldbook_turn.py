@@ -12,28 +12,26 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .store.sqlite import Database
 
 from .config import WorldbookConfig
 from .context.assembler import PromptLayer
 from .context.report import ContextBlock, ContextReport
-from .context.worldbook_block import (
-    ISOLATION_DROPS,
-    WorldbookEntry,
-    WorldbookPlacement,
-    place,
-    scan_text,
-    triggered,
-)
 from .messages import Message
 from .tokens import MESSAGE_OVERHEAD, Calibration, TokenCounter
 from .store.worldbook import ISOLATED_KEY, WorldbookRecord, WorldbookStore
+
+if TYPE_CHECKING:  # the entries' module loads when a place has entries in force
+    from .context.worldbook_block import WorldbookEntry, WorldbookPlacement
 
 ISOLATION_BLOCK = "worldbook isolation"  # a 0-token report block saying what isolation left out
 
 
 def entry_of(record: WorldbookRecord) -> WorldbookEntry:
+    from .context.worldbook_block import WorldbookEntry
+
     return WorldbookEntry(
         record.id, record.content, record.keywords, record.regex, record.case_sensitive, record.position,
         record.depth, record.order,
@@ -51,12 +49,20 @@ class WorldbookTurn:
 
     def drops(self, block: str) -> bool:
         """Whether isolation leaves `block` (a name in ISOLATION_DROPS) out of this session's requests."""
-        return self.isolated and block in ISOLATION_DROPS
+        if not self.isolated:
+            return False
+        from .context.worldbook_block import ISOLATION_DROPS
+
+        return block in ISOLATION_DROPS
 
     def placement(self, allowance: int | None, measure: Callable[[str], int]) -> WorldbookPlacement:
+        from .context.worldbook_block import place
+
         return place(self.triggered, allowance, measure)
 
     def isolation_detail(self) -> str:
+        from .context.worldbook_block import ISOLATION_DROPS
+
         return "on: not sent: " + ", ".join(ISOLATION_DROPS)
 
 
@@ -76,9 +82,13 @@ class Worldbook:
         if not self.config.enabled:
             return WorldbookTurn()
         records = WorldbookStore(self.db).in_force(self.project_root, conversation_id)
+        asked = is_isolated(metadata)
+        if not records:
+            return WorldbookTurn(isolation_asked=asked)
+        from .context.worldbook_block import scan_text, triggered
+
         entries = tuple(entry_of(r) for r in records)
         on, warnings = triggered(entries, scan_text(history, self.config.scan_depth))
-        asked = is_isolated(metadata)
         return WorldbookTurn(entries, tuple(on), asked and bool(entries), asked, tuple(warnings))
 
     def allowance(self, available: int) -> int | None:
@@ -109,8 +119,10 @@ def worldbook_layers(
 ) -> WorldbookLayers:
     """The triggered entries that fit `allowance` (calibrated tokens, None = no cap) as prompt layers;
     each block's detail names its entries, the first one's also what was left out."""
-    placement = turn.placement(allowance, lambda text: calibration.apply(counter.count(text) + MESSAGE_OVERHEAD))
     layers = WorldbookLayers()
+    if not turn.triggered and not turn.isolated:
+        return layers  # nothing to place and nothing to say
+    placement = turn.placement(allowance, lambda text: calibration.apply(counter.count(text) + MESSAGE_OVERHEAD))
     if turn.isolated:
         layers.notes.append(ContextBlock(ISOLATION_BLOCK, 0, turn.isolation_detail()))
     for n, block in enumerate(placement.blocks):

@@ -56,12 +56,12 @@ from ..workspace import environment_facts, find_project_files
 from ..worldbook_turn import Worldbook, WorldbookTurn
 from . import bounds, context_view, replies, tool_offer
 from .events import AgentEvent, AgentWarning
-from .guidelines_learner import GuidelinesLearner, LearnerDeps
 from .turn_loop import TurnState, call_ids, turn_events
 
 if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools nor compaction
     from .compactor import Compactor
     from .debug_dump import DebugDump
+    from .guidelines_learner import GuidelinesLearner
     from .tool_calls import ToolCallRunner
     from ..tools.permissions import PermissionPolicy
     from ..tools.sandbox import Sandbox
@@ -149,12 +149,24 @@ class Agent:
         self.side_jobs = SideJobs(
             ProviderPool(provider, helper_settings), provider, lambda: self.profile, config.llm.max_tokens, self.dump
         )
-        self.guidelines = GuidelinesLearner(
-            LearnerDeps(store, config.memory.compression_guidelines, self.side_jobs.complete, self.exact_counter)
-        )
         self.session_memory = SessionMemory(SessionMemoryDeps(
             store, config.memory, self.side_jobs.complete, lambda: self.counter, str(workspace_root(cwd)), self.clock
         ))
+
+    @cached_property
+    def guidelines(self) -> "GuidelinesLearner":
+        """Compression guidelines learned from context losses, built (and imported) when first used: only
+        with `[memory.compression_guidelines] enabled` does a turn use them."""
+        from .guidelines_learner import GuidelinesLearner, LearnerDeps
+
+        return GuidelinesLearner(
+            LearnerDeps(self.store, self.config.memory.compression_guidelines, self.side_jobs.complete,
+                        self.exact_counter)
+        )
+
+    @property
+    def learns_guidelines(self) -> bool:
+        return self.config.memory.compression_guidelines.enabled
 
     @cached_property
     def compactor(self) -> "Compactor":

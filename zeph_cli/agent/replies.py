@@ -58,7 +58,8 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
             token_counter=agent.counter.name,
             metadata={"usage": usage.to_dict(), "stop_reason": stop_reason, "model": agent.model_label},
         ).id
-        agent.guidelines.after_reply(conversation, builder.content)
+        if agent.learns_guidelines:
+            agent.guidelines.after_reply(conversation, builder.content)
     elif not calls:
         yield AgentWarning("the model returned an empty reply")
     calibrate(agent.store, agent.provider, agent.counter, turn.raw_estimate, usage)

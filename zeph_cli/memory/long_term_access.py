@@ -16,16 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..config import LongTermConfig
-from ..context.memory_block import render_memory_block
 from ..errors import UsageError
 from ..store.memories import Memory, MemoryStore, check_scope
-from .embedders.base import EmbeddingError
-from .long_term import RankedMemory, keyword_similarity, keyword_terms, rank_memories
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # ranking and rendering load when there are memories to rank
     import numpy as np
 
     from .embedders.base import Embedder
+    from .long_term import RankedMemory
 
 Method = Literal["vector", "keyword", "none"]
 
@@ -83,6 +81,9 @@ def rank_for_query(
     """The memories ranked for `query` (top_k, 0 = all), how similarity was measured, and a warning."""
     if not memories:
         return [], "none", None
+    from .embedders.base import EmbeddingError
+    from .long_term import keyword_similarity, keyword_terms, rank_memories
+
     warning = None
     if embedder is not None and query.strip():
         try:
@@ -109,6 +110,10 @@ def select_for_turn(
     if not config.enabled:
         return MemorySelection("", ())
     memories = store.visible_for(project_root, conversation_id)
+    if not memories:
+        return MemorySelection("", ())
+    from ..context.memory_block import render_memory_block
+
     ranked, method, warning = rank_for_query(store, embedder, query, memories, config.top_k, query_vector)
     block = render_memory_block(ranked, config.max_chars)
     return MemorySelection(block.text, block.ids, tuple(ranked), method, warning)
