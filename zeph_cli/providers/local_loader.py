@@ -42,6 +42,14 @@ def default_threads() -> int:
     return max(os.cpu_count() or 1, 1)
 
 
+def machine_is_busy() -> bool:
+    """Other work keeps at least one core busy (the 1-minute load average; False where there is none)."""
+    try:
+        return os.getloadavg()[0] >= 1.0
+    except (OSError, AttributeError):
+        return False
+
+
 def gpu_layers(device: str) -> int:
     """llama.cpp's n_gpu_layers for a configured `device`: "cpu" keeps every layer on the CPU, "cuda" and
     "metal" offload all of them (a build without that backend runs them on the CPU); unset: llama.cpp's 0."""
@@ -96,9 +104,11 @@ class ModelLoad:
             self._done.set()
 
     def _load(self) -> Any:
-        # Threads wait for each other at every step of an evaluation: spinning while they wait takes the
-        # core another program needs on a busy machine, and then every step waits for the scheduler.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        if machine_is_busy():
+            # llama.cpp's threads meet at every step of an evaluation. Spinning while they wait is fastest on an
+            # idle machine, but on a busy one it takes the core a waited-for thread needs: each step then waits
+            # for the scheduler (10x slower on 2 busy cores). Read by OpenMP when llama_cpp is first imported.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - resolve_settings checks first
