@@ -151,3 +151,16 @@ def test_a_provider_built_from_settings_starts_no_load_of_its_own_until_asked(lo
     provider = create_provider(settings())
     assert loads == []
     assert not provider._loading.done
+
+
+def test_a_load_interrupted_on_the_callers_thread_is_reported_not_returned_as_nothing(tmp_path, monkeypatch):
+    load = ModelLoad(spec_for(settings(), prefix_cache_dir=tmp_path))
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(load, "_load", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        load.result()
+    with pytest.raises(errors.ProviderUnavailable, match="interrupted"):
+        load.result()

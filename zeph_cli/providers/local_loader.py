@@ -85,6 +85,8 @@ class ModelLoad:
         self._done.wait()
         if self._error is not None:
             raise self._error
+        if self._llama is None:  # the load was interrupted (Ctrl+C while it ran here)
+            raise errors.ProviderUnavailable(f"loading the model {self.spec.model} was interrupted")
         return self._llama
 
     @property
