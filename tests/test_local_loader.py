@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+from dataclasses import replace
 
 import llama_cpp
 import pytest
@@ -164,3 +166,20 @@ def test_a_load_interrupted_on_the_callers_thread_is_reported_not_returned_as_no
         load.result()
     with pytest.raises(errors.ProviderUnavailable, match="interrupted"):
         load.result()
+
+
+@pytest.mark.parametrize("load_average, user_choice, policy", [
+    (3.0, None, "PASSIVE"),  # busy: threads sleep while they wait for each other
+    (0.2, None, None),  # idle: llama.cpp's own default (spinning)
+    (3.0, "ACTIVE", "ACTIVE"),  # the user's choice stands
+])
+def test_threads_sleep_while_waiting_only_on_a_busy_machine(tmp_path, monkeypatch, load_average, user_choice, policy):
+    monkeypatch.setattr("os.getloadavg", lambda: (load_average, load_average, load_average))
+    if user_choice is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", user_choice)
+    missing = replace(spec_for(settings(), prefix_cache_dir=tmp_path), model=str(tmp_path / "none.gguf"))
+    with pytest.raises(errors.ProviderUnavailable):
+        ModelLoad(missing).result()
+    assert os.environ.get("OMP_WAIT_POLICY") == policy
