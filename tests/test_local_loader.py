@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from dataclasses import replace
 
@@ -146,6 +148,7 @@ def test_zeph_ask_on_a_model_that_cannot_load_says_so_in_one_line_and_keeps_the_
     first = assert_one_line_error(result, 2, "broken.gguf")
     assert first.startswith("zeph: error: cannot load the model")
     assert err(result).count("cannot load the model") == 1
+    assert len(err(result).splitlines()) == 2  # the error and where the prompt is kept: no llama.cpp log
     assert "my carefully typed question" in [r["content"] for r in db_rows("select content from messages")]
 
 
@@ -183,3 +186,29 @@ def test_threads_sleep_while_waiting_only_on_a_busy_machine(tmp_path, monkeypatc
     with pytest.raises(errors.ProviderUnavailable):
         ModelLoad(missing).result()
     assert os.environ.get("OMP_WAIT_POLICY") == policy
+
+
+PRINTS_WHILE_LOADING = """
+import sys
+from zeph_cli.config import load_config
+from zeph_cli.providers import resolve_settings
+from zeph_cli.providers.local import spec_for
+from zeph_cli.providers.local_loader import ModelLoad
+load = ModelLoad(spec_for(resolve_settings(load_config(env={}).config, env={}), prefix_cache_dir=sys.argv[1])).start()
+printed = 0
+while not load.done:
+    printed += 1
+    print(f"line {printed}", file=sys.stderr, flush=True)
+load.result()
+print(printed)
+"""
+
+
+def test_what_zeph_prints_while_the_model_loads_reaches_the_terminal(tmp_path):
+    """llama_cpp points the process's output at /dev/null while it loads a model; the load runs beside zeph."""
+    result = subprocess.run([sys.executable, "-c", PRINTS_WHILE_LOADING, str(tmp_path)], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    printed = int(result.stdout.split()[-1])
+    assert printed > 0
+    assert result.stderr.splitlines() == [f"line {n}" for n in range(1, printed + 1)]

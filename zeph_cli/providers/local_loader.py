@@ -6,13 +6,15 @@ checks: a prefix that turns out different is replaced as before). Whoever waits 
 the one-line `ProviderUnavailable` the load failed with, every time it asks. A load started early
 (`start_early`, as soon as the config says the provider is local) is handed to at most one provider,
 and only to one whose `LoadSpec` is the same; otherwise it is never used. The thread is not a daemon:
-the process never exits under a load running in llama.cpp.
+the process never exits under a load running in llama.cpp. Loading never redirects the process's output
+(what zeph prints meanwhile reaches the terminal) and llama.cpp logs nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -115,6 +117,7 @@ class ModelLoad:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - resolve_settings checks first
             raise errors.ProviderUnavailable(f"llama-cpp-python cannot be imported: {exc}") from None
+        _quiet_without_redirecting()
         spec = self.spec
         try:
             return Llama(
@@ -140,6 +143,41 @@ class ModelLoad:
             log.info("no saved prefix restored after loading: %s", exc)
             self._llama.reset()
             self.restored_prefix = 0
+
+
+class _NoRedirect:
+    """Stands in for llama_cpp's `suppress_stdout_stderr`, which points the whole process's standard output and
+    error at /dev/null while a model loads: with the load on a thread of its own, that would swallow what
+    zeph prints meanwhile (an error, a warning)."""
+
+    def __init__(self, disable: bool = True) -> None:
+        pass
+
+    def __enter__(self) -> "_NoRedirect":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        return None
+
+
+_silent_log: Any = None  # llama.cpp keeps a pointer to it: it lives as long as the process
+
+
+def _quiet_without_redirecting() -> None:
+    """llama.cpp's own log goes nowhere (zeph reports what fails in one line of its own), and loading a model
+    no longer redirects the process's output."""
+    global _silent_log
+    import ctypes
+
+    import llama_cpp
+
+    if _silent_log is None:
+        _silent_log = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+        llama_cpp.llama_log_set(_silent_log, ctypes.c_void_p(0))
+    for name in ("llama_cpp.llama", "llama_cpp._internals"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "suppress_stdout_stderr"):
+            module.suppress_stdout_stderr = _NoRedirect
 
 
 def start_early(spec: LoadSpec) -> ModelLoad:
