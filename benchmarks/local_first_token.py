@@ -4,7 +4,8 @@ Cold: an empty cache dir, so the run evaluates the whole system prompt (and save
 runs after it, which restore the saved prefix and evaluate only the question. Each round is one cold
 run followed by WARM warm runs; the figures are medians over the rounds. A second section times the
 parts of a run that do not depend on the prompt (importing llama_cpp, loading the model, restoring the
-saved state). Prints figures, asserts nothing. Run from the repository root with the project installed:
+saved state, evaluating the turn after it with 1 thread and with every core, threads spinning or sleeping
+while they wait for each other). Prints figures, asserts nothing. Run from the repository root with the project installed:
 `python benchmarks/local_first_token.py` (ROUNDS=3 WARM=3 by default).
 """
 
@@ -56,34 +57,53 @@ def first_token(env: dict[str, str]) -> tuple[float, float]:
 
 
 PHASES = r"""
-import json, struct, sys, time
+import asyncio, sys, time
+from pathlib import Path
 t0 = time.perf_counter()
-from llama_cpp import Llama
+import llama_cpp
 t1 = time.perf_counter()
 from zeph_cli.config import load_config
+from zeph_cli.messages import Message
 from zeph_cli.providers import resolve_settings
-from zeph_cli.providers.local_prefix import MAGIC, _restore
+from zeph_cli.providers.base import ChatRequest
+from zeph_cli.providers.local import LocalProvider
+from zeph_cli.providers.local_loader import LoadSpec, ModelLoad
+from zeph_cli.providers.local_prefix import PrefixStore, model_identity, restore_latest
+directory, threads = Path(sys.argv[1]), int(sys.argv[2])
 settings = resolve_settings(load_config(env={}).config, env={})
-llama = Llama(model_path=settings.model, n_ctx=8192, n_threads=2, verbose=False)
+t1b = time.perf_counter()
+llama = ModelLoad(LoadSpec(settings.model, 8192, threads, "", "")).result()
 t2 = time.perf_counter()
-from pathlib import Path
-data = sorted(Path(sys.argv[1]).glob("*.kvstate"))[0].read_bytes()
-(length,) = struct.unpack_from("<I", data, len(MAGIC))
-start = len(MAGIC) + 4
-header = json.loads(data[start : start + length])
-body = start + length
-tokens = list(struct.unpack_from(f"<{header['tokens']}i", data, body))
-_restore(llama, tokens, data[body + 4 * len(tokens) :])
+restored = restore_latest(llama, PrefixStore(directory), model_identity(settings.model, llama.n_ctx(), {"device": ""}))
 t3 = time.perf_counter()
-question = llama.tokenize(
-    b"<|im_start|>user\n<time>\nCurrent local time: Friday, 27 November 2026, 10:25 UTC\n"
-    b"ISO 8601: 2026-11-27T10:25:28+00:00\n</time>\n\nhello there<|im_end|>\n<|im_start|>assistant\n",
-    add_bos=False,
-    special=True,
-)
-llama.eval(question)
-t4 = time.perf_counter()
-print(f"{t1 - t0:.3f} {t2 - t1:.3f} {t3 - t2:.3f} {len(data)} {len(tokens)} {t4 - t3:.3f} {len(question)}")
+# The saved prefix is the system message as the chat template renders it: ask the real provider a question after
+# it, as `zeph ask` does, and see what llama.cpp evaluates for it.
+rendered = llama.detokenize(llama.input_ids[:restored].tolist(), special=True).decode()
+system = rendered.split("<|im_start|>system\n", 1)[1].rsplit("<|im_end|>", 1)[0]
+evaluated = []
+real_eval, real_sample = llama_cpp.Llama.eval, llama_cpp.Llama.sample
+def eval_timed(self, tokens):
+    start = time.perf_counter(); real_eval(self, tokens); evaluated.append((len(tokens), time.perf_counter() - start))
+sampled = []
+def sample_timed(self, *args, **kwargs):
+    start = time.perf_counter(); token = real_sample(self, *args, **kwargs); sampled.append(time.perf_counter() - start)
+    return token
+llama_cpp.Llama.eval, llama_cpp.Llama.sample = eval_timed, sample_timed
+provider = LocalProvider(settings, prefix_cache_dir=directory)
+provider._llama = llama
+time_block = ("<time>\nCurrent local time: Friday, 27 November 2026, 10:25 UTC\n"
+              "ISO 8601: 2026-11-27T10:25:28+00:00\n</time>")
+request = ChatRequest(messages=(Message.system(system), Message.context(time_block), Message.user("hello there")),
+                      max_tokens=4, temperature=0.0)
+async def ask():
+    async for _ in provider.stream(request):
+        pass
+    await provider.aclose()
+asyncio.run(ask())
+suffix_tokens, suffix_seconds = evaluated[0]
+next_token = evaluated[1][1] if len(evaluated) > 1 else 0.0
+print(f"{t1 - t0:.3f} {t2 - t1b:.3f} {t3 - t2:.3f} {restored} {suffix_tokens} {suffix_seconds:.3f} "
+      f"{provider.last_prefix.source} {sampled[0]:.4f} {next_token:.4f}")
 """
 
 
@@ -123,27 +143,37 @@ def main() -> None:
         if not list((cache / "local-prefix").glob("*.kvstate")):
             print("no saved prefix in the cache dir (a zeph without the prefix cache?): no parts to time")
             return
-        parts = [
-            subprocess.run(
-                [sys.executable, "-c", PHASES, str(cache / "local-prefix")],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout.split()
-            for _ in range(ROUNDS)
-        ]
+        def parts(threads: int, **extra: str) -> list[list[str]]:
+            return [
+                subprocess.run(
+                    [sys.executable, "-c", PHASES, str(cache / "local-prefix"), str(threads)],
+                    env={**env, **extra},
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout.split()
+                for _ in range(ROUNDS)
+            ]
 
-        def median(i: int) -> float:
-            return statistics.median(float(p[i]) for p in parts)
+        def median(rows: list[list[str]], i: int) -> float:
+            return statistics.median(float(p[i]) for p in rows)
 
-        print("parts of a warm run (medians):")
-        print(f"  import llama_cpp                        {median(0):6.2f} s")
-        print(f"  load the model (n_ctx 8192)             {median(1):6.2f} s")
-        size = int(parts[0][3]) / 1e6
-        print(f"  restore the saved prefix ({int(parts[0][4])} tokens)   {median(2):6.2f} s  ({size:.1f} MB)")
-        print(f"  evaluate the turn's suffix ({int(parts[0][6])} tokens)  {median(5):6.2f} s")
-
+        cores = os.cpu_count() or 1
+        load = os.getloadavg()[0]
+        print(f"parts of a warm run (medians; 1-minute load average {load:.2f} on {cores} cores):")
+        runs = {
+            f"{cores} threads, spinning": parts(cores, OMP_WAIT_POLICY="ACTIVE"),
+            f"{cores} threads, sleeping": parts(cores, OMP_WAIT_POLICY="PASSIVE"),
+            "1 thread": parts(1),
+        }
+        first = next(iter(runs.values()))
+        print(f"  import llama_cpp                           {median(first, 0):6.2f} s")
+        print(f"  load the model (n_ctx 8192)                {median(first, 1):6.2f} s")
+        print(f"  restore the saved prefix ({first[0][3]} tokens)      {median(first, 2):6.3f} s")
+        print(f"  a request after that prefix evaluates {first[0][4]} tokens (the turn: <time> and the question):")
+        for label, rows in runs.items():
+            print(f"    {label:<24} suffix {median(rows, 5):6.3f} s   sample {median(rows, 7) * 1000:5.1f} ms"
+                  f"   next token {median(rows, 8) * 1000:6.1f} ms")
 
 if __name__ == "__main__":
     main()

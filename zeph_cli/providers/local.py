@@ -1,6 +1,7 @@
 """The embedded provider: a GGUF model run in-process by llama-cpp-python.
 
-Invariant: the model is loaded once per provider, generation runs on a worker
+Invariant: the model is loaded once per provider (on a thread of its own, started as soon as the config
+names it: `local_loader`), generation runs on a worker
 thread (one request at a time) and is stopped as soon as the consumer stops
 reading; token counts come from the model's own tokenizer. The evaluated system prefix is kept
 across runs in the cache dir (`local_prefix`), so a run evaluates only what follows it.
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +22,7 @@ from ..models import ModelProfile, profile_for
 from ..paths import cache_dir
 from ..tokens import FunctionCounter, TokenCounter
 from .base import ChatRequest, Provider, ProviderSettings
+from .local_loader import LoadSpec, ModelLoad, default_threads, take_early
 from .local_prefix import PrefixOutcome, PrefixStore, common_prefix, model_identity, prefix_key, prepare_prefix
 
 log = logging.getLogger("zeph.local")
@@ -70,10 +71,17 @@ def to_local_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     return out
 
 
-def gpu_layers(device: str) -> int:
-    """llama.cpp's n_gpu_layers for a configured `device`: "cpu" keeps every layer on the CPU, "cuda" and
-    "metal" offload all of them (a build without that backend runs them on the CPU); unset: llama.cpp's 0."""
-    return -1 if device in ("cuda", "metal") else 0
+def spec_for(
+    settings: ProviderSettings, *, n_ctx: int | None = None, prefix_cache_dir: Path | None = None
+) -> LoadSpec:
+    """What loading this provider's model depends on (an early load is used only when it is the same)."""
+    return LoadSpec(
+        model=settings.model,
+        n_ctx=n_ctx or int(settings.extra.get("n_ctx") or DEFAULT_N_CTX),
+        threads=default_threads(),
+        device=settings.extra.get("device", ""),
+        prefix_dir=str(prefix_cache_dir or cache_dir() / "local-prefix"),
+    )
 
 
 class LocalProvider(Provider):
@@ -84,13 +92,16 @@ class LocalProvider(Provider):
         self, settings: ProviderSettings, *, n_ctx: int | None = None, prefix_cache_dir: Path | None = None
     ) -> None:
         super().__init__(settings)
-        self._n_ctx = n_ctx or int(settings.extra.get("n_ctx") or DEFAULT_N_CTX)
+        spec = spec_for(settings, n_ctx=n_ctx, prefix_cache_dir=prefix_cache_dir)
+        self._n_ctx = spec.n_ctx
+        # the load started as soon as the config named this model, else one run by the first to need it
+        self._loading = take_early(spec) or ModelLoad(spec)
         self._llama: Any = None
         self._load_lock = threading.Lock()
         self._run_lock = threading.Lock()
         self._workers: set[threading.Thread] = set()
         self._chat_formatters: dict[bool, Any] = {}
-        self._prefix_cache_dir = prefix_cache_dir
+        self._prefix_cache_dir = Path(spec.prefix_dir)
         self.last_prefix: PrefixOutcome | None = None  # how the last request's system prefix got into the model
 
     @property
@@ -104,20 +115,7 @@ class LocalProvider(Provider):
     def _load(self) -> Any:
         with self._load_lock:
             if self._llama is None:
-                try:
-                    from llama_cpp import Llama
-                except ImportError as exc:  # pragma: no cover - resolve_settings checks first
-                    raise errors.ProviderUnavailable(f"llama-cpp-python cannot be imported: {exc}") from None
-                try:
-                    self._llama = Llama(
-                        model_path=self.settings.model,
-                        n_ctx=self._n_ctx,
-                        n_threads=max(os.cpu_count() or 1, 1),
-                        n_gpu_layers=gpu_layers(self.settings.extra.get("device", "")),
-                        verbose=False,
-                    )
-                except (ValueError, RuntimeError, OSError) as exc:
-                    raise errors.ProviderUnavailable(f"cannot load the model {self.settings.model}: {exc}") from None
+                self._llama = self._loading.result()
             return self._llama
 
     def _count(self, text: str) -> int:
@@ -177,15 +175,18 @@ class LocalProvider(Provider):
         store = None
         key = ""
         try:
-            directory = self._prefix_cache_dir or cache_dir() / "local-prefix"
-            store = PrefixStore(directory)
+            store = PrefixStore(self._prefix_cache_dir)
             device = {"device": self.settings.extra.get("device", "")}
             identity = model_identity(self.settings.model, int(llama.n_ctx()), device)
             key = prefix_key(identity, prefix)
         except OSError:
             store = None
         try:
-            self.last_prefix = prepare_prefix(llama, prefix, store, key)
+            outcome = prepare_prefix(llama, prefix, store, key)
+            restored, self._loading.restored_prefix = self._loading.restored_prefix, 0
+            if outcome.source == "memory" and restored == len(prefix):
+                outcome = PrefixOutcome("disk", outcome.prefix_tokens, 0)  # restored from disk after loading
+            self.last_prefix = outcome
         except Exception as exc:  # llama.cpp refused the state: evaluate the prompt as if there were no cache
             llama.reset()
             self.last_prefix = PrefixOutcome("none", len(prefix), 0)

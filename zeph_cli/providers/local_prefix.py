@@ -178,6 +178,50 @@ def _parse(data: bytes, key: str, tokens: list[int]) -> bytes | None:
     return state
 
 
+def restore_latest(llama: Any, store: PrefixStore, identity: dict[str, Any]) -> int:
+    """Restore the most recently used saved prefix written for `identity` (the same model file, context
+    size, llama.cpp build and device) into `llama`; its token count, or 0 when there is none to restore."""
+    for path in store.files()[:1]:
+        tokens = _saved_tokens(path)
+        if tokens is None:
+            return 0
+        key = prefix_key(identity, tokens)
+        if store.path_for(key) != path:
+            return 0  # written for another model or context size
+        state = store.load(key, tokens)
+        if state is None:
+            return 0
+        try:
+            _restore(llama, tokens, state)
+        except (RuntimeError, ValueError) as exc:
+            log.info("cannot restore the prefix state: %s", exc)
+            store.discard(key)
+            llama.reset()
+            return 0
+        return len(tokens)
+    return 0
+
+
+def _saved_tokens(path: Path) -> list[int] | None:
+    """The prefix tokens a saved file says it holds (its header and tokens only; `PrefixStore.load` checks
+    the whole file)."""
+    start = len(MAGIC) + _HEADER_LENGTH.size
+    try:
+        with path.open("rb") as file:
+            head = file.read(start)
+            if len(head) < start or not head.startswith(MAGIC):
+                return None
+            (header_length,) = _HEADER_LENGTH.unpack_from(head, len(MAGIC))
+            header = json.loads(file.read(header_length))
+            n_tokens = int(header["tokens"])
+            body = file.read(4 * n_tokens)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if n_tokens <= 0 or len(body) != 4 * n_tokens:
+        return None
+    return list(struct.unpack(f"<{n_tokens}i", body))
+
+
 def common_prefix(a: list[int], b: list[int]) -> int:
     n = 0
     for x, y in zip(a, b):

@@ -1,0 +1,214 @@
+"""The embedded model loads on a thread of its own, once, and the first request uses that load (real SmolLM2)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import replace
+
+import llama_cpp
+import pytest
+
+from tests.cli_helpers import assert_one_line_error, db_rows, err, run_zeph
+from zeph_cli import errors
+from zeph_cli.config import load_config
+from zeph_cli.messages import Message, ReplyBuilder
+from zeph_cli.providers import create_provider, resolve_settings
+from zeph_cli.providers.base import ChatRequest
+from zeph_cli.providers.local import LocalProvider, spec_for
+from zeph_cli.providers.local_loader import ModelLoad, start_early, start_for_config, take_early
+from zeph_cli.providers.local_prefix import SUFFIX
+
+N_CTX = 2048
+SYSTEM = "You are a terse assistant in a terminal. " + " ".join(f"Rule {i}: answer in plain words." for i in range(4))
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """The threads each llama.cpp model load ran on, in order."""
+    threads: list[str] = []
+    real = llama_cpp.Llama.__init__
+
+    def counting(self, *args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(llama_cpp.Llama, "__init__", counting)
+    return threads
+
+
+@pytest.fixture
+def evaluated(monkeypatch):
+    calls: list[int] = []
+    real = llama_cpp.Llama.eval
+
+    def eval_counting(self, tokens):
+        calls.append(len(tokens))
+        return real(self, tokens)
+
+    monkeypatch.setattr(llama_cpp.Llama, "eval", eval_counting)
+    return calls
+
+
+def settings():
+    return resolve_settings(load_config(env={}).config, env={})
+
+
+async def reply(provider: LocalProvider, question: str = "Say hi.") -> str:
+    request = ChatRequest(messages=(Message.system(SYSTEM), Message.user(question)), max_tokens=4, temperature=0.0)
+    builder = ReplyBuilder()
+    async for event in provider.stream(request):
+        builder.add(event)
+    return builder.content
+
+
+async def test_the_early_load_is_the_one_the_provider_uses(loads, tmp_path):
+    spec = spec_for(settings(), n_ctx=N_CTX, prefix_cache_dir=tmp_path)
+    early = start_early(spec)
+    assert start_early(spec) is early  # asked twice: still one load
+    provider = LocalProvider(settings(), n_ctx=N_CTX, prefix_cache_dir=tmp_path)
+    assert take_early(spec) is None  # handed over to that provider, to no other
+    try:
+        await provider.profile()
+        provider.token_counter().count("hello")
+        assert (await reply(provider)).strip()
+        assert (await reply(provider, "Again?")).strip()
+        assert loads == ["zeph-local-load"]  # once, on the loading thread, never again by a request
+    finally:
+        await provider.aclose()
+
+
+async def test_an_early_load_of_another_model_setup_is_not_used(loads, tmp_path):
+    start_early(spec_for(settings(), n_ctx=N_CTX, prefix_cache_dir=tmp_path / "elsewhere"))
+    provider = LocalProvider(settings(), n_ctx=N_CTX, prefix_cache_dir=tmp_path)
+    try:
+        await provider.profile()
+        assert len(loads) == 2  # its own load: another prefix dir is another load
+    finally:
+        take_early(spec_for(settings(), n_ctx=N_CTX, prefix_cache_dir=tmp_path / "elsewhere")).result()
+        await provider.aclose()
+
+
+async def test_a_new_process_starts_with_the_saved_prefix_already_restored(tmp_path, evaluated):
+    first = LocalProvider(settings(), n_ctx=N_CTX, prefix_cache_dir=tmp_path)
+    answer = await reply(first)
+    assert first.last_prefix.source == "evaluated"
+    prefix = first.last_prefix.prefix_tokens
+    await first.aclose()
+
+    evaluated.clear()
+    start_early(spec_for(settings(), n_ctx=N_CTX, prefix_cache_dir=tmp_path))
+    second = LocalProvider(settings(), n_ctx=N_CTX, prefix_cache_dir=tmp_path)
+    assert await reply(second) == answer
+    assert second.last_prefix.source == "disk" and second.last_prefix.prefix_tokens == prefix
+    assert 0 < sum(evaluated) < 30  # only the question and what follows it
+    await second.aclose()
+
+
+async def test_a_prefix_saved_for_another_context_size_is_not_restored(tmp_path, evaluated):
+    first = LocalProvider(settings(), n_ctx=N_CTX, prefix_cache_dir=tmp_path)
+    await reply(first)
+    await first.aclose()
+    evaluated.clear()
+    other = LocalProvider(settings(), n_ctx=N_CTX * 2, prefix_cache_dir=tmp_path)
+    assert (await reply(other)).strip()
+    assert other.last_prefix.source == "evaluated"  # restored nothing after loading; evaluated it instead
+    assert len(list(tmp_path.glob(f"*{SUFFIX}"))) == 2
+    await other.aclose()
+
+
+def test_a_failed_load_gives_the_same_one_line_error_to_every_waiter(tmp_path):
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"GGUF" + b"\x00" * 64)
+    config = load_config(env={"ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MODEL": str(bogus)}).config
+    load = ModelLoad(spec_for(resolve_settings(config, env={}), prefix_cache_dir=tmp_path)).start()
+    with pytest.raises(errors.ProviderUnavailable) as first:
+        load.result()
+    with pytest.raises(errors.ProviderUnavailable) as again:
+        load.result()
+    assert str(first.value) == str(again.value)
+    assert "bogus.gguf" in str(first.value) and "\n" not in str(first.value)
+
+
+def test_starting_early_never_raises_and_leaves_other_providers_alone(tmp_path):
+    config = load_config(env={"ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MODEL": str(tmp_path / "nope.gguf")}).config
+    start_for_config(config, {})  # the missing file is the provider's to report
+    start_for_config(load_config(env={"ZEPH_LLM_PROVIDER": "anthropic"}).config, {})
+    assert not [t for t in threading.enumerate() if t.name == "zeph-local-load" and t.is_alive()]
+
+
+@pytest.mark.parametrize("content", [b"GGUF" + b"\x00" * 64, b"not a model at all\n"])
+def test_zeph_ask_on_a_model_that_cannot_load_says_so_in_one_line_and_keeps_the_prompt(tmp_path, content):
+    bogus = tmp_path / "broken.gguf"
+    bogus.write_bytes(content)
+    result = run_zeph("ask", "my carefully typed question", env={"ZEPH_LLM_PROVIDER": "local",
+                                                                  "ZEPH_LLM_MODEL": str(bogus)})
+    first = assert_one_line_error(result, 2, "broken.gguf")
+    assert first.startswith("zeph: error: cannot load the model")
+    assert err(result).count("cannot load the model") == 1
+    assert len(err(result).splitlines()) == 2  # the error and where the prompt is kept: no llama.cpp log
+    assert "my carefully typed question" in [r["content"] for r in db_rows("select content from messages")]
+
+
+def test_a_provider_built_from_settings_starts_no_load_of_its_own_until_asked(loads):
+    provider = create_provider(settings())
+    assert loads == []
+    assert not provider._loading.done
+
+
+def test_a_load_interrupted_on_the_callers_thread_is_reported_not_returned_as_nothing(tmp_path, monkeypatch):
+    load = ModelLoad(spec_for(settings(), prefix_cache_dir=tmp_path))
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(load, "_load", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        load.result()
+    with pytest.raises(errors.ProviderUnavailable, match="interrupted"):
+        load.result()
+
+
+@pytest.mark.parametrize("load_average, user_choice, policy", [
+    (3.0, None, "PASSIVE"),  # busy: threads sleep while they wait for each other
+    (0.2, None, None),  # idle: llama.cpp's own default (spinning)
+    (3.0, "ACTIVE", "ACTIVE"),  # the user's choice stands
+])
+def test_threads_sleep_while_waiting_only_on_a_busy_machine(tmp_path, monkeypatch, load_average, user_choice, policy):
+    monkeypatch.setattr("os.getloadavg", lambda: (load_average, load_average, load_average))
+    if user_choice is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", user_choice)
+    missing = replace(spec_for(settings(), prefix_cache_dir=tmp_path), model=str(tmp_path / "none.gguf"))
+    with pytest.raises(errors.ProviderUnavailable):
+        ModelLoad(missing).result()
+    assert os.environ.get("OMP_WAIT_POLICY") == policy
+
+
+PRINTS_WHILE_LOADING = """
+import sys
+from zeph_cli.config import load_config
+from zeph_cli.providers import resolve_settings
+from zeph_cli.providers.local import spec_for
+from zeph_cli.providers.local_loader import ModelLoad
+load = ModelLoad(spec_for(resolve_settings(load_config(env={}).config, env={}), prefix_cache_dir=sys.argv[1])).start()
+printed = 0
+while not load.done:
+    printed += 1
+    print(f"line {printed}", file=sys.stderr, flush=True)
+load.result()
+print(printed)
+"""
+
+
+def test_what_zeph_prints_while_the_model_loads_reaches_the_terminal(tmp_path):
+    """llama_cpp points the process's output at /dev/null while it loads a model; the load runs beside zeph."""
+    result = subprocess.run([sys.executable, "-c", PRINTS_WHILE_LOADING, str(tmp_path)], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    printed = int(result.stdout.split()[-1])
+    assert printed > 0
+    assert result.stderr.splitlines() == [f"line {n}" for n in range(1, printed + 1)]

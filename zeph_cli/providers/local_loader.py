@@ -1,0 +1,210 @@
+"""The embedded model, loaded on a thread of its own while the rest of start-up runs.
+
+Invariant: a `ModelLoad` imports llama_cpp and loads its model exactly once, on its own thread, then
+restores the most recently saved system prefix that was written for that model (a guess the request
+checks: a prefix that turns out different is replaced as before). Whoever waits on it gets the model or
+the one-line `ProviderUnavailable` the load failed with, every time it asks. A load started early
+(`start_early`, as soon as the config says the provider is local) is handed to at most one provider,
+and only to one whose `LoadSpec` is the same; otherwise it is never used. The thread is not a daemon:
+the process never exits under a load running in llama.cpp. Loading never redirects the process's output
+(what zeph prints meanwhile reaches the terminal) and llama.cpp logs nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import errors
+
+log = logging.getLogger("zeph.local")
+
+_early: dict["LoadSpec", "ModelLoad"] = {}
+_early_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """Everything a load depends on: the same spec gives the same model in the same state."""
+
+    model: str
+    n_ctx: int
+    threads: int
+    device: str
+    prefix_dir: str  # where saved prefixes are kept ("" for none)
+
+
+def default_threads() -> int:
+    return max(os.cpu_count() or 1, 1)
+
+
+def machine_is_busy() -> bool:
+    """Other work keeps at least one core busy (the 1-minute load average; False where there is none)."""
+    try:
+        return os.getloadavg()[0] >= 1.0
+    except (OSError, AttributeError):
+        return False
+
+
+def gpu_layers(device: str) -> int:
+    """llama.cpp's n_gpu_layers for a configured `device`: "cpu" keeps every layer on the CPU, "cuda" and
+    "metal" offload all of them (a build without that backend runs them on the CPU); unset: llama.cpp's 0."""
+    return -1 if device in ("cuda", "metal") else 0
+
+
+class ModelLoad:
+    """One load of one model, on its own thread (`start`), or on the caller's when nothing started it."""
+
+    def __init__(self, spec: LoadSpec) -> None:
+        self.spec = spec
+        self.restored_prefix = 0  # tokens of the saved prefix put into the model after loading
+        self._llama: Any = None
+        self._error: BaseException | None = None
+        self._done = threading.Event()
+        self._started = False
+        self._lock = threading.Lock()
+
+    def start(self) -> "ModelLoad":
+        with self._lock:
+            if not self._started:
+                self._started = True
+                threading.Thread(target=self._run, name="zeph-local-load", daemon=False).start()
+        return self
+
+    def result(self) -> Any:
+        """The loaded model (waiting for the load; running it here when nothing started it)."""
+        with self._lock:
+            run_here = not self._started
+            self._started = True
+        if run_here:
+            self._run()
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        if self._llama is None:  # the load was interrupted (Ctrl+C while it ran here)
+            raise errors.ProviderUnavailable(f"loading the model {self.spec.model} was interrupted")
+        return self._llama
+
+    @property
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def _run(self) -> None:
+        try:
+            self._llama = self._load()
+        except errors.ProviderUnavailable as exc:
+            self._error = exc
+        except Exception as exc:  # never lost on a thread: the waiter gets it
+            self._error = errors.ProviderUnavailable(f"cannot load the model {self.spec.model}: {exc}")
+        else:
+            self._restore_latest_prefix()
+        finally:
+            self._done.set()
+
+    def _load(self) -> Any:
+        if machine_is_busy():
+            # llama.cpp's threads meet at every step of an evaluation. Spinning while they wait is fastest on an
+            # idle machine, but on a busy one it takes the core a waited-for thread needs: each step then waits
+            # for the scheduler (10x slower on 2 busy cores). Read by OpenMP when llama_cpp is first imported.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:  # pragma: no cover - resolve_settings checks first
+            raise errors.ProviderUnavailable(f"llama-cpp-python cannot be imported: {exc}") from None
+        _quiet_without_redirecting()
+        spec = self.spec
+        try:
+            return Llama(
+                model_path=spec.model,
+                n_ctx=spec.n_ctx,
+                n_threads=spec.threads,
+                n_threads_batch=spec.threads,
+                n_gpu_layers=gpu_layers(spec.device),
+                verbose=False,
+            )
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise errors.ProviderUnavailable(f"cannot load the model {spec.model}: {exc}") from None
+
+    def _restore_latest_prefix(self) -> None:
+        if not self.spec.prefix_dir:
+            return
+        from .local_prefix import PrefixStore, model_identity, restore_latest
+
+        try:
+            identity = model_identity(self.spec.model, int(self._llama.n_ctx()), {"device": self.spec.device})
+            self.restored_prefix = restore_latest(self._llama, PrefixStore(Path(self.spec.prefix_dir)), identity)
+        except Exception as exc:  # only a head start is lost: the request evaluates its prefix
+            log.info("no saved prefix restored after loading: %s", exc)
+            self._llama.reset()
+            self.restored_prefix = 0
+
+
+class _NoRedirect:
+    """Stands in for llama_cpp's `suppress_stdout_stderr`, which points the whole process's standard output and
+    error at /dev/null while a model loads: with the load on a thread of its own, that would swallow what
+    zeph prints meanwhile (an error, a warning)."""
+
+    def __init__(self, disable: bool = True) -> None:
+        pass
+
+    def __enter__(self) -> "_NoRedirect":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        return None
+
+
+_silent_log: Any = None  # llama.cpp keeps a pointer to it: it lives as long as the process
+
+
+def _quiet_without_redirecting() -> None:
+    """llama.cpp's own log goes nowhere (zeph reports what fails in one line of its own), and loading a model
+    no longer redirects the process's output."""
+    global _silent_log
+    import ctypes
+
+    import llama_cpp
+
+    if _silent_log is None:
+        _silent_log = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
+        llama_cpp.llama_log_set(_silent_log, ctypes.c_void_p(0))
+    for name in ("llama_cpp.llama", "llama_cpp._internals"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "suppress_stdout_stderr"):
+            module.suppress_stdout_stderr = _NoRedirect
+
+
+def start_early(spec: LoadSpec) -> ModelLoad:
+    """Start loading `spec` now, for the provider that will ask for it (at most one load per spec)."""
+    with _early_lock:
+        load = _early.get(spec)
+        if load is None:
+            load = _early[spec] = ModelLoad(spec)
+    return load.start()
+
+
+def take_early(spec: LoadSpec) -> ModelLoad | None:
+    """The early load of exactly `spec`, handed over once (None when none was started)."""
+    with _early_lock:
+        return _early.pop(spec, None)
+
+
+def start_for_config(config: Any, env: Mapping[str, str], sources: Mapping[str, str] | None = None) -> None:
+    """Start loading the embedded model when `config` selects it; anything wrong is left for the provider
+    to report where it always does (this never raises)."""
+    try:
+        from . import resolve_settings
+
+        settings = resolve_settings(config, env, sources)
+        if settings.kind == "local":
+            from .local import spec_for
+
+            start_early(spec_for(settings))
+    except Exception as exc:  # the same error surfaces when the provider is built
+        log.info("the embedded model was not loaded early: %s", exc)
