@@ -183,9 +183,19 @@ def test_threads_sleep_while_waiting_only_on_a_busy_machine(tmp_path, monkeypatc
     else:
         monkeypatch.setenv("OMP_WAIT_POLICY", user_choice)
     missing = replace(spec_for(settings(), prefix_cache_dir=tmp_path), model=str(tmp_path / "none.gguf"))
+    load = ModelLoad(missing)
+    seen = []
+    real = load._load_model
+
+    def load_model():
+        seen.append(os.environ.get("OMP_WAIT_POLICY"))  # what llama.cpp's libraries read as they load
+        return real()
+
+    monkeypatch.setattr(load, "_load_model", load_model)
     with pytest.raises(errors.ProviderUnavailable):
-        ModelLoad(missing).result()
-    assert os.environ.get("OMP_WAIT_POLICY") == policy
+        load.result()
+    assert seen == [policy]
+    assert os.environ.get("OMP_WAIT_POLICY") == user_choice  # taken back: commands zeph runs do not inherit it
 
 
 PRINTS_WHILE_LOADING = """

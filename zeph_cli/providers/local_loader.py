@@ -108,11 +108,20 @@ class ModelLoad:
             self._done.set()
 
     def _load(self) -> Any:
-        if machine_is_busy():
+        passive = machine_is_busy() and "OMP_WAIT_POLICY" not in os.environ
+        if passive:
             # llama.cpp's threads meet at every step of an evaluation. Spinning while they wait is fastest on an
             # idle machine, but on a busy one it takes the core a waited-for thread needs: each step then waits
-            # for the scheduler (10x slower on 2 busy cores). Read by OpenMP when llama_cpp is first imported.
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            # for the scheduler (10x slower on 2 busy cores). OpenMP reads it when llama.cpp's libraries load;
+            # it is taken back after, so commands zeph runs do not inherit it.
+            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        try:
+            return self._load_model()
+        finally:
+            if passive:
+                os.environ.pop("OMP_WAIT_POLICY", None)
+
+    def _load_model(self) -> Any:
         try:
             from llama_cpp import Llama
         except ImportError as exc:  # pragma: no cover - resolve_settings checks first
