@@ -1,5 +1,7 @@
 """The floor under any tool that talks to a provider through its SDK: import the SDK, build its async
-client, stream one reply and print it. Nothing else: no CLI framework, no store, no context.
+client, stream one reply and print it. Nothing else: no CLI framework, no store, no context; and the
+process economies any tool can have (no cyclic collection while the SDK's classes are made, no
+interpreter teardown at exit), so no tool on this SDK can take less.
 
 `benchmarks/startup.py` times it beside `zeph ask` and `llm` on the same fake server, so the
 figures show what each tool spends above the SDK it shares. Usage (the benchmark runs it):
@@ -10,8 +12,13 @@ figures show what each tool spends above the SDK it shares. Usage (the benchmark
 
 from __future__ import annotations
 
-import asyncio
-import sys
+import gc
+
+gc.disable()  # before anything is imported
+
+import asyncio  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
 
 PROMPT = "hello there"
 
@@ -44,7 +51,8 @@ async def anthropic_reply(base_url: str, model: str) -> str:
 def main() -> None:
     kind, base_url, model = sys.argv[1:4]
     reply = openai_reply if kind == "openai" else anthropic_reply
-    print(asyncio.run(reply(base_url, model)))
+    print(asyncio.run(reply(base_url, model)), flush=True)
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -105,6 +105,26 @@ def test_a_collector_turned_off_by_the_embedder_stays_off():
         gc.enable()
 
 
+def test_an_embedding_process_is_never_paused_before_an_agent_is_built():
+    assert gc.isenabled()
+    startup_gc.pause_for_start_up()
+    assert gc.isenabled()
+
+
+def test_zephs_own_process_is_paused_from_its_start_up_until_the_agent_is_built():
+    result = run_python("""
+        import gc
+        from zeph_cli import startup_gc
+        startup_gc.freeze_after_start_up()
+        startup_gc.pause_for_start_up()
+        paused = not gc.isenabled()
+        with startup_gc.paused_collection():
+            inside = not gc.isenabled()
+        print(paused, inside, gc.isenabled(), gc.get_freeze_count() > 0)
+    """)
+    assert result.stdout.split() == ["True", "True", "True", "True"]
+
+
 def test_only_zephs_own_process_freezes_what_start_up_made():
     result = run_python("""
         import gc

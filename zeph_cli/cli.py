@@ -22,7 +22,7 @@ from . import __version__
 from .errors import StoreError, UsageError, ZephError
 from .command_context import load, open_store, read_stdin, state
 from .process_exit import leave
-from .startup_gc import freeze_after_start_up
+from .startup_gc import freeze_after_start_up, pause_for_start_up
 from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
@@ -168,6 +168,7 @@ def ask(
     in the workspace. Write and exec tools ask first on a terminal; without a
     terminal they are refused unless -y/--yes is given.
     """
+    pause_for_start_up()  # what start-up imports and builds lives as long as the process
     if continue_ and session is not None:
         raise UsageError("use either -c/--continue or --session ID, not both")
     text = combine_prompt(prompt, read_stdin())

@@ -1,12 +1,13 @@
-"""The cyclic garbage collector while an agent is built.
+"""The cyclic garbage collector while zeph starts.
 
-Invariant: collection is paused only inside `paused_collection()` and is back on
-when it ends, however it ends. Building an agent imports a provider SDK and the
-store and creates some hundred thousand objects that live as long as the
-process; the collector would walk them again and again while they are made and
-find nothing to free. In the `zeph` process itself (`freeze_after=True`) they
-are then frozen, so later collections do not walk them either; an embedding
-process (tests, a library user) keeps its collector exactly as it was.
+Invariant: collection is paused only while start-up runs, and is back on once the agent is built
+(`paused_collection()` ends, however it ends). Start-up imports a provider SDK and the store and
+creates some hundred thousand objects that live as long as the process; the collector would walk
+them again and again while they are made and find nothing to free. Only in the `zeph` process
+itself (`freeze_after_start_up()`, called by its entry point) does the pause begin before the
+agent is built (`pause_for_start_up()`, by `zeph ask`, before its imports), and are start-up's
+objects then frozen, so later collections do not walk them either; an embedding process (tests,
+a library user) keeps its collector as it was, paused only while `build_agent` runs.
 """
 
 from __future__ import annotations
@@ -15,23 +16,35 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_freeze = False
+_own_process = False
+_paused_early = False
 
 
 def freeze_after_start_up() -> None:
     """Called by the `zeph` entry point: this process is zeph's own."""
-    global _freeze
-    _freeze = True
+    global _own_process
+    _own_process = True
+
+
+def pause_for_start_up() -> None:
+    """In zeph's own process, pause collection now, until the agent is built (a command that builds
+    none ends the process first)."""
+    global _paused_early
+    if _own_process and gc.isenabled():
+        gc.disable()
+        _paused_early = True
 
 
 @contextmanager
 def paused_collection() -> Iterator[None]:
-    was_enabled = gc.isenabled()
+    global _paused_early
+    was_enabled = gc.isenabled() or _paused_early
     gc.disable()
     try:
         yield
     finally:
+        _paused_early = False
         if was_enabled:
-            if _freeze:
+            if _own_process:
                 gc.freeze()
             gc.enable()
