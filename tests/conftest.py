@@ -65,3 +65,19 @@ def compatible(fake_server):
         "ZEPH_LLM_MODEL": "gpt-4o",
         "ZEPH_LLM_MAX_RETRIES": "0",
     }
+
+
+@pytest.fixture
+def evaluated(monkeypatch):
+    """The number of tokens each evaluation of the embedded model (llama.cpp) took, in order."""
+    import llama_cpp
+
+    calls: list[int] = []
+    real = llama_cpp.Llama.eval
+
+    def eval_counting(self, tokens):
+        calls.append(len(tokens))
+        return real(self, tokens)
+
+    monkeypatch.setattr(llama_cpp.Llama, "eval", eval_counting)
+    return calls

@@ -39,19 +39,6 @@ def loads(monkeypatch):
     return threads
 
 
-@pytest.fixture
-def evaluated(monkeypatch):
-    calls: list[int] = []
-    real = llama_cpp.Llama.eval
-
-    def eval_counting(self, tokens):
-        calls.append(len(tokens))
-        return real(self, tokens)
-
-    monkeypatch.setattr(llama_cpp.Llama, "eval", eval_counting)
-    return calls
-
-
 def settings():
     return resolve_settings(load_config(env={}).config, env={})
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 
-import llama_cpp
 import pytest
 
 from zeph_cli.config import load_config
@@ -17,20 +16,6 @@ from zeph_cli.providers.local_prefix import SUFFIX, PrefixStore
 
 N_CTX = 2048
 SYSTEM = "You are a terse assistant in a terminal. " + " ".join(f"Rule {i}: answer in plain words." for i in range(4))
-
-
-@pytest.fixture
-def evaluated(monkeypatch):
-    """The number of tokens each llama.cpp evaluation took, in order."""
-    calls: list[int] = []
-    real = llama_cpp.Llama.eval
-
-    def eval_counting(self, tokens):
-        calls.append(len(tokens))
-        return real(self, tokens)
-
-    monkeypatch.setattr(llama_cpp.Llama, "eval", eval_counting)
-    return calls
 
 
 @pytest.fixture(scope="module")

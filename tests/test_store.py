@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -557,3 +559,34 @@ def test_a_database_a_newer_zeph_wrote_is_refused_untouched(db_path, newer):
     after = sqlite3.connect(db_path)
     assert (list(after.iterdump()), after.execute("PRAGMA user_version").fetchone()[0]) == snapshot
     after.close()
+
+
+RACE = """
+import sys, threading, time
+done = {}
+def other():
+    import numpy
+    done["sum"] = float(numpy.ones(3).sum())
+thread = threading.Thread(target=other)
+thread.start()
+time.sleep(float(sys.argv[1]))
+import zeph_cli.store.sqlite
+thread.join()
+import sqlite_utils.db
+print(done["sum"], sqlite_utils.db.np is None or sqlite_utils.db.np is sys.modules["numpy"])
+"""
+
+
+@pytest.mark.parametrize("delay", [0, 0.01, 0.03])
+def test_the_store_imports_beside_a_thread_importing_numpy(delay):
+    """sqlite-utils is imported without numpy on the opening thread only: a thread importing numpy meanwhile
+    (the embedder, the embedded model) gets it, and neither waits on the other for ever."""
+    result = subprocess.run([sys.executable, "-c", RACE, str(delay)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == ["3.0", "True"]
+
+
+def test_the_store_alone_imports_no_numpy():
+    code = "import sys, zeph_cli.store.sqlite; print('numpy' in sys.modules, 'pandas' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["False", "False"]

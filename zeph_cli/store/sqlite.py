@@ -1,38 +1,46 @@
 """sqlite-utils' `Database`, imported without numpy and pandas.
 
-Invariant: importing sqlite-utils never imports numpy or pandas. sqlite-utils
-imports both at module level when they are installed, only to map their
-scalar types to column types; zeph stores vectors as bytes and numbers as
-Python ints and floats, so that mapping is never used, and the ~0.1–0.5 s
-those imports cost would be paid by every command that opens the store. The
-packages stay importable for whatever needs them later (the embedder).
+Invariant: importing sqlite-utils never imports numpy or pandas itself. sqlite-utils
+imports both at module level when they are installed, only to map their scalar
+types to column types; zeph stores vectors as bytes and numbers as Python ints and
+floats, so that mapping is never used, and the ~0.1–0.5 s those imports cost would
+be paid by every command that opens the store. Only the importing thread is refused
+them, and only while sqlite-utils loads: no global import lock is held and
+`sys.modules` is left alone, so another thread (the embedder, the embedded model)
+imports numpy meanwhile as usual.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
+from importlib.abc import MetaPathFinder
 
-import _imp
+_NOT_NEEDED = frozenset({"numpy", "pandas"})
 
-_NOT_NEEDED = ("numpy", "pandas")
+
+class _RefusedHere(MetaPathFinder):
+    """Says numpy and pandas do not exist, to one thread."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name, path=None, target=None):
+        if name in _NOT_NEEDED and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
 
 
 def _import_without_numpy() -> None:
     if "sqlite_utils" in sys.modules:
         return
-    _imp.acquire_lock()  # no other thread imports numpy while it reads as missing
+    refused = _RefusedHere()
+    # new lists, never changed in place: an import running on another thread iterates the list it began with
+    sys.meta_path = [refused, *sys.meta_path]
     try:
-        hidden = [name for name in _NOT_NEEDED if name not in sys.modules]
-        for name in hidden:
-            sys.modules[name] = None  # type: ignore[assignment]  # `import numpy` raises ImportError
-        try:
-            import sqlite_utils  # noqa: F401
-        finally:
-            for name in hidden:
-                if sys.modules.get(name, False) is None:
-                    del sys.modules[name]
+        import sqlite_utils  # noqa: F401
     finally:
-        _imp.release_lock()
+        sys.meta_path = [finder for finder in sys.meta_path if finder is not refused]
 
 
 _import_without_numpy()
