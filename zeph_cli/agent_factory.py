@@ -40,7 +40,7 @@ async def build_agent(
     """A started agent on the provider `loaded` selects, and the warnings its start-up produced.
     `one_shot` (`zeph ask`: this one prompt, then exit): recall loads its embedder only when the prompt is
     routed to vectors, and exact token counts are built only when bounds cannot decide."""
-    with paused_collection():  # nearly everything made here lives as long as the agent
+    with paused_collection(freeze=one_shot is not None):  # nearly everything made here lives as long as the agent
         return await _build(loaded, store=store, env=env, cwd=cwd, approver=approver, mode=mode, one_shot=one_shot)
 
 

@@ -5,8 +5,9 @@ restores the most recently saved system prefix that was written for that model (
 checks: a prefix that turns out different is replaced as before). Whoever waits on it gets the model or
 the one-line `ProviderUnavailable` the load failed with, every time it asks. A load started early
 (`start_early`, as soon as the config says the provider is local) is handed to at most one provider,
-and only to one whose `LoadSpec` is the same; otherwise it is never used. The thread is not a daemon:
-the process never exits under a load running in llama.cpp. Loading never redirects the process's output
+and only to one whose `LoadSpec` is the same; otherwise it is never used. The thread is not a daemon,
+so the interpreter's teardown never runs under a load in llama.cpp; a command that ends without the
+model leaves at once, without teardown (`process_exit.abandon_at_exit`). Loading never redirects the process's output
 (what zeph prints meanwhile reaches the terminal) and llama.cpp logs nothing.
 """
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
+from ..process_exit import abandon_at_exit
 
 log = logging.getLogger("zeph.local")
 
@@ -74,7 +76,9 @@ class ModelLoad:
         with self._lock:
             if not self._started:
                 self._started = True
-                threading.Thread(target=self._run, name="zeph-local-load", daemon=False).start()
+                thread = threading.Thread(target=self._run, name="zeph-local-load", daemon=False)
+                abandon_at_exit(thread)  # a command that ends without the model does not wait for it
+                thread.start()
         return self
 
     def result(self) -> Any:
