@@ -284,7 +284,7 @@ class CellResult:
 def build_agent(server_url: str, budget: int, workspace: Path, db_path: Path):
     """The agent as `zeph` builds it for a compatible server, defaults everywhere but the budget."""
     from zeph_cli.agent import Agent
-    from zeph_cli.agent_factory import memory_service
+    from zeph_cli.agent.factory import memory_service
     from zeph_cli.config import load_config
     from zeph_cli.providers import create_provider, resolve_settings
     from zeph_cli.providers.summary import side_job_settings

@@ -159,11 +159,13 @@ def test_a_load_interrupted_on_the_callers_thread_is_reported_not_returned_as_no
 
 
 @pytest.mark.parametrize("load_average, user_choice, policy", [
-    (3.0, None, "PASSIVE"),  # busy: threads sleep while they wait for each other
-    (0.2, None, None),  # idle: llama.cpp's own default (spinning)
+    (3.0, None, "PASSIVE"),  # every core busy: threads sleep while they wait for each other
+    (1.4, None, None),  # a core to spare: llama.cpp's own default (spinning)
+    (0.2, None, None),  # idle
     (3.0, "ACTIVE", "ACTIVE"),  # the user's choice stands
 ])
 def test_threads_sleep_while_waiting_only_on_a_busy_machine(tmp_path, monkeypatch, load_average, user_choice, policy):
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
     monkeypatch.setattr("os.getloadavg", lambda: (load_average, load_average, load_average))
     if user_choice is None:
         monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)

@@ -193,7 +193,7 @@ def test_the_app_imports_neither_the_agent_nor_an_sdk_nor_the_store_before_its_f
     code = ("import sys, zeph_cli.cli, zeph_cli.config, zeph_cli.tui.run; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('openai', 'anthropic', 'httpx', 'sqlite_utils', 'numpy', 'sqlite3') "
-            "or m in ('zeph_cli.agent', 'zeph_cli.agent_factory', 'zeph_cli.agent.chat_session', 'zeph_cli.store')))")
+            "or m in ('zeph_cli.agent', 'zeph_cli.agent.factory', 'zeph_cli.agent.chat_session', 'zeph_cli.store')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -15,7 +15,7 @@ import sys
 from asyncio import CancelledError
 from dataclasses import dataclass
 
-from .agent_factory import build_agent, close_agent
+from .agent.factory import build_agent, close_agent
 from .approval_prompt import TerminalApprover
 from .ask_output import AskOutput
 from .config import LoadedConfig

@@ -337,7 +337,7 @@ def compact(
 @asynccontextmanager
 async def session_agent(loaded: "LoadedConfig", session_id: Optional[int]):
     """A started agent on a session (the most recent by default); closes provider and store."""
-    from .agent_factory import build_agent, close_agent
+    from .agent.factory import build_agent, close_agent
     from .workspace import current_directory
 
     store = open_store()

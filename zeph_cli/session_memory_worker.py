@@ -59,7 +59,7 @@ def _only_worker(directory: Path):
 
 
 async def _work(conversation_id: int, overrides: dict[str, list[Any]], config_path: str) -> None:
-    from .agent_factory import build_agent, close_agent
+    from .agent.factory import build_agent, close_agent
     from .command_context import load, open_store, state
     from .paths import database_path
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 from .agent import ENHANCE_KEY, Agent
-from ..agent_factory import build_agent, close_agent, set_mode
+from .factory import build_agent, close_agent, set_mode
 from ..memory.service import TurnMemory
 from ..config import LoadedConfig
 from ..context.global_prompt import PROFILE_KEY, session_profile

@@ -47,9 +47,10 @@ def default_threads() -> int:
 
 
 def machine_is_busy() -> bool:
-    """Other work keeps at least one core busy (the 1-minute load average; False where there is none)."""
+    """Other work keeps every core busy (the 1-minute load average is at least the number of cores; False
+    where there is none): below that, a spinning thread still finds a free core and spinning is faster."""
     try:
-        return os.getloadavg()[0] >= 1.0
+        return os.getloadavg()[0] >= (os.cpu_count() or 1)
     except (OSError, AttributeError):
         return False
 
