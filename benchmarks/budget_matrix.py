@@ -405,7 +405,9 @@ def run_cell(cell: Cell, turns: int) -> CellResult:
     zeph_log = logging.getLogger("zeph")
     if not zeph_log.handlers:  # warnings meant for zeph.log would otherwise land on stderr, mid-table
         zeph_log.addHandler(logging.NullHandler())
-    with tempfile.TemporaryDirectory(prefix="zeph-matrix-") as tmp:
+    # a background thread of the session (the embedder warming, the vector index) may still be writing
+    # into the folder as it is removed: what is left there is not part of the result
+    with tempfile.TemporaryDirectory(prefix="zeph-matrix-", ignore_cleanup_errors=True) as tmp:
         os.environ["ZEPH_HOME"] = str(Path(tmp) / "data")
         os.environ["XDG_CONFIG_HOME"] = str(Path(tmp) / "config")
         for name in [n for n in os.environ if n.startswith("ZEPH_") and n != "ZEPH_HOME"]:
