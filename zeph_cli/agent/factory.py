@@ -19,7 +19,7 @@ from ..errors import UsageError
 from ..providers import create_provider, resolve_settings
 from ..providers.summary import side_job_settings
 from ..providers.base import ProviderSettings
-from ..skills.folders import skill_folders, user_skills_dir
+from ..skills.folders import places_for, skill_folders
 from ..startup_gc import paused_collection
 from ..store import ConversationStore
 from ..tools.confinement import workspace_root
@@ -81,10 +81,7 @@ async def _build(
 
 
 def _skill_folder_exists(loaded: LoadedConfig, env: Mapping[str, str], cwd: Path) -> bool:
-    folders = skill_folders(
-        loaded.config.skills, project_root=workspace_root(cwd), user_dir=user_skills_dir(env),
-        base_dir=loaded.path.parent if loaded.path else None,
-    )
+    folders = skill_folders(loaded.config.skills, **places_for(loaded, env, cwd))
     return any(folder.path.is_dir() for folder in folders)
 
 

@@ -23,7 +23,7 @@ from ..paths import cache_dir
 from ..tokens import FunctionCounter, TokenCounter
 from .base import ChatRequest, Provider, ProviderSettings
 from .local_loader import LoadSpec, ModelLoad, default_threads, take_early
-from .local_prefix import PrefixOutcome, PrefixStore, common_prefix, model_identity, prefix_key, prepare_prefix
+from .local_prefix import PrefixOutcome, PrefixStore, common_prefix, prefix_key, prepare_prefix
 
 log = logging.getLogger("zeph.local")
 
@@ -176,9 +176,7 @@ class LocalProvider(Provider):
         key = ""
         try:
             store = PrefixStore(self._prefix_cache_dir)
-            device = {"device": self.settings.extra.get("device", "")}
-            identity = model_identity(self.settings.model, int(llama.n_ctx()), device)
-            key = prefix_key(identity, prefix)
+            key = prefix_key(self._loading.spec.prefix_identity(int(llama.n_ctx())), prefix)
         except OSError:
             store = None
         try:

@@ -41,6 +41,13 @@ class LoadSpec:
     device: str
     prefix_dir: str  # where saved prefixes are kept ("" for none)
 
+    def prefix_identity(self, n_ctx: int) -> dict[str, Any]:
+        """What a saved prefix of this model depends on (`local_prefix.model_identity`): the one definition
+        both the restore after loading and a request's own prefix key use."""
+        from .local_prefix import model_identity
+
+        return model_identity(self.model, n_ctx, {"device": self.device})
+
 
 def default_threads() -> int:
     return max(os.cpu_count() or 1, 1)
@@ -148,10 +155,10 @@ class ModelLoad:
     def _restore_latest_prefix(self) -> None:
         if not self.spec.prefix_dir:
             return
-        from .local_prefix import PrefixStore, model_identity, restore_latest
+        from .local_prefix import PrefixStore, restore_latest
 
         try:
-            identity = model_identity(self.spec.model, int(self._llama.n_ctx()), {"device": self.spec.device})
+            identity = self.spec.prefix_identity(int(self._llama.n_ctx()))
             self.restored_prefix = restore_latest(self._llama, PrefixStore(Path(self.spec.prefix_dir)), identity)
         except Exception as exc:  # only a head start is lost: the request evaluates its prefix
             log.info("no saved prefix restored after loading: %s", exc)

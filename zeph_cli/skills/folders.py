@@ -1,6 +1,6 @@
 """Where skills live: the folders to read, in order of precedence.
 
-Invariant: pure path arithmetic (nothing is read). The list runs from lowest to
+Invariant: pure path arithmetic (nothing is read; `places_for` only finds the project root). The list runs from lowest to
 highest precedence: `[skills] paths` (or the user's config dir's `skills/` when
 `paths` is empty), then the project's `.zeph/skills/`; a later folder's skill
 wins over an earlier one of the same name, so project skills override user skills.
@@ -32,6 +32,18 @@ class SkillFolder:
 def user_skills_dir(env: Mapping[str, str] | None = None) -> Path:
     """The user's own skills: the config dir's `skills/`."""
     return config_dir(env) / "skills"
+
+
+def places_for(loaded, env: Mapping[str, str], cwd: Path) -> dict[str, Path | None]:
+    """Where a session started in `cwd` under `loaded` (a LoadedConfig) looks for skills: the
+    `skill_folders` arguments besides the config (its project, the user's skills, the config's folder)."""
+    from ..tools.confinement import workspace_root
+
+    return {
+        "project_root": workspace_root(cwd),
+        "user_dir": user_skills_dir(env),
+        "base_dir": loaded.path.parent if loaded.path else None,
+    }
 
 
 def skill_folders(

@@ -127,13 +127,6 @@ class SkillService:
 
 def service_for(loaded, env, cwd: Path, embedder: EmbedderSource | None = None) -> SkillService:
     """The skills as configured by `loaded` (a LoadedConfig) for a session started in `cwd`."""
-    from ..tools.confinement import workspace_root
-    from .folders import user_skills_dir
+    from .folders import places_for
 
-    return SkillService(
-        loaded.config.skills,
-        project_root=workspace_root(cwd),
-        user_dir=user_skills_dir(env),
-        base_dir=loaded.path.parent if loaded.path else None,
-        embedder=embedder,
-    )
+    return SkillService(loaded.config.skills, **places_for(loaded, env, cwd), embedder=embedder)
