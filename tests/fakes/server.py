@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -64,7 +65,8 @@ class RecordedRequest:
 
 
 class FakeServer:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        """`tls`: serve https with this server-side context (its certificate names 127.0.0.1)."""
         self.requests: list[RecordedRequest] = []
         self._queues: dict[str | None, deque[FakeResponse]] = {}
         self._routes: dict[str, FakeResponse] = {}
@@ -135,13 +137,16 @@ class FakeServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
+        self._tls = tls is not None
+        if tls is not None:  # a failed handshake fails that connection's accept(); the server serves on
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self._tls else 'http'}://{host}:{port}"
 
     def queue(self, *responses: FakeResponse, path: str | None = None) -> None:
         """Replay these responses, in order, to requests on `path` (None: any path)."""

@@ -37,6 +37,7 @@ from .base import (
     ChatRequest, Provider, ProviderSettings, answer_within, connection_error, describe_status_error, html_page_error,
     refuse_html_page, timeout_error,
 )
+from .http_trust import trust_for
 
 SYSTEM_SEPARATOR = "\n---\n"
 
@@ -199,12 +200,14 @@ class AnthropicProvider(Provider):
         if self._client is None:
             # An empty key must send no auth header at all (the SDK would send an invalid one).
             headers = {} if self.settings.api_key else {"Authorization": anthropic.omit}
+            trust = trust_for(self.settings.base_url)
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.settings.api_key,
                 base_url=self.settings.base_url,
                 timeout=self.settings.timeout_secs,
                 max_retries=self.settings.max_retries,
                 default_headers=headers,
+                http_client=anthropic.DefaultAsyncHttpxClient(verify=trust) if trust else None,
             )
         return self._client
 

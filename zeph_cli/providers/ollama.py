@@ -41,6 +41,7 @@ from .base import (
     html_page_error,
     timeout_error,
 )
+from .http_trust import trust_for
 from .server_facts import OLLAMA_WINDOW_CAP, ServerFacts, from_ollama_show
 
 T = TypeVar("T")
@@ -87,11 +88,13 @@ class OllamaProvider(Provider):
     def _sdk(self) -> ollama.AsyncClient:
         if self._client is None:
             headers = {"Authorization": f"Bearer {self.settings.api_key}"} if self.settings.api_key else None
+            trust = trust_for(self.settings.base_url)
             self._client = ollama.AsyncClient(
                 host=self.settings.base_url,
                 timeout=self.settings.timeout_secs,
                 headers=headers,
                 event_hooks={"response": [self._remember_retry_after]},
+                **({"verify": trust} if trust else {}),
             )
         return self._client
 

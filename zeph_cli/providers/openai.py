@@ -45,6 +45,7 @@ from .base import (
     refuse_html_page,
     timeout_error,
 )
+from .http_trust import trust_for
 from .server_facts import ServerFacts
 
 # Hosted APIs whose windows the model table knows: never probed.
@@ -249,11 +250,13 @@ class OpenAIProvider(Provider):
 
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
+            trust = trust_for(self.settings.base_url)
             self._client = openai.AsyncOpenAI(
                 api_key=self.settings.api_key or "not-needed",
                 base_url=self.settings.base_url,
                 timeout=self.settings.timeout_secs,
                 max_retries=self.settings.max_retries,
+                http_client=openai.DefaultAsyncHttpxClient(verify=trust) if trust else None,
             )
         return self._client
 
