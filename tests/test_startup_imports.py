@@ -69,7 +69,7 @@ def test_ask_imports_only_the_sdk_it_uses_and_what_its_turn_needs(fake_server, t
     env = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": fake_server.url + "/v1"}
     modules = imported_modules("ask", "hi", env=env)
     names = {name.split(".")[0] for name in modules}
-    assert "openai" in names and "sqlite_utils" in names
+    assert "openai" in names and "sqlite_utils" in names  # the first run creates the tables
     assert names & {"textual", "anthropic", "ollama", "llama_cpp", "mcp", "mcp_types"} == set()  # no MCP servers: no SDK
     # recall is on, but "hi" is routed to keyword search: the embedder (numpy, tokenizers) is not loaded,
     # sqlite-utils does not pull numpy in, and far from every threshold no tokenizer is built
@@ -81,6 +81,7 @@ def test_ask_imports_only_the_sdk_it_uses_and_what_its_turn_needs(fake_server, t
     modules = imported_modules("ask", "-c", "what did we decide about the cache eviction policy?", env=env)
     names = {name.split(".")[0] for name in modules}
     assert "tokenizers" in names and "numpy" in names and names & {"wordllama", "qdrant_client"} == set()
+    assert "sqlite_utils" not in names  # rows are read and written with plain SQL: nothing to migrate
     db = sqlite3.connect(database_path())
     try:
         vectors = db.execute("select count(*) from message_vectors").fetchone()[0]

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
+from zeph_cli.store.sqlite import Database
 
 from zeph_cli.errors import NotFound, StoreError
 from zeph_cli.messages import Message, TextPart, ToolCallPart, ToolResultPart
@@ -97,7 +97,7 @@ def test_reopening_applies_nothing_new(db_path):
 
 def test_old_schema_database_is_migrated(db_path):
     db_path.parent.mkdir(parents=True)
-    old = Database(str(db_path))
+    old = Database(sqlite3.connect(db_path))
     assert migrate(old, upto="m001_conversations_and_messages") == ["m001_conversations_and_messages"]
     assert "agent_visible" not in old["messages"].columns_dict
     old["conversations"].insert(
@@ -570,7 +570,8 @@ def other():
 thread = threading.Thread(target=other)
 thread.start()
 time.sleep(float(sys.argv[1]))
-import zeph_cli.store.sqlite
+import zeph_cli.store.schema_library
+zeph_cli.store.schema_library.import_without_numpy()
 thread.join()
 import sqlite_utils.db
 print(done["sum"], sqlite_utils.db.np is None or sqlite_utils.db.np is sys.modules["numpy"])
@@ -587,6 +588,9 @@ def test_the_store_imports_beside_a_thread_importing_numpy(delay):
 
 
 def test_the_store_alone_imports_no_numpy():
-    code = "import sys, zeph_cli.store.sqlite; print('numpy' in sys.modules, 'pandas' in sys.modules)"
+    code = (
+        "import sys, zeph_cli.store.schema_library as s; s.import_without_numpy(); "
+        "print('sqlite_utils' in sys.modules, 'numpy' in sys.modules, 'pandas' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.stdout.split() == ["False", "False"]
+    assert result.stdout.split() == ["True", "False", "False"]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlite_utils import Database
+from zeph_cli.store.sqlite import Database
 
 from zeph_cli.errors import NotFound
 from zeph_cli.messages import Message, TextPart, ToolCallPart, ToolResultPart
@@ -414,7 +415,7 @@ def test_deleting_a_conversation_takes_its_events_and_summaries(stores):
 
 
 def test_a_database_at_m005_gets_positions_backfilled(db_path):
-    old = Database(str(db_path))
+    old = Database(sqlite3.connect(db_path))
     assert migrate(old, upto="m005_tool_runs_and_outputs")[-1] == "m005_tool_runs_and_outputs"
     assert "position" not in old["messages"].columns_dict
     old["conversations"].insert(

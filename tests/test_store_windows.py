@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from sqlite_utils import Database
+from zeph_cli.store.sqlite import Database
 
 from zeph_cli.store import forget_window, open_database, remember_window, remembered_window
 from zeph_cli.store.migrations import migrate
@@ -97,7 +97,7 @@ def test_forget(db_path):
 
 def test_an_older_database_gains_the_table_and_keeps_its_rows(db_path):
     db_path.parent.mkdir(parents=True)
-    old = Database(str(db_path))
+    old = Database(sqlite3.connect(db_path))
     migrate(old, upto="m007_compression_guidelines")
     old["conversations"].insert({"id": 1, "title": "kept", "created_at": "t", "updated_at": "t"})
     assert "learned_windows" not in old.table_names()

@@ -365,7 +365,7 @@ class CompactionStore:
             "created_at": now_iso(),
         }
         with write_transaction(self.db):
-            return self.db["compaction_events"].insert(record).last_pk
+            return self.db.insert("compaction_events", record)
 
     def metrics(self, conversation_id: int) -> CompactionMetrics:
         saved = (

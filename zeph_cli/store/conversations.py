@@ -10,6 +10,7 @@ returns: it seeks the visibility index and parses only rows its last read did no
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -81,6 +82,18 @@ class SearchHit:
     title: str
     snippet: str
     created_at: str
+
+
+_FTS_PHRASE_OR_SPACE = re.compile(r'\s+|(".*?")')
+
+
+def fts_terms(text: str) -> str:
+    """`text` as a full-text query of plain terms: every word quoted, so NOT, OR, NEAR, `*` and `-` are
+    words like any other; a "quoted phrase" stays one phrase, and an unbalanced quote is closed."""
+    if text.count('"') % 2:
+        text += '"'
+    bits = [bit for bit in _FTS_PHRASE_OR_SPACE.split(text) if bit and bit != '""']
+    return " ".join(bit if bit.startswith('"') else f'"{bit}"' for bit in bits)
 
 
 def _conversation(row: dict[str, Any]) -> Conversation:
@@ -198,7 +211,7 @@ def insert_message(
         compacted_at=compacted_at,
         position=position,
     )
-    message_id = db["messages"].insert(record).last_pk
+    message_id = db.insert("messages", record)
     db.execute("update conversations set updated_at = ? where id = ?", [stamp, conversation_id])
     return StoredMessage(
         id=message_id,
@@ -232,7 +245,8 @@ class ConversationStore:
     ) -> Conversation:
         stamp = now_iso()
         with write_transaction(self.db):
-            table = self.db["conversations"].insert(
+            conversation_id = self.db.insert(
+                "conversations",
                 {
                     "title": make_title(title) if title else "",
                     "created_at": stamp,
@@ -243,7 +257,7 @@ class ConversationStore:
                     "metadata": json.dumps(metadata or {}),
                 }
             )
-        return self.get_conversation(table.last_pk)
+        return self.get_conversation(conversation_id)
 
     def get_conversation(self, conversation_id: int) -> Conversation:
         rows = list(
@@ -270,7 +284,7 @@ class ConversationStore:
             fields["metadata"] = json.dumps(fields["metadata"])
         fields["updated_at"] = now_iso()
         with write_transaction(self.db):
-            self.db["conversations"].update(conversation_id, fields)
+            self.db.update("conversations", conversation_id, fields)
 
     def delete_conversation(self, conversation_id: int) -> int:
         """Delete a conversation and its messages; return how many messages went with it."""
@@ -359,7 +373,7 @@ class ConversationStore:
             )
 
     def search(self, text: str, limit: int = 20) -> list[SearchHit]:
-        query = self.db.quote_fts(text)
+        query = fts_terms(text)
         sql = """
             select m.id, m.conversation_id, m.role, m.created_at, c.title,
                    snippet(messages_fts, 0, '[', ']', '…', 12) as snippet
@@ -390,7 +404,8 @@ class ConversationStore:
 
     def save_calibration(self, provider: str, model: str, calibration: Calibration) -> None:
         with write_transaction(self.db):
-            self.db["token_calibration"].upsert(
+            self.db.upsert(
+                "token_calibration",
                 {
                     "provider": provider,
                     "model": model,
@@ -398,5 +413,5 @@ class ConversationStore:
                     "samples": calibration.samples,
                     "updated_at": now_iso(),
                 },
-                pk=("provider", "model"),
+                key=("provider", "model"),
             )

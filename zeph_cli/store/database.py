@@ -26,12 +26,12 @@ def open_database(path: Path) -> Database:
         raise StoreError(f"cannot create the data directory {path.parent}: {exc.strerror or exc}") from None
     try:
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000)
-        db = Database(conn, execute_plugins=False)
+        db = Database(conn)  # autocommit: no statement waits in an implicit transaction
         db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         db.execute("PRAGMA foreign_keys = ON")
-        with db.ensure_autocommit_on():
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
+        db.execute("PRAGMA recursive_triggers = ON")  # a REPLACE fires the full-text index's delete trigger
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
         newer = newer_schema(db)
         if newer is not None:
             conn.close()

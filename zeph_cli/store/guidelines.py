@@ -54,10 +54,11 @@ class GuidelinesStore:
 
     def add_failure(self, conversation_id: int | None, pair: FailurePair) -> int:
         with write_transaction(self.db):
-            return self.db["compression_failure_pairs"].insert(
+            return self.db.insert(
+                "compression_failure_pairs",
                 {"conversation_id": conversation_id, "snapshot": pair.snapshot, "reason": pair.reason,
-                 "processed": 0, "created_at": now_iso()}
-            ).last_pk
+                 "processed": 0, "created_at": now_iso()},
+            )
 
     # ---- updates --------------------------------------------------------------------------
 

@@ -303,7 +303,7 @@ def m012_session_digests_and_user_profile(db: Database) -> None:
 def applied(db: Database) -> set[str]:
     if MIGRATIONS_TABLE not in db.table_names():
         return set()
-    return {row["name"] for row in db[MIGRATIONS_TABLE].rows}
+    return {name for (name,) in db.execute(f"select name from {MIGRATIONS_TABLE}")}
 
 
 def newer_schema(db: Database) -> str | None:
@@ -334,7 +334,7 @@ def migrate(db: Database, upto: str | None = None) -> list[str]:
                 # checked again under the write lock: another process may have just applied it
                 if name not in applied(db):
                     fn(db)
-                    db[MIGRATIONS_TABLE].insert({"name": name, "applied_at": datetime.now(timezone.utc).isoformat()})
+                    db.insert(MIGRATIONS_TABLE, {"name": name, "applied_at": datetime.now(timezone.utc).isoformat()})
                     ran.append(name)
         if name == upto:
             break

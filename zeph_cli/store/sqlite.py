@@ -1,50 +1,87 @@
-"""sqlite-utils' `Database`, imported without numpy and pandas.
+"""The store's SQLite connection: rows read and written with plain SQL.
 
-Invariant: importing sqlite-utils never imports numpy or pandas itself. sqlite-utils
-imports both at module level when they are installed, only to map their scalar
-types to column types; zeph stores vectors as bytes and numbers as Python ints and
-floats, so that mapping is never used, and the ~0.1–0.5 s those imports cost would
-be paid by every command that opens the store. Only the importing thread is refused
-them, and only while sqlite-utils loads: no global import lock is held and
-`sys.modules` is left alone, so another thread (the embedder, the embedded model)
-imports numpy meanwhile as usual.
+Invariant: the connection is in autocommit mode (`isolation_level = None`): a statement
+outside an explicit transaction commits on its own, and every multi-statement write is
+an explicit `BEGIN IMMEDIATE` … `COMMIT` (`transactions.write_transaction`), so no
+implicit transaction ever holds the write lock. Values are bound as parameters, never
+spliced into SQL; table and column names come from zeph's own code only. sqlite-utils
+(for creating and changing tables, and for tests and benchmarks that fill them) is
+loaded only when `schema` or `db[table]` is first used, so reading and writing rows,
+which is all a turn does, never imports it.
 """
 
 from __future__ import annotations
 
-import sys
-import threading
-from importlib.abc import MetaPathFinder
+import sqlite3
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-_NOT_NEEDED = frozenset({"numpy", "pandas"})
+if TYPE_CHECKING:
+    import sqlite_utils
+    import sqlite_utils.db
 
-
-class _RefusedHere(MetaPathFinder):
-    """Says numpy and pandas do not exist, to one thread."""
-
-    def __init__(self) -> None:
-        self.thread = threading.get_ident()
-
-    def find_spec(self, name, path=None, target=None):
-        if name in _NOT_NEEDED and threading.get_ident() == self.thread:
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
+Params = Sequence[Any] | Mapping[str, Any]
 
 
-def _import_without_numpy() -> None:
-    if "sqlite_utils" in sys.modules:
-        return
-    refused = _RefusedHere()
-    # new lists, never changed in place: an import running on another thread iterates the list it began with
-    sys.meta_path = [refused, *sys.meta_path]
-    try:
-        import sqlite_utils  # noqa: F401
-    finally:
-        sys.meta_path = [finder for finder in sys.meta_path if finder is not refused]
+def _name(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
 
 
-_import_without_numpy()
+class Database:
+    """One SQLite connection and the few row operations the store needs."""
 
-from sqlite_utils import Database  # noqa: E402
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        conn.isolation_level = None
+        self.conn = conn
 
-__all__ = ["Database"]
+    def execute(self, sql: str, params: Params | None = None) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params or ())
+
+    def query(self, sql: str, params: Params | None = None) -> Iterator[dict[str, Any]]:
+        """The rows of `sql` as dicts; the statement runs now, the rows are fetched as they are read."""
+        cursor = self.conn.execute(sql, params or ())
+        keys = [column[0] for column in cursor.description or ()]
+        return (dict(zip(keys, row)) for row in cursor)
+
+    def insert(self, table: str, record: Mapping[str, Any]) -> int:
+        """Insert one row; its rowid (the `id` of zeph's tables)."""
+        columns = ", ".join(_name(column) for column in record)
+        marks = ", ".join("?" for _ in record)
+        cursor = self.conn.execute(f"insert into {_name(table)} ({columns}) values ({marks})", list(record.values()))
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def update(self, table: str, row_id: int, fields: Mapping[str, Any]) -> int:
+        """Set `fields` on the row whose `id` is `row_id`; how many rows changed (0 or 1)."""
+        assignments = ", ".join(f"{_name(column)} = ?" for column in fields)
+        cursor = self.conn.execute(f"update {_name(table)} set {assignments} where id = ?", [*fields.values(), row_id])
+        return cursor.rowcount
+
+    def upsert(self, table: str, record: Mapping[str, Any], key: Sequence[str]) -> None:
+        """Insert `record`, or update the row with the same `key` columns (a unique key of the table)."""
+        columns = ", ".join(_name(column) for column in record)
+        marks = ", ".join("?" for _ in record)
+        conflict = ", ".join(_name(column) for column in key)
+        updates = ", ".join(f"{_name(c)} = excluded.{_name(c)}" for c in record if c not in key)
+        action = f"do update set {updates}" if updates else "do nothing"
+        self.conn.execute(
+            f"insert into {_name(table)} ({columns}) values ({marks}) on conflict ({conflict}) {action}",
+            list(record.values()),
+        )
+
+    def table_names(self) -> list[str]:
+        return [row[0] for row in self.conn.execute("select name from sqlite_master where type = 'table'")]
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @cached_property
+    def schema(self) -> "sqlite_utils.Database":
+        """sqlite-utils on this connection, for creating and changing tables (imported on first use)."""
+        from .schema_library import schema_database
+
+        return schema_database(self.conn)
+
+    def __getitem__(self, table: str) -> "sqlite_utils.db.Table":
+        return self.schema[table]

@@ -54,7 +54,8 @@ class ToolLog:
         output_chars: int | None = None,
     ) -> int:
         with write_transaction(self.db):
-            return self.db["tool_runs"].insert(
+            return self.db.insert(
+                "tool_runs",
                 {
                     "conversation_id": conversation_id,
                     "tool_call_id": tool_call_id,
@@ -67,8 +68,8 @@ class ToolLog:
                     "duration_ms": duration_ms,
                     "output_chars": output_chars,
                     "created_at": now_iso(),
-                }
-            ).last_pk
+                },
+            )
 
     def runs(self, conversation_id: int | None = None, limit: int = 50) -> list[ToolRun]:
         """The most recent runs (of one conversation, or all), oldest first."""
@@ -96,14 +97,15 @@ class ToolLog:
         """Keep a full output; return the id read_overflow knows it by."""
         output_id = "ov_" + secrets.token_hex(4)
         with write_transaction(self.db):
-            self.db["tool_outputs"].insert(
+            self.db.insert(
+                "tool_outputs",
                 {
                     "id": output_id,
                     "conversation_id": conversation_id,
                     "tool_call_id": tool_call_id,
                     "content": content,
                     "created_at": now_iso(),
-                }
+                },
             )
         return output_id
 

@@ -10,6 +10,7 @@ wait, never guessing who holds the lock.
 from __future__ import annotations
 
 import contextlib
+import secrets
 import sqlite3
 from collections.abc import Iterator
 
@@ -21,7 +22,7 @@ from ..errors import StoreError
 @contextlib.contextmanager
 def write_transaction(db: Database) -> Iterator[Database]:
     if db.conn.in_transaction:  # nested: the outer transaction already holds the lock
-        with db.atomic():
+        with _savepoint(db):
             yield db
         return
     try:
@@ -36,6 +37,22 @@ def write_transaction(db: Database) -> Iterator[Database]:
         raise
     else:
         db.conn.execute("COMMIT")
+
+
+@contextlib.contextmanager
+def _savepoint(db: Database) -> Iterator[None]:
+    """A nested write: undone alone if it fails, kept with the outer transaction if it does not."""
+    name = f"zeph_{secrets.token_hex(8)}"
+    db.conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        if db.conn.in_transaction:  # a failure may have ended the whole transaction already
+            db.conn.execute(f"ROLLBACK TO SAVEPOINT {name}")
+            db.conn.execute(f"RELEASE SAVEPOINT {name}")
+        raise
+    else:
+        db.conn.execute(f"RELEASE SAVEPOINT {name}")
 
 
 def lock_message(db: Database, exc: sqlite3.OperationalError) -> str:
