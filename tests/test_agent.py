@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import aclosing
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,19 @@ async def test_a_turn_persists_prompt_then_reply(fake_server, tmp_path):
     assert [(r.role, r.message.content) for r in rows] == [("user", "hello"), ("assistant", "Hi there")]
     assert rows[1].metadata["usage"]["input_tokens"] == 12 and rows[1].metadata["stop_reason"] == "stop"
     assert all(r.token_count and r.token_counter == "cl100k_base" for r in rows)
+
+
+async def test_a_caller_that_stops_reading_mid_reply_keeps_what_arrived_marked_partial(fake_server, tmp_path):
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Once ", "upon ", "a ", "time"])))
+    agent = make_agent(fake_server, tmp_path)
+    conversation = agent.new_conversation("story")
+    async with aclosing(agent.run_turn(conversation, "story")) as events:
+        async for event in events:
+            if isinstance(event, ReplyDelta) and event.text == "upon ":
+                break  # as `zeph ask` does when its reader closes the pipe
+    rows = agent.store.history(conversation.id)
+    assert [(r.role, r.message.content) for r in rows] == [("user", "story"), ("assistant", "Once upon ")]
+    assert rows[1].metadata["partial"] is True and rows[1].metadata["error"] == "stopped"
 
 
 async def test_the_prompt_is_stored_before_the_provider_answers(fake_server, tmp_path):

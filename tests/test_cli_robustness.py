@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 from tests.cli_helpers import ZEPH, assert_one_line_error, db_rows, err, run_zeph
@@ -114,3 +115,41 @@ def test_ask_on_a_database_from_a_newer_zeph_refuses_in_one_line(fake_server, co
     assert db_rows("select id from messages") == [] and fake_server.requests_to("/v1/chat/completions") == []
     kept = err(result).splitlines()[1]  # the prompt is kept in a file, since the database takes nothing
     assert Path(kept.rsplit(" ", 1)[1]).read_text() == "hello\n"
+
+
+def _outcome(request, tries: int = 200) -> str:
+    """How the fake server's reply to `request` ended, once it has (it learns of a hang-up on its next write)."""
+    for _ in range(tries):
+        if request.outcome:
+            return request.outcome
+        time.sleep(0.025)
+    return request.outcome
+
+
+def test_a_reader_that_closes_the_pipe_stops_the_turn_quietly_and_keeps_what_came(fake_server, compatible):
+    """`zeph ask … | head -c 6`: no error, exit 0, the turn stops at once, and the text received so far
+    is stored (marked partial) for the next `-c` turn."""
+    pieces = [f"word{i} " for i in range(40)]
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(pieces), chunk_delay=0.05))
+    read, write = os.pipe()
+    process = subprocess.Popen(
+        [ZEPH, "ask", "tell me a long story"], stdout=write, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        env={**os.environ, **compatible},
+    )
+    os.close(write)
+    with os.fdopen(read, "rb") as reader:
+        head = reader.read(6)  # `head -c 6`, then the reader goes
+    _, stderr = process.communicate(timeout=60)
+    assert head == b"word0 "
+    assert (process.returncode, stderr.decode()) == (0, "")
+    assert _outcome(fake_server.requests[-1]) == "client-closed"  # the turn stopped: the reply was not read to its end
+    replies = db_rows("select content, metadata from messages where role = 'assistant'")
+    assert len(replies) == 1 and replies[0]["content"].startswith("word0 ")
+    assert len(replies[0]["content"]) < len("".join(pieces))
+    assert '"partial": true' in replies[0]["metadata"]
+
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["go on"])))
+    result = run_zeph("ask", "-c", "go on", env=compatible)
+    assert result.returncode == 0, err(result)
+    sent = fake_server.requests[-1].body.decode()
+    assert replies[0]["content"].strip() in sent  # the next turn sees what the first one received

@@ -3,7 +3,9 @@
 Invariant: whatever happens — a bad session, a provider that cannot start, a
 failed turn, Ctrl+C — the terminal approver, the agent's providers and the
 store are closed before this returns, and the exit status says how the turn
-ended (0 reply printed, the error's own code, 130 interrupted). A prompt
+ended (0 reply printed, the error's own code, 130 interrupted). A reader of
+standard output that goes away (`zeph ask … | head`) stops the turn quietly
+with exit status 0; the text that arrived is stored, marked partial. A prompt
 that never reached a turn (a config error, a deleted working directory, a
 locked database) is kept and the user told where.
 """
@@ -13,11 +15,13 @@ from __future__ import annotations
 import os
 import sys
 from asyncio import CancelledError
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from .agent.factory import build_agent, close_agent
 from .approval_prompt import TerminalApprover
 from .ask_output import AskOutput
+from .closed_output import drop_further_output
 from .config import LoadedConfig
 from .errors import NotFound, StoreError, ZephError
 from .event_handler import dispatch
@@ -110,9 +114,15 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             stream=options.stream, markdown=options.markdown, show_usage=options.show_usage,
             json_output=options.json_output,
         )
-        async for event in agent.run_turn(conversation, text, system=options.system, stream=options.stream):
-            prompt_stored = prompt_stored or isinstance(event, TurnStarted)
-            await dispatch(event, output)
+        turn = agent.run_turn(conversation, text, system=options.system, stream=options.stream)
+        async with aclosing(turn) as events:
+            async for event in events:
+                prompt_stored = prompt_stored or isinstance(event, TurnStarted)
+                try:
+                    await dispatch(event, output)
+                except BrokenPipeError:  # the reader has gone (`| head`): the turn stops, what came is kept
+                    drop_further_output()
+                    return 0
         if output.exit_code == 0:
             if agent.learns_guidelines:
                 await agent.guidelines.maybe_update()  # after the reply: learning never delays it
@@ -138,7 +148,10 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
         return 130
     finally:
         if output is not None:
-            output.close()
+            try:
+                output.close()
+            except BrokenPipeError:  # the reader went as the reply ended
+                drop_further_output()
         if terminal is not None:
             terminal.close()
         await close_agent(agent)

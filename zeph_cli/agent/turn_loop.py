@@ -173,3 +173,6 @@ async def send(agent: Agent, turn: TurnState, tools: ToolSet, builder: ReplyBuil
     except (asyncio.CancelledError, KeyboardInterrupt):
         agent._save_partial(turn.conversation, builder, "interrupted")
         raise
+    except GeneratorExit:  # the caller stopped reading mid-reply (its output closed)
+        agent._save_partial(turn.conversation, builder, "stopped")
+        raise
