@@ -18,7 +18,8 @@ from zeph_cli.messages import Message, ReplyBuilder
 from zeph_cli.providers import create_provider, resolve_settings
 from zeph_cli.providers.base import ChatRequest
 from zeph_cli.providers.local import LocalProvider, spec_for
-from zeph_cli.providers.local_loader import ModelLoad, start_early, start_for_config, take_early
+from zeph_cli.providers import start_for_config
+from zeph_cli.providers.local_loader import ModelLoad, start_early, take_early
 from zeph_cli.providers.local_prefix import SUFFIX
 
 N_CTX = 2048

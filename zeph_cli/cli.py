@@ -183,7 +183,7 @@ def ask(
         "debug.dump_dir": (debug_dump, "--debug-dump"),
         "prompt.profile": (profile_choice(profile), "--profile"),
     })
-    from .providers.local_loader import start_for_config
+    from .providers import start_for_config
 
     start_for_config(loaded.config, os.environ, loaded.sources)  # the embedded model loads while we start
     from .ask_command import AskOptions, run_ask

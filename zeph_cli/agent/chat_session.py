@@ -283,7 +283,7 @@ class ChatSession:
         """Resolve the provider, open the conversation to resume (if any) and start the agent."""
         if continue_last and session_id is not None:
             raise UsageError("continue either the last session or session ID, not both")
-        from ..providers.local_loader import start_for_config
+        from ..providers import start_for_config
 
         start_for_config(loaded.config, env, loaded.sources)  # the embedded model loads while the session opens
         log_to(database_path(env).parent)

@@ -19,22 +19,30 @@ if TYPE_CHECKING:  # annotations only: a turn that compacts nothing never import
 
 @dataclass(frozen=True)
 class TurnStarted:
+    """The user's message is stored (its id); the turn has begun."""
+
     conversation: Conversation
     user_message_id: int
 
 
 @dataclass(frozen=True)
 class ContextPrepared:
+    """What the next request will hold, block by block, within the budget."""
+
     report: ContextReport
 
 
 @dataclass(frozen=True)
 class ReplyDelta:
+    """A piece of the reply's text, as it streams."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class ToolCallStarted:
+    """The model called a tool; it runs (or asks for approval) now."""
+
     call: ToolCallPart
     kind: str  # read | write | exec ("" for an unknown tool)
     subject: str  # the command or path, for display
@@ -42,6 +50,8 @@ class ToolCallStarted:
 
 @dataclass(frozen=True)
 class ToolCallFinished:
+    """A tool call's stored result, the approval decision and a one-line summary."""
+
     call: ToolCallPart
     result: ToolResultPart
     decision: str
@@ -52,23 +62,31 @@ class ToolCallFinished:
 
 @dataclass(frozen=True)
 class UsageReported:
+    """The provider's token usage for a request, beside the context it measured."""
+
     usage: Usage
     report: ContextReport
 
 
 @dataclass(frozen=True)
 class AgentWarning:
+    """Something the user should know that did not stop the turn."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class TurnFailed:
+    """The turn ended on an error; a partial reply, if any, is stored under `partial_message_id`."""
+
     error: ZephError
     partial_message_id: int | None = None
 
 
 @dataclass(frozen=True)
 class TurnFinished:
+    """The reply is complete and stored (`message_id`), with its usage and why it stopped."""
+
     message_id: int | None
     text: str
     usage: Usage
@@ -77,16 +95,22 @@ class TurnFinished:
 
 @dataclass(frozen=True)
 class CompactionStarted:
+    """Compaction of the history has begun, of this kind."""
+
     kind: str  # soft | hard | proactive | reactive_retry | manual | autonomous
 
 
 @dataclass(frozen=True)
 class CompactionStatus:
+    """Progress of a compaction, for a status line."""
+
     text: str  # e.g. "Validating compaction quality…"
 
 
 @dataclass(frozen=True)
 class CompactionFinished:
+    """What a compaction changed."""
+
     result: CompactionResult
 
 

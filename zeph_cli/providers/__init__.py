@@ -152,3 +152,19 @@ def create_provider(settings: ProviderSettings) -> Provider:
     module_name, class_name = ADAPTERS[settings.kind]
     module = importlib.import_module(module_name)
     return getattr(module, class_name)(settings)
+
+
+def start_for_config(config: Config, env: Mapping[str, str], sources: Mapping[str, str] | None = None) -> None:
+    """Start loading the embedded model when `config` selects it (`local_loader`, imported only then);
+    anything wrong is left for the provider to report where it always does (this never raises)."""
+    try:
+        settings = resolve_settings(config, env, sources)
+        if settings.kind == "local":
+            from .local import spec_for
+            from .local_loader import start_early
+
+            start_early(spec_for(settings))
+    except Exception as exc:  # the same error surfaces when the provider is built
+        import logging
+
+        logging.getLogger("zeph.local").info("the embedded model was not loaded early: %s", exc)

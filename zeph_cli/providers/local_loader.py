@@ -17,7 +17,6 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -214,18 +213,3 @@ def take_early(spec: LoadSpec) -> ModelLoad | None:
     """The early load of exactly `spec`, handed over once (None when none was started)."""
     with _early_lock:
         return _early.pop(spec, None)
-
-
-def start_for_config(config: Any, env: Mapping[str, str], sources: Mapping[str, str] | None = None) -> None:
-    """Start loading the embedded model when `config` selects it; anything wrong is left for the provider
-    to report where it always does (this never raises)."""
-    try:
-        from . import resolve_settings
-
-        settings = resolve_settings(config, env, sources)
-        if settings.kind == "local":
-            from .local import spec_for
-
-            start_early(spec_for(settings))
-    except Exception as exc:  # the same error surfaces when the provider is built
-        log.info("the embedded model was not loaded early: %s", exc)
