@@ -6,8 +6,13 @@ fake that redirects to it; each SDK client follows the redirect with zeph's cont
 
 from __future__ import annotations
 
+import shutil
 import socket
 import ssl
+import subprocess
+
+import httpx
+import httpx2
 
 import pytest
 import trustme
@@ -53,6 +58,26 @@ def untrusted(tmp_path, monkeypatch):
     monkeypatch.setenv("SSL_CERT_FILE", str(path))
 
 
+# The default context each SDK's client builds: ollama's (httpx), openai's and anthropic's (httpx2).
+SDK_DEFAULTS = {"httpx": httpx.create_ssl_context, "httpx2": httpx2.create_ssl_context}
+
+
+@pytest.fixture
+def file_untrusted_dir_trusted(authority, tmp_path, monkeypatch):
+    """SSL_CERT_FILE names another authority, SSL_CERT_DIR holds the test one. The SDKs read only the
+    file when it is set (their default ignores the directory then), so the test authority is not trusted."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to hash a certificate directory")
+    other = tmp_path / "other-ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(other))
+    folder = tmp_path / "certs"
+    folder.mkdir()
+    authority.cert_pem.write_to_path(str(folder / "test-ca.pem"))
+    subprocess.run(["openssl", "rehash", str(folder)], check=True, capture_output=True)
+    monkeypatch.setenv("SSL_CERT_FILE", str(other))
+    monkeypatch.setenv("SSL_CERT_DIR", str(folder))
+
+
 def handshake(context: ssl.SSLContext, url: str) -> None:
     port = int(url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
@@ -62,35 +87,48 @@ def handshake(context: ssl.SSLContext, url: str) -> None:
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:11434", "HTTP://gpu-box.lan:8080/v1", " http://localhost/v1"])
 def test_a_plain_http_base_url_gets_a_verifying_context_that_has_read_no_authorities_yet(url):
-    context = trust_for(url)
+    built = []
+    context = trust_for(url, lambda: built.append(1) or httpx2.create_ssl_context())
     assert isinstance(context, TrustOnFirstHandshake)
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
-    assert context.cert_store_stats()["x509_ca"] == 0
+    assert context.cert_store_stats()["x509_ca"] == 0 and built == []
 
 
 @pytest.mark.parametrize("url", ["https://api.openai.com/v1", "https://127.0.0.1:8443", None, ""])
 def test_any_other_base_url_keeps_the_sdks_own_context(url):
-    assert trust_for(url) is None
+    assert trust_for(url, httpx2.create_ssl_context) is None
 
 
-def test_the_first_handshake_reads_the_platforms_authorities_and_verifies(tls_server, trusted):
-    context = trust_for("http://127.0.0.1:1")
+@pytest.mark.parametrize("sdk", sorted(SDK_DEFAULTS))
+def test_the_first_handshake_reads_the_platforms_authorities_and_verifies(tls_server, trusted, sdk):
+    built = []
+    context = trust_for("http://127.0.0.1:1", lambda: built.append(1) or SDK_DEFAULTS[sdk]())
     handshake(context, tls_server.url)
-    assert context.cert_store_stats()["x509_ca"] == 1
+    assert built == [1] and context._trusted.cert_store_stats()["x509_ca"] == 1
     handshake(context, tls_server.url)  # read once; the second handshake verifies as well
-    assert context.cert_store_stats()["x509_ca"] == 1
+    assert built == [1]
+
+
+@pytest.mark.parametrize("sdk", sorted(SDK_DEFAULTS))
+def test_the_authorities_are_the_sdks_own_default_ones(tls_server, file_untrusted_dir_trusted, sdk):
+    """SSL_CERT_FILE set: the SDK trusts that file alone, and so does this context (reading the
+    platform's defaults would add SSL_CERT_DIR, or OpenSSL's own directory, to it)."""
+    with pytest.raises(ssl.SSLCertVerificationError):
+        handshake(SDK_DEFAULTS[sdk](), tls_server.url)
+    with pytest.raises(ssl.SSLCertVerificationError):
+        handshake(trust_for("http://127.0.0.1:1", SDK_DEFAULTS[sdk]), tls_server.url)
 
 
 def test_a_certificate_no_trusted_authority_signed_is_refused(tls_server, untrusted):
     with pytest.raises(ssl.SSLCertVerificationError):
-        handshake(trust_for("http://127.0.0.1:1"), tls_server.url)
+        handshake(trust_for("http://127.0.0.1:1", httpx2.create_ssl_context), tls_server.url)
 
 
 def test_a_certificate_for_another_host_is_refused(tls_server, trusted):
     port = int(tls_server.url.rsplit(":", 1)[1])
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
         with pytest.raises(ssl.SSLCertVerificationError):
-            trust_for("http://127.0.0.1:1").wrap_socket(sock, server_hostname="gpu-box.lan")
+            trust_for("http://127.0.0.1:1", httpx2.create_ssl_context).wrap_socket(sock, server_hostname="gpu-box.lan")
 
 
 # ---- each SDK follows a redirect to https with this context --------------------------------------
@@ -145,7 +183,7 @@ def loads(monkeypatch) -> list[TrustOnFirstHandshake]:
 
     def load(self):
         seen.append(self)
-        real(self)
+        return real(self)
 
     monkeypatch.setattr(TrustOnFirstHandshake, "_load_trust", load)
     return seen
@@ -158,7 +196,7 @@ async def test_a_redirect_to_https_is_followed_and_verified_with_this_context(ki
     provider = make(redirected.url)
     assert await _reply(provider) == "Hello over TLS"
     assert redirected.requests and tls_server.requests  # it went by way of both
-    assert loads and loads[0].cert_store_stats()["x509_ca"] == 1  # the SDK's client shook hands with it
+    assert loads and loads[0]._trusted.cert_store_stats()["x509_ca"] == 1  # the SDK's client shook hands with it
 
 
 @pytest.mark.parametrize("kind", sorted(PROVIDERS))
@@ -168,3 +206,14 @@ async def test_a_redirect_to_a_server_no_trusted_authority_vouches_for_fails(kin
     with pytest.raises(errors.ProviderError):
         await _reply(make(redirected.url))
     assert len(tls_server.requests) == served  # nothing was sent over the unverified connection
+
+
+@pytest.mark.parametrize("kind", sorted(PROVIDERS))
+async def test_a_redirect_to_a_server_only_ssl_cert_dir_vouches_for_fails_as_with_the_sdks_default(
+    kind, redirected, tls_server, file_untrusted_dir_trusted
+):
+    make, _ = PROVIDERS[kind]
+    served = len(tls_server.requests)
+    with pytest.raises(errors.ProviderError):
+        await _reply(make(redirected.url))
+    assert len(tls_server.requests) == served

@@ -48,6 +48,14 @@ from .base import (
 from .http_trust import trust_for
 from .server_facts import ServerFacts
 
+
+def _sdk_default_context():
+    """The context the SDK's own client would build (openai runs on httpx2)."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
 # Hosted APIs whose windows the model table knows: never probed.
 HOSTED_HOSTS = ("api.openai.com",)
 
@@ -250,7 +258,7 @@ class OpenAIProvider(Provider):
 
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
-            trust = trust_for(self.settings.base_url)
+            trust = trust_for(self.settings.base_url, _sdk_default_context)
             self._client = openai.AsyncOpenAI(
                 api_key=self.settings.api_key or "not-needed",
                 base_url=self.settings.base_url,
