@@ -323,6 +323,12 @@ def test_update_conversation(store):
     assert got.updated_at > conv.updated_at
 
 
+def test_updating_a_missing_conversation_is_not_found(store):
+    """As `get_conversation` says (sqlite-utils' `update` raised too): never a silent no-op."""
+    with pytest.raises(NotFound):
+        store.update_conversation(999, title="nobody")
+
+
 # ---- search -----------------------------------------------------------------------------------
 
 

@@ -284,7 +284,8 @@ class ConversationStore:
             fields["metadata"] = json.dumps(fields["metadata"])
         fields["updated_at"] = now_iso()
         with write_transaction(self.db):
-            self.db.update("conversations", conversation_id, fields)
+            if not self.db.update("conversations", conversation_id, fields):
+                raise NotFound(f"no session with id {conversation_id} (see `zeph sessions list`)")
 
     def delete_conversation(self, conversation_id: int) -> int:
         """Delete a conversation and its messages; return how many messages went with it."""
