@@ -85,7 +85,9 @@ def handshake(context: ssl.SSLContext, url: str) -> None:
             pass
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:11434", "HTTP://gpu-box.lan:8080/v1", " http://localhost/v1"])
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:11434", "HTTP://gpu-box.lan:8080/v1", " http://localhost/v1", "gpu-box.lan:11434"]
+)
 def test_a_plain_http_base_url_gets_a_verifying_context_that_has_read_no_authorities_yet(url):
     built = []
     context = trust_for(url, lambda: built.append(1) or httpx2.create_ssl_context())

@@ -323,6 +323,16 @@ def test_update_conversation(store):
     assert got.updated_at > conv.updated_at
 
 
+def test_query_only_reads_and_never_drops_a_repeated_column(store):
+    conversation = store.create_conversation(provider="p", model="m", cwd="/", title="kept")
+    with pytest.raises(ValueError, match="only reads"):
+        store.db.query("delete from conversations")
+    assert store.get_conversation(conversation.id).title == "kept"  # nothing ran
+    with pytest.raises(ValueError, match=r"repeats the column names \['a'\]"):
+        store.db.query("select 1 as a, 2 as a")
+    assert list(store.db.query("  with t(a, b) as (values (1, 2)) select a, b from t")) == [{"a": 1, "b": 2}]
+
+
 def test_updating_a_missing_conversation_is_not_found(store):
     """As `get_conversation` says (sqlite-utils' `update` raised too): never a silent no-op."""
     with pytest.raises(NotFound):

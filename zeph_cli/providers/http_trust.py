@@ -59,7 +59,9 @@ class TrustOnFirstHandshake(ssl.SSLContext):
 
 def trust_for(base_url: str | None, build_default: Callable[[], ssl.SSLContext]) -> ssl.SSLContext | None:
     """The context for an SDK's http client: the SDK's default (`build_default`), built on first
-    handshake, for a plain-http base URL; None (the SDK builds its default now) for anything else."""
-    if base_url and urlsplit(base_url.strip()).scheme.lower() == "http":
+    handshake, for a plain-http base URL (`host:port` with no scheme is http, as Ollama reads it); None
+    (the SDK builds its default now) for anything else."""
+    url = (base_url or "").strip()
+    if url and (urlsplit(url).scheme.lower() == "http" or "://" not in url):
         return TrustOnFirstHandshake(build_default)
     return None

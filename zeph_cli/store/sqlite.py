@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import sqlite_utils.db
 
 Params = Sequence[Any] | Mapping[str, Any]
+_READING = frozenset({"select", "with", "pragma", "values"})
 
 
 def _name(identifier: str) -> str:
@@ -39,9 +40,18 @@ class Database:
         return self.conn.execute(sql, params or ())
 
     def query(self, sql: str, params: Params | None = None) -> Iterator[dict[str, Any]]:
-        """The rows of `sql` as dicts; the statement runs now, the rows are fetched as they are read."""
+        """The rows of `sql` (a statement that reads: select, with, pragma, values) as dicts; the statement
+        runs now, the rows are fetched as they are read. Raises ValueError, running nothing, for any other
+        statement, and for results whose column names repeat (a dict would keep only one of them)."""
+        words = sql.split(None, 1)
+        if not words or words[0].lower() not in _READING:
+            raise ValueError(f"query() only reads; use execute() for: {sql.strip()[:60]!r}")
         cursor = self.conn.execute(sql, params or ())
         keys = [column[0] for column in cursor.description or ()]
+        if len(set(keys)) != len(keys):
+            cursor.close()
+            repeated = sorted({key for key in keys if keys.count(key) > 1})
+            raise ValueError(f"query() result repeats the column names {repeated}: give them aliases")
         return (dict(zip(keys, row)) for row in cursor)
 
     def insert(self, table: str, record: Mapping[str, Any]) -> int:
