@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -334,7 +333,7 @@ class LoadedConfig:
         return self.sources.get(path, "default")
 
 
-def _toml_error(path: Path, exc: tomllib.TOMLDecodeError) -> ConfigError:
+def _toml_error(path: Path, exc: ValueError) -> ConfigError:
     text = str(exc)
     match = re.search(r"\(at line (\d+), column (\d+)\)", text)
     reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", text).strip()
@@ -359,6 +358,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: is a directory, not a config file") from None
     except PermissionError:
         raise ConfigError(f"{path}: permission denied reading the config file") from None
+    import tomllib  # only when there is a file to read
+
     try:
         return tomllib.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import os
-from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 LOG_NAME = "zeph.log"
@@ -24,15 +23,45 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _root = logging.getLogger("zeph")
 
 
-class _LogFile(RotatingFileHandler):
-    """Creates its directory on first use; a failed write is dropped, not printed."""
+class _LogFile(logging.Handler):
+    """The rotating log file, set up at its first record (a command that logs nothing never imports
+    `logging.handlers`); creates its directory then; a failed write is dropped, not printed."""
 
-    def _open(self):
-        Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
-        return super()._open()
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.baseFilename = str(path)
+        self._file: logging.Handler | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if self._file is None:
+                self._file = _rotating_file(self.baseFilename)
+                self._file.setFormatter(self.formatter)
+            self._file.emit(record)
+        except Exception:
+            self.handleError(record)
 
     def handleError(self, record: logging.LogRecord) -> None:
         pass
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        super().close()
+
+
+def _rotating_file(path: str) -> logging.Handler:
+    from logging.handlers import RotatingFileHandler
+
+    class RotatingLogFile(RotatingFileHandler):
+        def _open(self):
+            Path(self.baseFilename).parent.mkdir(parents=True, exist_ok=True)
+            return super()._open()
+
+        def handleError(self, record: logging.LogRecord) -> None:
+            pass
+
+    return RotatingLogFile(path, maxBytes=MAX_BYTES, backupCount=BACKUP_COUNT, encoding="utf-8", delay=True)
 
 
 def _file_handler() -> _LogFile | None:
@@ -48,7 +77,7 @@ def log_to(directory: Path) -> Path:
             return path
         _root.removeHandler(current)
         current.close()
-    handler = _LogFile(path, maxBytes=MAX_BYTES, backupCount=BACKUP_COUNT, encoding="utf-8", delay=True)
+    handler = _LogFile(path)
     handler.setFormatter(logging.Formatter(FORMAT))
     _root.addHandler(handler)
     _root.setLevel(logging.INFO)

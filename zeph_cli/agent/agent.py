@@ -15,7 +15,6 @@ error does to the turn).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -225,7 +224,7 @@ class Agent:
         profile = await self.provider.profile()
         learned = remembered_window(self.store.db, self.provider.name, self.provider.model, self.provider.endpoint)
         self.profile = prefer_learned_window(profile, learned)
-        counter = await asyncio.to_thread(self.provider.token_counter)
+        counter = self.provider.token_counter()  # after `profile()`: a local model is loaded by now
         if counter is not None:
             self.counter = counter
         elif self.one_shot and isinstance(self.counter, TiktokenCounter):
