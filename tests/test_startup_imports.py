@@ -58,6 +58,7 @@ NOT_FOR_A_PLAIN_REPLY = {
     "zeph_cli.context.session_memory_blocks", "zeph_cli.agent.guidelines_learner", "zeph_cli.store.guidelines",
     "zeph_cli.providers.local_loader",  # the embedded model's early load, for another provider
     "logging.handlers",  # the log file is set up at its first record
+    "zeph_cli.store.tool_log",  # the audit trail of tool calls
 }
 
 

@@ -42,7 +42,7 @@ from ..providers.base import Provider, ProviderSettings
 from ..providers.pool import ProviderPool
 from ..session_memory import SessionMemory, SessionMemoryDeps
 from ..side_jobs import SideJobs
-from ..store import Conversation, ConversationStore, ToolLog
+from ..store import Conversation, ConversationStore
 from ..store.memories import MemoryStore
 from ..store.windows import remembered_window
 from ..tokens import DeferredCounter, TiktokenCounter, TokenCounter, bounded, count_message, default_counter, exact_counter
@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools
     from .debug_dump import DebugDump
     from .guidelines_learner import GuidelinesLearner
     from .tool_calls import ToolCallRunner
+    from ..store.tool_log import ToolLog
     from ..tools.permissions import PermissionPolicy
     from ..tools.sandbox import Sandbox
 
@@ -115,7 +116,6 @@ class Agent:
         self.mode = mode or config.agent.mode
         # With no one to ask, write and exec tools are refused (and the model is told why).
         self.approver = approver or deny_all("no one is present to approve it")
-        self.tool_log = ToolLog(store.db)
         extra = [Path(p).expanduser() for p in config.tools.allowed_paths]
         self.confinement = Confinement(workspace_root(cwd), [p if p.is_absolute() else cwd / p for p in extra], cwd=cwd)
         self.profile: ModelProfile | None = None
@@ -151,6 +151,13 @@ class Agent:
         self.session_memory = SessionMemory(SessionMemoryDeps(
             store, config.memory, self.side_jobs.complete, lambda: self.counter, str(workspace_root(cwd)), self.clock
         ))
+
+    @cached_property
+    def tool_log(self) -> "ToolLog":
+        """The audit trail of tool calls and their kept outputs (loaded when a reply first calls a tool)."""
+        from ..store.tool_log import ToolLog
+
+        return ToolLog(self.store.db)
 
     @cached_property
     def guidelines(self) -> "GuidelinesLearner":
