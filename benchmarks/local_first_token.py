@@ -121,7 +121,8 @@ def main() -> None:
             "ZEPH_LLM_MAX_TOKENS": "8",
             "ZEPH_MEMORY_CROSS_SESSION_ENABLED": "false",
         }
-        for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ZEPH_CONFIG"):
+        # bytecode is written, as for any installed tool (a stale .pyc would be compiled again on every run)
+        for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ZEPH_CONFIG", "PYTHONDONTWRITEBYTECODE"):
             env.pop(name, None)
         cache = Path(tmp) / "data" / "cache"
         cold, warm, cold_total, warm_total = [], [], [], []
