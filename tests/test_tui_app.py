@@ -118,7 +118,9 @@ async def test_the_status_line_counts_streamed_tokens_live_and_estimates_unrepor
     fake_server, model, workspace
 ):
     pieces = ["abcd " * 50 for _ in range(60)]  # 15,000 characters ≈ 3.8k tokens, no usage reported
-    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(pieces, usage=None), chunk_delay=0.02))
+    # 2.4 s of streaming, about ten redraws (one per REDRAW_SECS): a busy machine that delivers the chunks in
+    # bursts still shows the figure at three or more values
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(pieces, usage=None), chunk_delay=0.04))
     app, session = await open_app(fake_server, workspace)
     try:
         async with app.run_test(size=SIZE) as pilot:
