@@ -59,6 +59,7 @@ NOT_FOR_A_PLAIN_REPLY = {
     "zeph_cli.providers.local_loader",  # the embedded model's early load, for another provider
     "logging.handlers",  # the log file is set up at its first record
     "zeph_cli.store.tool_log",  # the audit trail of tool calls
+    "zeph_cli.store.search",  # `zeph sessions search`
 }
 
 

@@ -14,7 +14,7 @@ _HOME = {
     "CompactionStore": "compaction",
     "Conversation": "conversations",
     "ConversationStore": "conversations",
-    "SearchHit": "conversations",
+    "SearchHit": "search",
     "StoredMessage": "conversations",
     "open_database": "database",
     "ToolLog": "tool_log",

@@ -1,4 +1,4 @@
-"""Conversations and their messages, with dual visibility and full-text search.
+"""Conversations and their messages, with dual visibility (full-text search: `store.search`).
 
 Invariant: messages are only ever appended or re-flagged, never rewritten or
 dropped by anything but `delete_conversation`; readers choose what they see
@@ -10,12 +10,10 @@ returns: it seeks the visibility index and parses only rows its last read did no
 from __future__ import annotations
 
 import json
-import re
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .sqlite import Database
 
@@ -23,6 +21,9 @@ from ..errors import NotFound
 from ..messages import Message
 from ..tokens import Calibration
 from .transactions import write_transaction
+
+if TYPE_CHECKING:  # `zeph sessions search` only
+    from .search import SearchHit
 
 TITLE_LENGTH = 60
 
@@ -71,29 +72,6 @@ class StoredMessage:
     @property
     def partial(self) -> bool:
         return bool(self.metadata.get("partial"))
-
-
-@dataclass(frozen=True)
-class SearchHit:
-    """A message found by full-text search, with a snippet around the match."""
-    conversation_id: int
-    message_id: int
-    role: str
-    title: str
-    snippet: str
-    created_at: str
-
-
-_FTS_PHRASE_OR_SPACE = re.compile(r'\s+|(".*?")')
-
-
-def fts_terms(text: str) -> str:
-    """`text` as a full-text query of plain terms: every word quoted, so NOT, OR, NEAR, `*` and `-` are
-    words like any other; a "quoted phrase" stays one phrase, and an unbalanced quote is closed."""
-    if text.count('"') % 2:
-        text += '"'
-    bits = [bit for bit in _FTS_PHRASE_OR_SPACE.split(text) if bit and bit != '""']
-    return " ".join(bit if bit.startswith('"') else f'"{bit}"' for bit in bits)
 
 
 def _conversation(row: dict[str, Any]) -> Conversation:
@@ -373,25 +351,11 @@ class ConversationStore:
                 [(count, counter, mid) for mid, count, counter in counts],
             )
 
-    def search(self, text: str, limit: int = 20) -> list[SearchHit]:
-        query = fts_terms(text)
-        sql = """
-            select m.id, m.conversation_id, m.role, m.created_at, c.title,
-                   snippet(messages_fts, 0, '[', ']', '…', 12) as snippet
-            from messages_fts
-            join messages m on m.rowid = messages_fts.rowid
-            join conversations c on c.id = m.conversation_id
-            where messages_fts match ? and m.user_visible = 1
-            order by rank limit ?
-        """
-        try:
-            rows = list(self.db.query(sql, [query, limit]))
-        except sqlite3.OperationalError:
-            return []
-        return [
-            SearchHit(r["conversation_id"], r["id"], r["role"], r["title"] or "", r["snippet"], r["created_at"])
-            for r in rows
-        ]
+    def search(self, text: str, limit: int = 20) -> list["SearchHit"]:
+        """Messages the user can see that match `text` (full-text), best first."""
+        from .search import search_messages
+
+        return search_messages(self.db, text, limit)
 
     # ---- token calibration ----------------------------------------------------
 
