@@ -48,7 +48,7 @@ def test_profiles_load_from_text_and_file(tmp_path):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('[prompt.profiles]\nx = { file = "missing.md" }\n', "prompt.profiles.x.file: cannot read"),
+        ('[prompt.profiles]\nx = { file = "missing.md" }\n', "missing.md: cannot be read (No such file"),
         ('[prompt.profiles]\n"bad name" = "t"\n', "prompt.profiles.bad name: the name is not valid"),
         ('[prompt.profiles]\nnone = "t"\n', "'none' is reserved"),
         ('[prompt.profiles]\nx = 3\n', "prompt.profiles.x must be a string"),

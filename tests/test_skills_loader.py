@@ -60,7 +60,7 @@ def test_a_bad_file_is_one_line_naming_the_file_and_the_fault(tmp_path, text, ne
 def test_a_file_that_is_not_utf8_is_refused(tmp_path):
     folder = write_skill(tmp_path, "latin", "")
     (folder / "SKILL.md").write_bytes(b"---\nname: x\ndescription: caf\xe9\n---\n")
-    with pytest.raises(SkillFileError, match="is not UTF-8"):
+    with pytest.raises(SkillFileError, match="not valid UTF-8"):
         load_skill_file(folder / "SKILL.md", "user")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from .config_keys import setting
 from .errors import ConfigError
+from .user_text import UnusableText, read_user_text
 
 PROFILE_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
 RESERVED_NAMES = ("none", "show", "edit", "clear", "list")  # words `/profile` reads as commands
@@ -64,15 +65,9 @@ def _profile_text(value: Any, where: str, label: str, config_dir: Path | None) -
     if not path.is_absolute() and config_dir is not None:
         path = config_dir / path
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{where}: {label}.file: cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_PROFILE_BYTES:
-        raise ConfigError(f"{where}: {label}.file: {path} is {len(data):,} bytes; a prompt profile may be at most {MAX_PROFILE_BYTES:,}")
-    try:
-        return data.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        raise ConfigError(f"{where}: {label}.file: {path} is not UTF-8 text") from None
+        return read_user_text(path, MAX_PROFILE_BYTES).strip()
+    except UnusableText as problem:
+        raise ConfigError(f"{where}: {label}.file: {path}: {problem.reason}") from None
 
 
 def check_profile_choice(config_profile: str, profiles: dict[str, str], origin: str) -> None:

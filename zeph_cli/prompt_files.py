@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from .context.prompt_modules import MODULE_NAMES, PromptModule
+from .user_text import UnusableText, read_user_text
 
 MAX_PROMPT_FILE_BYTES = 200_000
 PROJECT_PROMPTS_DIR = Path(".zeph") / "prompts"
@@ -29,20 +30,12 @@ def _override(path: Path, warnings: list[str]) -> str | None:
     try:
         if not path.is_file():
             return None
-        if path.stat().st_size > MAX_PROMPT_FILE_BYTES:
-            warnings.append(f"{path}: larger than {MAX_PROMPT_FILE_BYTES:,} bytes, the shipped prompt module is used")
-            return None
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        warnings.append(f"{path}: not valid UTF-8, the shipped prompt module is used")
-        return None
-    except OSError as exc:
+        return read_user_text(path, MAX_PROMPT_FILE_BYTES).strip()
+    except UnusableText as problem:
+        warnings.append(f"{path}: {problem.reason}, the shipped prompt module is used")
+    except OSError as exc:  # is_file() itself (a directory that cannot be searched)
         warnings.append(f"{path}: cannot be read ({exc.strerror or exc}), the shipped prompt module is used")
-        return None
-    if "\x00" in text:
-        warnings.append(f"{path}: binary (contains NUL bytes), the shipped prompt module is used")
-        return None
-    return text.strip()
+    return None
 
 
 def load_prompt_modules(user_dir: Path | None, workspace: Path | None) -> tuple[dict[str, PromptModule], list[str]]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from .context.environment import EnvironmentFacts
 from .context.project import ProjectFile
 from .errors import ZephError
+from .user_text import UnusableText, read_user_text
 
 PROJECT_FILE_NAMES = ("ZEPH.md", "ZEPH.local.md", ".zeph/config.md")
 MAX_PROJECT_FILE_BYTES = 1_000_000
@@ -38,19 +39,10 @@ def os_name() -> str:
 
 def _read_text(path: Path, warnings: list[str]) -> str | None:
     try:
-        if path.stat().st_size > MAX_PROJECT_FILE_BYTES:
-            warnings.append(f"{path}: larger than {MAX_PROJECT_FILE_BYTES:,} bytes, not used as project context")
-            return None
-        text = path.read_text(encoding="utf-8")
-        if "\x00" in text:
-            warnings.append(f"{path}: binary (contains NUL bytes), not used as project context")
-            return None
-        return text
-    except UnicodeDecodeError:
-        warnings.append(f"{path}: not valid UTF-8, not used as project context")
-    except OSError as exc:
-        warnings.append(f"{path}: cannot be read ({exc.strerror or exc}), not used as project context")
-    return None
+        return read_user_text(path, MAX_PROJECT_FILE_BYTES)
+    except UnusableText as problem:
+        warnings.append(f"{path}: {problem.reason}, not used as project context")
+        return None
 
 
 def find_project_files(cwd: Path, global_file: Path | None) -> tuple[list[ProjectFile], list[str]]:

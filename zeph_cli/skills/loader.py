@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..user_text import UnusableText, read_user_text
 from .model import Skill, SkillSource
 
 SKILL_FILE = "SKILL.md"
@@ -31,15 +32,9 @@ def load_skill_file(path: Path, source: SkillSource, *, scan_body: bool = True) 
         return SkillFileError(f"skill {path}: {text}; skipped")
 
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise fault(f"cannot be read ({exc.strerror or exc})") from None
-    if len(raw) > MAX_SKILL_BYTES:
-        raise fault(f"is {len(raw) // 1024} KB, more than the {MAX_SKILL_BYTES // 1024} KB a skill may have")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise fault("is not UTF-8 text") from None
+        text = read_user_text(path, MAX_SKILL_BYTES)
+    except UnusableText as problem:
+        raise fault(problem.reason) from None
     front, body = split_front_matter(text)
     if front is None:
         raise fault("has no front matter (a '---' block with name and description at the top)")
