@@ -52,6 +52,7 @@ NOT_FOR_A_PLAIN_REPLY = {
     "zeph_cli.tools.text_files", "zeph_cli.tools.memory_tools", "zeph_cli.agent.compactor", "zeph_cli.agent.debug_dump",
     "zeph_cli.agent.tool_rounds", "zeph_cli.agent.provider_errors", "zeph_cli.context.compaction.summarizer", "zeph_cli.context.probe",
     "zeph_cli.memory_command", "zeph_cli.worldbook_command", "zeph_cli.skills_command", "zeph_cli.mcp_command",
+    "zeph_cli.sessions_command",
     # features with nothing stored here: no skill folder, worldbook entry, memory, session digest or learned guideline
     "zeph_cli.skills.service", "zeph_cli.skills.model", "zeph_cli.context.skills_block",
     "zeph_cli.context.worldbook_block", "zeph_cli.context.memory_block", "zeph_cli.memory.long_term",

@@ -13,25 +13,24 @@ import json
 import os
 import sys
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from . import __version__
 from .errors import StoreError, UsageError, ZephError
-from .command_context import load, open_store, read_stdin, state
+from .command_context import load, open_store, read_stdin, state, stdout_is_terminal
 from .process_exit import leave
 from .startup_gc import freeze_after_start_up, pause_for_start_up
 from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
     from .config import LoadedConfig
-    from .store import ConversationStore
 
 # Command groups in modules of their own, imported only when named on the command line (or for --help):
 # `zeph ask` does not pay for the commands it is not.
 LAZY_GROUPS = {
+    "sessions": ("sessions_command", "sessions_app"),
     "memory": ("memory_command", "memory_app"),
     "skills": ("skills_command", "skills_app"),
     "mcp": ("mcp_command", "mcp_app"),
@@ -68,9 +67,7 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-sessions_app = typer.Typer(help="List, show, search, export and delete conversations.", no_args_is_help=True)
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
-app.add_typer(sessions_app, name="sessions")
 app.add_typer(config_app, name="config")
 
 
@@ -132,10 +129,6 @@ def profile_choice(flag: Optional[str]) -> Optional[str]:
     if flag is None:
         return None
     return "" if flag.strip().lower() == "none" else flag.strip()
-
-
-def stdout_is_terminal() -> bool:
-    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
 
 
 # ---- ask ---------------------------------------------------------------------------
@@ -202,125 +195,6 @@ def ask(
     raise typer.Exit(exit_code)
 
 
-# ---- sessions ----------------------------------------------------------------------
-
-
-@sessions_app.command("list")
-def sessions_list(
-    limit: int = typer.Option(30, "--limit", "-n", min=1, help="How many sessions to show."),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON."),
-) -> None:
-    """List recent sessions, newest first."""
-    from .render import short_time
-
-    store = open_store()
-    conversations = store.list_conversations(limit)
-    if json_output:
-        print(json.dumps([c.__dict__ for c in conversations], indent=2, ensure_ascii=False))
-        return
-    if not conversations:
-        eprint('no sessions yet: start one with zeph ask "…"')
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "updated", "messages", "model", "title"):
-        table.add_column(column, justify="right" if column in ("id", "messages") else "left", no_wrap=column != "title")
-    for c in conversations:
-        table.add_row(str(c.id), short_time(c.updated_at), str(c.message_count), c.model, c.title)
-    Console().print(table)
-
-
-def _resolve_session(store: "ConversationStore", session_id: Optional[int], last: bool):
-    from .errors import NotFound
-
-    if session_id is not None and last:
-        raise UsageError("give either a session ID or --last, not both")
-    if session_id is not None:
-        return store.get_conversation(session_id)
-    if last:
-        conversation = store.latest_conversation()
-        if conversation is None:
-            raise NotFound('no sessions yet: start one with zeph ask "…"')
-        return conversation
-    raise UsageError("which session? give an ID (see `zeph sessions list`) or --last")
-
-
-@sessions_app.command("show")
-def sessions_show(
-    session_id: Optional[int] = typer.Argument(None, metavar="ID", help="Session ID."),
-    last: bool = typer.Option(False, "--last", help="Show the most recent session."),
-) -> None:
-    """Show a session's transcript (everything the user can scroll back to)."""
-    from .render import conversation_markdown
-
-    store = open_store()
-    conversation = _resolve_session(store, session_id, last)
-    text = conversation_markdown(conversation, store.history(conversation.id, user_visible=True))
-    if stdout_is_terminal():
-        from rich.console import Console
-        from rich.markdown import Markdown
-
-        Console().print(Markdown(text))
-    else:
-        sys.stdout.write(text)
-
-
-@sessions_app.command("search")
-def sessions_search(
-    text: str = typer.Argument(..., help="Words to find (full-text search)."),
-    limit: int = typer.Option(20, "--limit", "-n", min=1),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON."),
-) -> None:
-    """Find messages across all sessions."""
-    from .render import short_time
-
-    hits = open_store().search(text, limit)
-    if json_output:
-        print(json.dumps([h.__dict__ for h in hits], indent=2, ensure_ascii=False))
-        return
-    if not hits:
-        eprint(f"no messages match {text!r}")
-        raise typer.Exit(1)
-    for hit in hits:
-        print(f"{hit.conversation_id}\t{short_time(hit.created_at)}\t{hit.role}\t{hit.title}\n    {' '.join(hit.snippet.split())}")
-
-
-@sessions_app.command("export")
-def sessions_export(
-    session_id: int = typer.Argument(..., metavar="ID"),
-    format: str = typer.Option("md", "--format", "-f", help="md or json."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-) -> None:
-    """Export a session as Markdown or JSON."""
-    from .render import conversation_json, conversation_markdown
-
-    if format not in ("md", "json"):
-        raise UsageError(f"--format {format!r} is not supported: use md or json")
-    store = open_store()
-    conversation = store.get_conversation(session_id)
-    if format == "md":
-        text = conversation_markdown(conversation, store.history(conversation.id, user_visible=True))
-    else:
-        text = json.dumps(conversation_json(conversation, store.history(conversation.id)), indent=2, ensure_ascii=False) + "\n"
-    if output is None:
-        sys.stdout.write(text)
-        return
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ZephError(f"cannot write {output}: {exc.strerror or exc}") from None
-    eprint(f"exported session {session_id} to {output}")
-
-
-@sessions_app.command("rm")
-def sessions_rm(session_id: int = typer.Argument(..., metavar="ID")) -> None:
-    """Delete a session and all its messages."""
-    count = open_store().delete_conversation(session_id)
-    eprint(f"deleted session {session_id} ({count} messages)")
-
-
 @app.command()
 def compact(
     session: Optional[int] = typer.Option(None, "--session", help="Session ID (default: the most recent)."),
@@ -342,7 +216,9 @@ async def session_agent(loaded: "LoadedConfig", session_id: Optional[int]):
 
     store = open_store()
     try:
-        conversation = _resolve_session(store, session_id, session_id is None)
+        from .sessions_command import resolve_session
+
+        conversation = resolve_session(store, session_id, session_id is None)
         agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=current_directory())
         try:
             for warning in warnings:

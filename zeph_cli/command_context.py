@@ -60,3 +60,10 @@ def read_stdin() -> str:
         raise UsageError(
             f"standard input is not UTF-8 text (invalid byte at offset {exc.start}); pipe text, not binary data"
         ) from None
+
+
+def stdout_is_terminal() -> bool:
+    """Standard output is a terminal that can render (not a pipe, a file or TERM=dumb)."""
+    import os
+
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
