@@ -328,14 +328,16 @@ def migrate(db: Database, upto: str | None = None) -> list[str]:
         with write_transaction(db):
             db[MIGRATIONS_TABLE].create({"name": str, "applied_at": str}, pk="name", if_not_exists=True)
     ran: list[str] = []
+    done = applied(db)  # read once: an up-to-date database (every start) asks nothing more per migration
     for name, fn in MIGRATIONS:
-        if name not in applied(db):
+        if name not in done:
             with write_transaction(db):
                 # checked again under the write lock: another process may have just applied it
                 if name not in applied(db):
                     fn(db)
                     db.insert(MIGRATIONS_TABLE, {"name": name, "applied_at": datetime.now(timezone.utc).isoformat()})
                     ran.append(name)
+            done.add(name)
         if name == upto:
             break
     count = len(applied(db))
