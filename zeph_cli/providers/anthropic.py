@@ -42,11 +42,6 @@ from .http_trust import trust_for
 SYSTEM_SEPARATOR = "\n---\n"
 
 
-def _sdk_default_context():
-    """The context the SDK's own client would build."""
-    return _http.create_ssl_context()
-
-
 # An `event: error` inside a 200 stream carries only the error type; these are
 # the HTTP statuses the API uses for the same types.
 _STATUS_OF_ERROR_TYPE = {
@@ -206,7 +201,7 @@ class AnthropicProvider(Provider):
         if self._client is None:
             # An empty key must send no auth header at all (the SDK would send an invalid one).
             headers = {} if self.settings.api_key else {"Authorization": anthropic.omit}
-            trust = trust_for(self.settings.base_url, _sdk_default_context)
+            trust = trust_for(self.settings.base_url, _http.create_ssl_context)
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.settings.api_key,
                 base_url=self.settings.base_url,

@@ -47,11 +47,6 @@ from .server_facts import OLLAMA_WINDOW_CAP, ServerFacts, from_ollama_show
 T = TypeVar("T")
 
 
-def _sdk_default_context():
-    """The context the SDK's own client would build (ollama runs on httpx)."""
-    return httpx.create_ssl_context()
-
-
 DEFAULT_WINDOW_CAP = OLLAMA_WINDOW_CAP
 RETRY_STATUSES = (429, 503)
 _ROLES = {"system": "system", "context": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
@@ -94,7 +89,7 @@ class OllamaProvider(Provider):
     def _sdk(self) -> ollama.AsyncClient:
         if self._client is None:
             headers = {"Authorization": f"Bearer {self.settings.api_key}"} if self.settings.api_key else None
-            trust = trust_for(self.settings.base_url, _sdk_default_context)
+            trust = trust_for(self.settings.base_url, httpx.create_ssl_context)
             self._client = ollama.AsyncClient(
                 host=self.settings.base_url,
                 timeout=self.settings.timeout_secs,

@@ -15,6 +15,7 @@ from pathlib import PurePath
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx2  # the SDK's own HTTP client library: its default TLS context
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
@@ -47,13 +48,6 @@ from .base import (
 )
 from .http_trust import trust_for
 from .server_facts import ServerFacts
-
-
-def _sdk_default_context():
-    """The context the SDK's own client would build (openai runs on httpx2)."""
-    import httpx2
-
-    return httpx2.create_ssl_context()
 
 
 # Hosted APIs whose windows the model table knows: never probed.
@@ -258,7 +252,7 @@ class OpenAIProvider(Provider):
 
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
-            trust = trust_for(self.settings.base_url, _sdk_default_context)
+            trust = trust_for(self.settings.base_url, httpx2.create_ssl_context)
             self._client = openai.AsyncOpenAI(
                 api_key=self.settings.api_key or "not-needed",
                 base_url=self.settings.base_url,
