@@ -17,9 +17,9 @@ from zeph_cli.config import load_config
 from zeph_cli.messages import Message, ReplyBuilder
 from zeph_cli.providers import create_provider, resolve_settings
 from zeph_cli.providers.base import ChatRequest
-from zeph_cli.providers.local import LocalProvider, spec_for
+from zeph_cli.providers.local import LocalProvider
 from zeph_cli.providers import start_for_config
-from zeph_cli.providers.local_loader import ModelLoad, start_early, take_early
+from zeph_cli.providers.local_loader import ModelLoad, spec_for, start_early, take_early
 from zeph_cli.providers.local_prefix import SUFFIX
 
 N_CTX = 2048
@@ -122,9 +122,60 @@ def test_a_failed_load_gives_the_same_one_line_error_to_every_waiter(tmp_path):
 
 def test_starting_early_never_raises_and_leaves_other_providers_alone(tmp_path):
     config = load_config(env={"ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MODEL": str(tmp_path / "nope.gguf")}).config
-    start_for_config(config, {})  # the missing file is the provider's to report
-    start_for_config(load_config(env={"ZEPH_LLM_PROVIDER": "anthropic"}).config, {})
+    assert start_for_config(config, {}) is None  # the missing file is the provider's to report
+    assert start_for_config(load_config(env={"ZEPH_LLM_PROVIDER": "anthropic"}).config, {}) is None
     assert not [t for t in threading.enumerate() if t.name == "zeph-local-load" and t.is_alive()]
+
+
+def test_waiting_for_the_import_returns_once_llama_cpp_is_imported_or_the_load_failed(tmp_path, monkeypatch):
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"GGUF" + b"\x00" * 64)
+    config = load_config(env={"ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MODEL": str(bogus)}).config
+    spec = spec_for(resolve_settings(config, env={}))
+    load = start_for_config(config, {}, {})
+    assert load is take_early(spec)  # the load started is the one returned
+    load.wait_until_imported(timeout=60)
+    assert load._imported.is_set()
+    with pytest.raises(errors.ProviderUnavailable, match="bogus.gguf"):
+        load.result()
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # importing it now fails, as without llama-cpp-python
+    failing = ModelLoad(replace(spec, prefix_dir=str(tmp_path / "other"))).start()
+    failing.wait_until_imported(timeout=60)  # returns: the load ended without the import
+    assert failing.done
+    with pytest.raises(errors.ProviderUnavailable, match="llama-cpp-python cannot be imported"):
+        failing.result()
+
+
+EARLY_START_IMPORTS = """
+import sys
+from zeph_cli.config import load_config
+from zeph_cli.providers import start_for_config
+from zeph_cli.providers.local_loader import spec_for, start_early
+print(sorted(m for m in ("asyncio", "zeph_cli.providers.base", "zeph_cli.messages", "zeph_cli.tokens") if m in sys.modules))
+"""
+
+
+def test_starting_the_load_early_needs_no_event_loop_or_adapter_protocol():
+    """What choosing the provider and starting the load imports runs before the load can start; the rest of
+    zeph's imports run beside llama.cpp's loading."""
+    result = subprocess.run([sys.executable, "-c", EARLY_START_IMPORTS], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_zeph_ask_lets_the_model_load_import_llama_cpp_before_it_imports_the_agent(tmp_path):
+    """Python on two threads takes turns: `zeph ask` waits while the load imports llama_cpp (and numpy), then
+    imports the agent while llama.cpp loads the model in C."""
+    bogus = tmp_path / "broken.gguf"
+    bogus.write_bytes(b"GGUF" + b"\x00" * 64)  # fails after the import: the order is seen in one second
+    env = {**os.environ, "ZEPH_HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MODEL": str(bogus)}
+    result = subprocess.run([sys.executable, "-X", "importtime", "-m", "zeph_cli", "ask", "hi"], capture_output=True,
+                            text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
+    assert result.returncode == 2 and "cannot load the model" in result.stderr
+    order = [line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")]
+    assert order.index("llama_cpp") < order.index("zeph_cli.ask_command")
 
 
 @pytest.mark.parametrize("content", [b"GGUF" + b"\x00" * 64, b"not a model at all\n"])
@@ -192,8 +243,7 @@ PRINTS_WHILE_LOADING = """
 import sys
 from zeph_cli.config import load_config
 from zeph_cli.providers import resolve_settings
-from zeph_cli.providers.local import spec_for
-from zeph_cli.providers.local_loader import ModelLoad
+from zeph_cli.providers.local_loader import ModelLoad, spec_for
 load = ModelLoad(spec_for(resolve_settings(load_config(env={}).config, env={}), prefix_cache_dir=sys.argv[1])).start()
 printed = 0
 while not load.done:

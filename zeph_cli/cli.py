@@ -167,8 +167,6 @@ def ask(
     text = combine_prompt(prompt, read_stdin())
     if not text.strip():
         raise UsageError('no prompt: pass one (zeph ask "…") or pipe text on standard input')
-    import asyncio
-
     loaded = load({
         "llm.model": (model, "--model"),
         "llm.provider": (provider, "--provider"),
@@ -178,7 +176,11 @@ def ask(
     })
     from .providers import start_for_config
 
-    start_for_config(loaded.config, os.environ, loaded.sources)  # the embedded model loads while we start
+    early_load = start_for_config(loaded.config, os.environ, loaded.sources)  # the embedded model loads while we start
+    if early_load is not None:
+        early_load.wait_until_imported()  # our imports below then run beside llama.cpp's C loading
+    import asyncio
+
     from .ask_command import AskOptions, run_ask
 
     options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes, stdout_is_terminal(), enhance, profile_choice(profile))

@@ -11,10 +11,21 @@ import importlib
 import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import PROVIDER_ALIASES, PROVIDER_TYPES, Config, ProviderEntry
 from ..errors import AuthenticationError, ConfigError, ProviderUnavailable
-from .base import ChatRequest, Provider, ProviderSettings
+from ..lazy_names import lazy_names
+from .settings import ProviderSettings
+
+if TYPE_CHECKING:
+    from .base import ChatRequest, Provider
+    from .local_loader import ModelLoad
+
+# The adapter protocol (its event loop, messages and token counting) loads when first named, so choosing a
+# provider, and starting the embedded model's load, does not wait for it.
+_HOME = {"ChatRequest": "base", "Provider": "base"}
+__getattr__, __dir__ = lazy_names(__name__, _HOME)
 
 __all__ = ["ChatRequest", "Provider", "ProviderSettings", "create_provider", "resolve_settings"]
 
@@ -154,17 +165,20 @@ def create_provider(settings: ProviderSettings) -> Provider:
     return getattr(module, class_name)(settings)
 
 
-def start_for_config(config: Config, env: Mapping[str, str], sources: Mapping[str, str] | None = None) -> None:
-    """Start loading the embedded model when `config` selects it (`local_loader`, imported only then);
-    anything wrong is left for the provider to report where it always does (this never raises)."""
+def start_for_config(
+    config: Config, env: Mapping[str, str], sources: Mapping[str, str] | None = None
+) -> ModelLoad | None:
+    """Start loading the embedded model when `config` selects it (`local_loader`, imported only then) and
+    return that load; None for any other provider. Anything wrong is left for the provider to report where
+    it always does (this never raises)."""
     try:
         settings = resolve_settings(config, env, sources)
         if settings.kind == "local":
-            from .local import spec_for
-            from .local_loader import start_early
+            from .local_loader import spec_for, start_early
 
-            start_early(spec_for(settings))
+            return start_early(spec_for(settings))
     except Exception as exc:  # the same error surfaces when the provider is built
         import logging
 
         logging.getLogger("zeph.local").info("the embedded model was not loaded early: %s", exc)
+    return None

@@ -19,25 +19,11 @@ from ..messages import Message, StreamEvent, ToolSpec
 from ..models import ModelProfile, profile_for
 from ..tokens import TokenCounter
 from .server_facts import ServerFacts
+from .settings import ProviderSettings
 
 # Asking a server about itself must never hold up start-up: every probe
 # together gets this long, and any failure just means "the server did not say".
 DISCOVERY_TIMEOUT_SECS = 2.0
-
-
-@dataclass(frozen=True)
-class ProviderSettings:
-    """Everything needed to build one adapter, resolved from config and environment."""
-
-    kind: str  # anthropic | openai | compatible | ollama | local
-    name: str  # what the user calls it (entry name or kind)
-    model: str
-    base_url: str = ""
-    api_key: str = ""
-    api_key_env: str = ""
-    timeout_secs: float = 120.0
-    max_retries: int = 2
-    extra: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

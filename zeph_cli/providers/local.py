@@ -19,15 +19,14 @@ from typing import Any
 from .. import errors
 from ..messages import Message, StreamEnd, StreamEvent, TextDelta, ToolCallPart, Usage, UsageUpdate
 from ..models import ModelProfile, profile_for
-from ..paths import cache_dir
 from ..tokens import FunctionCounter, TokenCounter
-from .base import ChatRequest, Provider, ProviderSettings
-from .local_loader import LoadSpec, ModelLoad, default_threads, take_early
+from .base import ChatRequest, Provider
+from .local_loader import ModelLoad, spec_for, take_early
 from .local_prefix import PrefixOutcome, PrefixStore, common_prefix, prefix_key, prepare_prefix
+from .settings import ProviderSettings
 
 log = logging.getLogger("zeph.local")
 
-DEFAULT_N_CTX = 8192
 # Small local models loop without a mild repetition penalty (llama.cpp's default is 1.0).
 REPEAT_PENALTY = 1.1
 
@@ -69,19 +68,6 @@ def to_local_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     if system:
         out.insert(0, {"role": "system", "content": "\n\n".join(system)})
     return out
-
-
-def spec_for(
-    settings: ProviderSettings, *, n_ctx: int | None = None, prefix_cache_dir: Path | None = None
-) -> LoadSpec:
-    """What loading this provider's model depends on (an early load is used only when it is the same)."""
-    return LoadSpec(
-        model=settings.model,
-        n_ctx=n_ctx or int(settings.extra.get("n_ctx") or DEFAULT_N_CTX),
-        threads=default_threads(),
-        device=settings.extra.get("device", ""),
-        prefix_dir=str(prefix_cache_dir or cache_dir() / "local-prefix"),
-    )
 
 
 class LocalProvider(Provider):
