@@ -141,8 +141,8 @@ class ModelLoad:
         else:
             self._restore_latest_prefix()
         finally:
-            self._imported.set()
             self._done.set()
+            self._imported.set()  # after `done`: a waiter woken by a load that ended sees it ended
 
     def _load(self) -> Any:
         passive = machine_is_busy() and "OMP_WAIT_POLICY" not in os.environ
