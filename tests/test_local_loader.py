@@ -147,12 +147,41 @@ def test_waiting_for_the_import_returns_once_llama_cpp_is_imported_or_the_load_f
         failing.result()
 
 
+def test_waiting_for_the_import_does_not_wait_for_llama_cpp_to_load_the_model(tmp_path, monkeypatch):
+    """The wait ends once llama_cpp is imported: the model's own loading (C) is left to run beside the caller."""
+    gate = threading.Event()
+
+    class HeldInC:  # stands in for llama.cpp loading the model until the test lets it end
+        def __init__(self, **kwargs):
+            gate.wait(60)
+            raise ValueError("stopped by the test")
+
+    monkeypatch.setattr(llama_cpp, "Llama", HeldInC)
+    load = ModelLoad(spec_for(settings(), n_ctx=N_CTX, prefix_cache_dir=tmp_path)).start()
+    try:
+        load.wait_until_imported(timeout=30)
+        assert load._imported.is_set() and not load.done  # the load cannot end before the gate opens
+    finally:
+        gate.set()
+    with pytest.raises(errors.ProviderUnavailable, match="stopped by the test"):
+        load.result()
+
+
 EARLY_START_IMPORTS = """
+import os
 import sys
+import threading
 from zeph_cli.config import load_config
 from zeph_cli.providers import start_for_config
 from zeph_cli.providers.local_loader import spec_for, start_early
-print(sorted(m for m in ("asyncio", "zeph_cli.providers.base", "zeph_cli.messages", "zeph_cli.tokens") if m in sys.modules))
+HEAVY = ("asyncio", "zeph_cli.providers.base", "zeph_cli.messages", "zeph_cli.tokens")
+print(sorted(m for m in HEAVY if m in sys.modules))
+on_main = []  # what this thread imports while starting the load (the load's own thread imports llama_cpp)
+sys.addaudithook(lambda event, args: on_main.append(args[0]) if event == "import" and threading.current_thread() is threading.main_thread() else None)
+load = start_for_config(load_config(env={"ZEPH_LLM_PROVIDER": "local"}).config, {})
+print(load is not None, sorted(m for m in HEAVY if m in on_main))
+sys.stdout.flush()
+os._exit(0)
 """
 
 
@@ -161,16 +190,43 @@ def test_starting_the_load_early_needs_no_event_loop_or_adapter_protocol():
     zeph's imports run beside llama.cpp's loading."""
     result = subprocess.run([sys.executable, "-c", EARLY_START_IMPORTS], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "[]"
+    assert result.stdout.split("\n")[:2] == ["[]", "True []"]
+
+
+# The load's import of llama_cpp takes 2 s longer (running its module, which holds no lock other imports
+# need): a `zeph ask` that did not wait for it would import the agent first.
+SLOW_LLAMA_CPP_IMPORT = """
+import importlib.machinery, sys, threading, time
+class SlowLoader:
+    def __init__(self, loader):
+        self.loader = loader
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+    def exec_module(self, module):
+        time.sleep(2)
+        self.loader.exec_module(module)
+class SlowLlamaCpp:
+    def find_spec(self, name, path=None, target=None):
+        if name != "llama_cpp" or threading.current_thread() is threading.main_thread():
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec.loader = SlowLoader(spec.loader)
+        return spec
+sys.meta_path.insert(0, SlowLlamaCpp())
+"""
 
 
 def test_zeph_ask_lets_the_model_load_import_llama_cpp_before_it_imports_the_agent(tmp_path):
     """Python on two threads takes turns: `zeph ask` waits while the load imports llama_cpp (and numpy), then
     imports the agent while llama.cpp loads the model in C."""
     bogus = tmp_path / "broken.gguf"
-    bogus.write_bytes(b"GGUF" + b"\x00" * 64)  # fails after the import: the order is seen in one second
+    bogus.write_bytes(b"GGUF" + b"\x00" * 64)  # fails after the import: the order is seen in a few seconds
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_LLAMA_CPP_IMPORT)
     env = {**os.environ, "ZEPH_HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MODEL": str(bogus)}
+           "ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MODEL": str(bogus),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
     result = subprocess.run([sys.executable, "-X", "importtime", "-m", "zeph_cli", "ask", "hi"], capture_output=True,
                             text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
     assert result.returncode == 2 and "cannot load the model" in result.stderr
