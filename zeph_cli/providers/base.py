@@ -11,7 +11,7 @@ import abc
 import asyncio
 import re
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .. import errors
