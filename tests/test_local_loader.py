@@ -147,6 +147,29 @@ def test_waiting_for_the_import_returns_once_llama_cpp_is_imported_or_the_load_f
         failing.result()
 
 
+def test_a_load_whose_thread_cannot_start_is_run_by_the_first_to_ask(tmp_path, monkeypatch):
+    bogus = tmp_path / "bogus.gguf"
+    bogus.write_bytes(b"GGUF" + b"\x00" * 64)
+    config = load_config(env={"ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MODEL": str(bogus)}).config
+    real_start = threading.Thread.start
+
+    def refused(thread):
+        if thread.name == "zeph-local-load":
+            raise RuntimeError("can't start new thread")
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    assert start_for_config(config, {}) is None  # logged, never raised
+    load = take_early(spec_for(resolve_settings(config, env={})))
+    outcome: list[BaseException] = []
+    asking = threading.Thread(target=lambda: outcome.append(pytest.raises(errors.ProviderUnavailable, load.result).value),
+                              daemon=True)
+    real_start(asking)
+    asking.join(60)
+    assert not asking.is_alive()  # it did not wait for a load nobody runs
+    assert "bogus.gguf" in str(outcome[0])
+
+
 def test_waiting_for_the_import_does_not_wait_for_llama_cpp_to_load_the_model(tmp_path, monkeypatch):
     """The wait ends once llama_cpp is imported: the model's own loading (C) is left to run beside the caller."""
     gate = threading.Event()

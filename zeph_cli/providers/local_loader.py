@@ -100,10 +100,10 @@ class ModelLoad:
     def start(self) -> "ModelLoad":
         with self._lock:
             if not self._started:
-                self._started = True
                 thread = threading.Thread(target=self._run, name="zeph-local-load", daemon=False)
                 abandon_at_exit(thread)  # a command that ends without the model does not wait for it
-                thread.start()
+                thread.start()  # when no thread can be started, the first to ask for the model loads it
+                self._started = True
         return self
 
     def result(self) -> Any:
