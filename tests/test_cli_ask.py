@@ -6,6 +6,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -131,6 +132,47 @@ def test_ctrl_c_saves_the_partial_reply(fake_server, compatible):
     assert rows[-1]["role"] == "assistant" and rows[-1]["content"].startswith("first words")
     assert json.loads(rows[-1]["metadata"]) ["partial"] is True
 
+
+
+# Importing the command line (typer) waits until the test has pressed Ctrl+C: the marker file says it started.
+HELD_COMMAND_LINE_IMPORT = """
+import importlib.machinery, os, sys, time
+class Held:
+    def __init__(self, loader):
+        self.loader = loader
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+    def exec_module(self, module):
+        open(os.environ["HELD_MARKER"], "w").close()
+        time.sleep(30)
+        self.loader.exec_module(module)
+class HoldTyper:
+    def find_spec(self, name, path=None, target=None):
+        if name != "typer":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec.loader = Held(spec.loader)
+        return spec
+sys.meta_path.insert(0, HoldTyper())
+"""
+
+
+@pytest.mark.parametrize("command", [[ZEPH], [sys.executable, "-m", "zeph_cli"]], ids=["zeph", "python -m zeph_cli"])
+def test_ctrl_c_while_the_command_line_is_still_loading_ends_quietly(tmp_path, command):
+    (tmp_path / "sitecustomize.py").write_text(HELD_COMMAND_LINE_IMPORT)
+    marker = tmp_path / "importing"
+    env = {**os.environ, "HELD_MARKER": str(marker),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([*command, "ask", "never mind"], env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 30
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.02)
+    assert marker.exists()
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert stderr == b"" and stdout == b""  # no traceback
 
 
 # ---- bad input: one line, non-zero exit, nothing lost ----
