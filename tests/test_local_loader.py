@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import replace
 
 import llama_cpp
 import pytest
 
-from tests.cli_helpers import assert_one_line_error, db_rows, err, run_zeph
+from tests.cli_helpers import ZEPH, assert_one_line_error, db_rows, err, run_zeph
 from zeph_cli import errors
 from zeph_cli.config import load_config
 from zeph_cli.messages import Message, ReplyBuilder
@@ -255,6 +257,54 @@ def test_zeph_ask_lets_the_model_load_import_llama_cpp_before_it_imports_the_age
     assert result.returncode == 2 and "cannot load the model" in result.stderr
     order = [line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")]
     assert order.index("llama_cpp") < order.index("zeph_cli.ask_command")
+
+
+# llama.cpp's loading of the model is held (90 s) once it starts; the marker file says it has started.
+HELD_MODEL_LOAD = """
+import importlib.machinery, os, sys, time
+class Held:
+    def __init__(self, loader):
+        self.loader = loader
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        real_init = module.Llama.__init__
+        def held_init(self, *args, **kwargs):
+            open(os.environ["HELD_MARKER"], "w").close()
+            time.sleep(90)
+            real_init(self, *args, **kwargs)
+        module.Llama.__init__ = held_init
+class HoldLlama:
+    def find_spec(self, name, path=None, target=None):
+        if name != "llama_cpp.llama":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec.loader = Held(spec.loader)
+        return spec
+sys.meta_path.insert(0, HoldLlama())
+"""
+
+
+def test_ctrl_c_while_the_model_loads_keeps_the_prompt(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(HELD_MODEL_LOAD)
+    marker = tmp_path / "loading"
+    env = {**os.environ, "ZEPH_LLM_PROVIDER": "local", "HELD_MARKER": str(marker),
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([ZEPH, "ask", "a question typed with care"], env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.02)
+    assert marker.exists()
+    time.sleep(0.5)  # zeph reaches the point where it waits for the model
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)  # zeph leaves without waiting for the held load to end
+    assert proc.returncode == 130, stderr
+    assert stderr.splitlines() == ["zeph: interrupted; your prompt is saved in session 1: zeph sessions show 1"]
+    assert [r["content"] for r in db_rows("select content from messages")] == ["a question typed with care"]
 
 
 @pytest.mark.parametrize("content", [b"GGUF" + b"\x00" * 64, b"not a model at all\n"])

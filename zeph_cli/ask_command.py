@@ -91,6 +91,14 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             return _not_started(exc, store, conversation, text, options, loaded)
         finally:
             store.close()
+    except (KeyboardInterrupt, CancelledError):  # Ctrl+C while the model loads: the prompt is kept all the same
+        if terminal is not None:
+            terminal.close()
+        try:
+            eprint(f"zeph: interrupted; {_keep_unsent(store, conversation, text, options, loaded)}")
+        finally:
+            store.close()
+        return 130
     except BaseException:
         if terminal is not None:
             terminal.close()
@@ -164,14 +172,20 @@ def _not_started(
 ) -> int:
     """Report why the turn could not start (config, provider, working directory) with the prompt kept."""
     eprint(f"zeph: error: {error}")
+    eprint(f"zeph: {_keep_unsent(store, conversation, text, options, loaded)}")
+    return error.exit_code
+
+
+def _keep_unsent(
+    store: ConversationStore, conversation: Conversation | None, text: str, options: AskOptions, loaded: LoadedConfig
+) -> str:
+    """Store the prompt of a turn that never started and say where it is (`prompt_keeper.keep_prompt`)."""
     llm = loaded.config.llm
     try:
         cwd = os.getcwd()
     except OSError:
         cwd = os.environ.get("PWD", "")
-    kept = keep_prompt(
+    return keep_prompt(
         store, conversation, text, provider=llm.provider, model=llm.model, cwd=cwd, system=options.system,
         data_dir=data_dir(os.environ),
     )
-    eprint(f"zeph: {kept}")
-    return error.exit_code

@@ -19,6 +19,7 @@ from typing import Any
 from .. import errors
 from ..messages import Message, StreamEnd, StreamEvent, TextDelta, ToolCallPart, Usage, UsageUpdate
 from ..models import ModelProfile, profile_for
+from ..process_exit import abandon_at_exit
 from ..tokens import FunctionCounter, TokenCounter
 from .base import ChatRequest, Provider
 from .local_loader import ModelLoad, spec_for, take_early
@@ -111,8 +112,36 @@ class LocalProvider(Provider):
         self._load()
         return FunctionCounter(f"gguf:{self.display_model}", self._count)
 
+    async def _loaded(self) -> Any:
+        """The model, waited for (or loaded, when nothing started it) on a thread the process does not wait for
+        at exit: Ctrl+C while a large model loads ends zeph at once, not when the load is done."""
+        if self._llama is not None:
+            return self._llama
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future = loop.create_future()
+
+        def settle(llama: Any, error: BaseException | None) -> None:
+            if not future.done():
+                future.set_exception(error) if error is not None else future.set_result(llama)
+
+        def wait() -> None:
+            llama, error = None, None
+            try:
+                llama = self._load()
+            except Exception as exc:  # handed to the waiter, as to_thread would
+                error = exc
+            try:
+                loop.call_soon_threadsafe(settle, llama, error)
+            except RuntimeError:  # the loop closed meanwhile: nobody waits any more
+                pass
+
+        thread = threading.Thread(target=wait, name="zeph-local-wait", daemon=False)
+        abandon_at_exit(thread)  # not a daemon: it may run the load itself, and teardown never runs under one
+        thread.start()
+        return await future
+
     async def profile(self) -> ModelProfile:
-        llama = await asyncio.to_thread(self._load)
+        llama = await self._loaded()
         window = int(llama.n_ctx())
         known = profile_for(self.settings.model)
         output = min(known.output_limit if known.known else 2048, window // 2)
