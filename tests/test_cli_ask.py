@@ -14,6 +14,7 @@ import pytest
 
 from tests.cli_helpers import ZEPH, db_rows, db_rows_safe, assert_one_line_error, err, out, run_zeph
 from tests.fakes import openai_wire
+from tests.held_imports import held_import_env
 from tests.fakes.server import closed_port_url
 
 
@@ -134,35 +135,10 @@ def test_ctrl_c_saves_the_partial_reply(fake_server, compatible):
 
 
 
-# Importing the command line (typer) waits until the test has pressed Ctrl+C: the marker file says it started.
-HELD_COMMAND_LINE_IMPORT = """
-import importlib.machinery, os, sys, time
-class Held:
-    def __init__(self, loader):
-        self.loader = loader
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-    def exec_module(self, module):
-        open(os.environ["HELD_MARKER"], "w").close()
-        time.sleep(30)
-        self.loader.exec_module(module)
-class HoldTyper:
-    def find_spec(self, name, path=None, target=None):
-        if name != "typer":
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        spec.loader = Held(spec.loader)
-        return spec
-sys.meta_path.insert(0, HoldTyper())
-"""
-
-
 @pytest.mark.parametrize("command", [[ZEPH], [sys.executable, "-m", "zeph_cli"]], ids=["zeph", "python -m zeph_cli"])
 def test_ctrl_c_while_the_command_line_is_still_loading_ends_quietly(tmp_path, command):
-    (tmp_path / "sitecustomize.py").write_text(HELD_COMMAND_LINE_IMPORT)
     marker = tmp_path / "importing"
-    env = {**os.environ, "HELD_MARKER": str(marker),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, **held_import_env(tmp_path / "site", "typer", 30, marker=marker)}  # the command line
     proc = subprocess.Popen([*command, "ask", "never mind"], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 30

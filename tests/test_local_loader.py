@@ -14,6 +14,7 @@ import llama_cpp
 import pytest
 
 from tests.cli_helpers import ZEPH, assert_one_line_error, db_rows, err, run_zeph
+from tests.held_imports import held_import_env
 from zeph_cli import errors
 from zeph_cli.config import load_config
 from zeph_cli.messages import Message, ReplyBuilder
@@ -218,40 +219,16 @@ def test_starting_the_load_early_needs_no_event_loop_or_adapter_protocol():
     assert result.stdout.split("\n")[:2] == ["[]", "True []"]
 
 
-# The load's import of llama_cpp takes 2 s longer (running its module, which holds no lock other imports
-# need): a `zeph ask` that did not wait for it would import the agent first.
-SLOW_LLAMA_CPP_IMPORT = """
-import importlib.machinery, sys, threading, time
-class SlowLoader:
-    def __init__(self, loader):
-        self.loader = loader
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-    def exec_module(self, module):
-        time.sleep(2)
-        self.loader.exec_module(module)
-class SlowLlamaCpp:
-    def find_spec(self, name, path=None, target=None):
-        if name != "llama_cpp" or threading.current_thread() is threading.main_thread():
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        spec.loader = SlowLoader(spec.loader)
-        return spec
-sys.meta_path.insert(0, SlowLlamaCpp())
-"""
-
-
 def test_zeph_ask_lets_the_model_load_import_llama_cpp_before_it_imports_the_agent(tmp_path):
     """Python on two threads takes turns: `zeph ask` waits while the load imports llama_cpp (and numpy), then
     imports the agent while llama.cpp loads the model in C."""
     bogus = tmp_path / "broken.gguf"
     bogus.write_bytes(b"GGUF" + b"\x00" * 64)  # fails after the import: the order is seen in a few seconds
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SLOW_LLAMA_CPP_IMPORT)
+    # The load's import of llama_cpp takes 2 s longer (running its module, which holds no lock other imports
+    # need): a `zeph ask` that did not wait for it would import the agent first.
     env = {**os.environ, "ZEPH_HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MODEL": str(bogus),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+           **held_import_env(tmp_path / "site", "llama_cpp", 2, off_main_thread=True)}
     result = subprocess.run([sys.executable, "-X", "importtime", "-m", "zeph_cli", "ask", "hi"], capture_output=True,
                             text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
     assert result.returncode == 2 and "cannot load the model" in result.stderr
@@ -259,40 +236,10 @@ def test_zeph_ask_lets_the_model_load_import_llama_cpp_before_it_imports_the_age
     assert order.index("llama_cpp") < order.index("zeph_cli.ask_command")
 
 
-# llama.cpp's loading of the model is held (90 s) once it starts; the marker file says it has started.
-HELD_MODEL_LOAD = """
-import importlib.machinery, os, sys, time
-class Held:
-    def __init__(self, loader):
-        self.loader = loader
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-    def exec_module(self, module):
-        self.loader.exec_module(module)
-        real_init = module.Llama.__init__
-        def held_init(self, *args, **kwargs):
-            open(os.environ["HELD_MARKER"], "w").close()
-            time.sleep(90)
-            real_init(self, *args, **kwargs)
-        module.Llama.__init__ = held_init
-class HoldLlama:
-    def find_spec(self, name, path=None, target=None):
-        if name != "llama_cpp.llama":
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        spec.loader = Held(spec.loader)
-        return spec
-sys.meta_path.insert(0, HoldLlama())
-"""
-
-
 def test_ctrl_c_while_the_model_loads_keeps_the_prompt(tmp_path):
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(HELD_MODEL_LOAD)
-    marker = tmp_path / "loading"
-    env = {**os.environ, "ZEPH_LLM_PROVIDER": "local", "HELD_MARKER": str(marker),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))}
+    marker = tmp_path / "loading"  # llama.cpp's loading of the model is held 90 s once it starts
+    env = {**os.environ, "ZEPH_LLM_PROVIDER": "local",
+           **held_import_env(tmp_path / "site", "llama_cpp.llama", 90, marker=marker, hold_class="Llama")}
     proc = subprocess.Popen([ZEPH, "ask", "a question typed with care"], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
