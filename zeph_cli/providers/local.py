@@ -10,6 +10,7 @@ across runs in the cache dir (`local_prefix`), so a run evaluates only what foll
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
 from collections.abc import AsyncIterator
@@ -117,28 +118,18 @@ class LocalProvider(Provider):
         at exit: Ctrl+C while a large model loads ends zeph at once, not when the load is done."""
         if self._llama is not None:
             return self._llama
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future = loop.create_future()
-
-        def settle(llama: Any, error: BaseException | None) -> None:
-            if not future.done():
-                future.set_exception(error) if error is not None else future.set_result(llama)
+        loaded: concurrent.futures.Future = concurrent.futures.Future()
 
         def wait() -> None:
-            llama, error = None, None
             try:
-                llama = self._load()
+                loaded.set_result(self._load())
             except Exception as exc:  # handed to the waiter, as to_thread would
-                error = exc
-            try:
-                loop.call_soon_threadsafe(settle, llama, error)
-            except RuntimeError:  # the loop closed meanwhile: nobody waits any more
-                pass
+                loaded.set_exception(exc)
 
         thread = threading.Thread(target=wait, name="zeph-local-wait", daemon=False)
         abandon_at_exit(thread)  # not a daemon: it may run the load itself, and teardown never runs under one
         thread.start()
-        return await future
+        return await asyncio.wrap_future(loaded)  # a loop closed meanwhile is simply not told
 
     async def profile(self) -> ModelProfile:
         llama = await self._loaded()
