@@ -70,7 +70,9 @@ def compatible(fake_server):
 @pytest.fixture
 def evaluated(monkeypatch):
     """The number of tokens each evaluation of the embedded model (llama.cpp) took, in order."""
-    import llama_cpp
+    from zeph_cli.providers.local_loader import import_llama_cpp
+
+    llama_cpp = import_llama_cpp()  # as zeph imports it (OpenMP's settings are read once per process)
 
     calls: list[int] = []
     real = llama_cpp.Llama.eval

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -10,7 +11,6 @@ import threading
 import time
 from dataclasses import replace
 
-import llama_cpp
 import pytest
 
 from tests.cli_helpers import ZEPH, assert_one_line_error, db_rows, err, run_zeph
@@ -22,7 +22,15 @@ from zeph_cli.providers import create_provider, resolve_settings
 from zeph_cli.providers.base import ChatRequest
 from zeph_cli.providers.local import LocalProvider
 from zeph_cli.providers import start_for_config
-from zeph_cli.providers.local_loader import ModelLoad, spec_for, start_early, take_early
+from zeph_cli.providers.local_loader import (
+    BOUNDED_SPIN,
+    ModelLoad,
+    import_llama_cpp,
+    spec_for,
+    start_early,
+    take_early,
+    thread_wait_environment,
+)
 from zeph_cli.providers.local_prefix import SUFFIX
 
 N_CTX = 2048
@@ -33,6 +41,7 @@ SYSTEM = "You are a terse assistant in a terminal. " + " ".join(f"Rule {i}: answ
 def loads(monkeypatch):
     """The threads each llama.cpp model load ran on, in order."""
     threads: list[str] = []
+    llama_cpp = import_llama_cpp()  # as zeph imports it (OpenMP's settings are read once per process)
     real = llama_cpp.Llama.__init__
 
     def counting(self, *args, **kwargs):
@@ -182,7 +191,7 @@ def test_waiting_for_the_import_does_not_wait_for_llama_cpp_to_load_the_model(tm
             gate.wait(60)
             raise ValueError("stopped by the test")
 
-    monkeypatch.setattr(llama_cpp, "Llama", HeldInC)
+    monkeypatch.setattr(import_llama_cpp(), "Llama", HeldInC)
     load = ModelLoad(spec_for(settings(), n_ctx=N_CTX, prefix_cache_dir=tmp_path)).start()
     try:
         load.wait_until_imported(timeout=30)
@@ -279,40 +288,62 @@ def test_a_load_interrupted_on_the_callers_thread_is_reported_not_returned_as_no
     def interrupted():
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(load, "_load", interrupted)
+    monkeypatch.setattr(load, "_load_model", interrupted)
     with pytest.raises(KeyboardInterrupt):
         load.result()
     with pytest.raises(errors.ProviderUnavailable, match="interrupted"):
         load.result()
 
 
-@pytest.mark.parametrize("load_average, user_choice, policy", [
-    (3.0, None, "PASSIVE"),  # every core busy: threads sleep while they wait for each other
-    (1.4, None, None),  # a core to spare: llama.cpp's own default (spinning)
-    (0.2, None, None),  # idle
-    (3.0, "ACTIVE", "ACTIVE"),  # the user's choice stands
+WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+
+@pytest.mark.parametrize("load_average, user_choice, chosen", [
+    (3.0, {}, {"OMP_WAIT_POLICY": "PASSIVE"}),  # every core busy: threads sleep while they wait for each other
+    (1.4, {}, {"GOMP_SPINCOUNT": BOUNDED_SPIN}),  # a core to spare: spin briefly, then sleep
+    (0.2, {}, {"GOMP_SPINCOUNT": BOUNDED_SPIN}),  # idle: the same, in case something starts meanwhile
+    (3.0, {"OMP_WAIT_POLICY": "ACTIVE"}, {}),  # the user's choice stands
+    (0.2, {"GOMP_SPINCOUNT": "30000"}, {}),
+    (3.0, {"GOMP_SPINCOUNT": "10"}, {}),
 ])
-def test_threads_sleep_while_waiting_only_on_a_busy_machine(tmp_path, monkeypatch, load_average, user_choice, policy):
+def test_how_threads_wait_follows_the_machine_s_load(monkeypatch, load_average, user_choice, chosen):
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     monkeypatch.setattr("os.getloadavg", lambda: (load_average, load_average, load_average))
-    if user_choice is None:
-        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    else:
-        monkeypatch.setenv("OMP_WAIT_POLICY", user_choice)
-    missing = replace(spec_for(settings(), prefix_cache_dir=tmp_path), model=str(tmp_path / "none.gguf"))
-    load = ModelLoad(missing)
-    seen = []
-    real = load._load_model
+    assert thread_wait_environment(user_choice) == chosen
+    assert 0 < int(BOUNDED_SPIN) < 300_000  # shorter than OpenMP's own default spin
 
-    def load_model():
-        seen.append(os.environ.get("OMP_WAIT_POLICY"))  # what llama.cpp's libraries read as they load
-        return real()
 
-    monkeypatch.setattr(load, "_load_model", load_model)
-    with pytest.raises(errors.ProviderUnavailable):
-        load.result()
-    assert seen == [policy]
-    assert os.environ.get("OMP_WAIT_POLICY") == user_choice  # taken back: commands zeph runs do not inherit it
+LIBRARIES_LOAD_WITH = """
+import json, os, sys
+WAIT = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+seen = []
+def audit(event, args):
+    if event == "ctypes.dlopen" and "llama" in str(args[0]):  # llama.cpp's libraries, OpenMP with them
+        seen.append({name: os.environ[name] for name in WAIT if name in os.environ})
+sys.addaudithook(audit)
+os.getloadavg = lambda: (float(sys.argv[1]),) * 3
+os.cpu_count = lambda: 2
+from zeph_cli.providers.local_loader import import_llama_cpp
+import_llama_cpp()
+print(json.dumps({"seen": seen, "after": {name: os.environ[name] for name in WAIT if name in os.environ}}))
+"""
+
+
+@pytest.mark.parametrize("load_average, user_choice, chosen", [
+    (0.2, {}, {"GOMP_SPINCOUNT": BOUNDED_SPIN}),
+    (3.0, {}, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    (3.0, {"OMP_WAIT_POLICY": "ACTIVE"}, {"OMP_WAIT_POLICY": "ACTIVE"}),
+])
+def test_llama_cpp_s_libraries_load_with_that_choice_and_it_is_taken_back(load_average, user_choice, chosen):
+    env = {name: value for name, value in os.environ.items() if name not in WAIT_VARIABLES}
+    result = subprocess.run(
+        [sys.executable, "-c", LIBRARIES_LOAD_WITH, str(load_average)],
+        env={**env, **user_choice}, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["seen"] and all(seen == chosen for seen in report["seen"])
+    assert report["after"] == user_choice  # the commands zeph runs do not inherit it
 
 
 PRINTS_WHILE_LOADING = """

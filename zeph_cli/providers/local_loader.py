@@ -19,7 +19,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from .. import errors
 from ..paths import cache_dir
@@ -71,11 +71,45 @@ def default_threads() -> int:
 
 def machine_is_busy() -> bool:
     """Other work keeps every core busy (the 1-minute load average is at least the number of cores; False
-    where there is none): below that, a spinning thread still finds a free core and spinning is faster."""
+    where there is none)."""
     try:
         return os.getloadavg()[0] >= (os.cpu_count() or 1)
     except (OSError, AttributeError):
         return False
+
+
+# How long (in spins) a llama.cpp thread that waits for another spins before it sleeps (OpenMP's
+# GOMP_SPINCOUNT). OpenMP's default spins 300 times longer: a little faster alone, but when something else
+# wants the cores (a second model, a build) a waiting thread keeps the core the awaited one needs, and each
+# of the hundreds of steps of a token waits for the scheduler. Measured on 2 cores, 64 tokens: alone 0.72 s
+# (default) against 0.82 s (this); beside a second model 3.7-183 s against 2.9 s; beside two busy processes
+# over 60 s against 1.8 s (`python benchmarks/local_threads.py`).
+BOUNDED_SPIN = "1000"
+
+
+def thread_wait_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The OpenMP settings llama.cpp's library should load with: sleep at once when every core is busy,
+    else spin briefly (`BOUNDED_SPIN`); nothing when the user set either variable."""
+    if "OMP_WAIT_POLICY" in environ or "GOMP_SPINCOUNT" in environ:
+        return {}
+    if machine_is_busy():
+        return {"OMP_WAIT_POLICY": "PASSIVE"}
+    return {"GOMP_SPINCOUNT": BOUNDED_SPIN}
+
+
+def import_llama_cpp() -> Any:
+    """llama_cpp, its libraries loaded with `thread_wait_environment` (OpenMP reads it as they load, once per
+    process) and quiet (`_quiet_without_redirecting`). The settings are taken back after, so the commands zeph
+    runs do not inherit them."""
+    chosen = thread_wait_environment(os.environ) if "llama_cpp" not in sys.modules else {}
+    os.environ.update(chosen)
+    try:
+        import llama_cpp
+    finally:
+        for name in chosen:
+            os.environ.pop(name, None)
+    _quiet_without_redirecting()
+    return llama_cpp
 
 
 def gpu_layers(device: str) -> int:
@@ -133,7 +167,7 @@ class ModelLoad:
 
     def _run(self) -> None:
         try:
-            self._llama = self._load()
+            self._llama = self._load_model()
         except errors.ProviderUnavailable as exc:
             self._error = exc
         except Exception as exc:  # never lost on a thread: the waiter gets it
@@ -144,26 +178,11 @@ class ModelLoad:
             self._done.set()
             self._imported.set()  # after `done`: a waiter woken by a load that ended sees it ended
 
-    def _load(self) -> Any:
-        passive = machine_is_busy() and "OMP_WAIT_POLICY" not in os.environ
-        if passive:
-            # llama.cpp's threads meet at every step of an evaluation. Spinning while they wait is fastest on an
-            # idle machine, but on a busy one it takes the core a waited-for thread needs: each step then waits
-            # for the scheduler (10x slower on 2 busy cores). OpenMP reads it when llama.cpp's libraries load;
-            # it is taken back after, so commands zeph runs do not inherit it.
-            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-        try:
-            return self._load_model()
-        finally:
-            if passive:
-                os.environ.pop("OMP_WAIT_POLICY", None)
-
     def _load_model(self) -> Any:
         try:
-            from llama_cpp import Llama
+            Llama = import_llama_cpp().Llama
         except ImportError as exc:  # pragma: no cover - resolve_settings checks first
             raise errors.ProviderUnavailable(f"llama-cpp-python cannot be imported: {exc}") from None
-        _quiet_without_redirecting()
         self._imported.set()
         spec = self.spec
         try:
