@@ -4,8 +4,9 @@ Cold: an empty cache dir, so the run evaluates the whole system prompt (and save
 runs after it, which restore the saved prefix and evaluate only the question. Each round is one cold
 run followed by WARM warm runs; the figures are medians over the rounds. A second section times the
 parts of a run that do not depend on the prompt (importing llama_cpp, loading the model, restoring the
-saved state, evaluating the turn after it with 1 thread and with every core, threads spinning or sleeping
-while they wait for each other). Prints figures, asserts nothing. Run from the repository root with the project installed:
+saved state, evaluating the turn after it with 1 thread and with every core: as zeph loads the model,
+threads spinning or sleeping while they wait for each other). Prints figures, asserts nothing. Run from
+the repository root with the project installed:
 `python benchmarks/local_first_token.py` (ROUNDS=3 WARM=3 by default).
 """
 
@@ -60,7 +61,8 @@ PHASES = r"""
 import asyncio, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
-import llama_cpp
+from zeph_cli.providers.local_loader import import_llama_cpp
+llama_cpp = import_llama_cpp()  # with zeph's choice of how threads wait, unless the run sets its own
 t1 = time.perf_counter()
 from zeph_cli.config import load_config
 from zeph_cli.messages import Message
@@ -163,6 +165,7 @@ def main() -> None:
         load = os.getloadavg()[0]
         print(f"parts of a warm run (medians; 1-minute load average {load:.2f} on {cores} cores):")
         runs = {
+            f"{cores} threads, as zeph loads": parts(cores),
             f"{cores} threads, spinning": parts(cores, OMP_WAIT_POLICY="ACTIVE"),
             f"{cores} threads, sleeping": parts(cores, OMP_WAIT_POLICY="PASSIVE"),
             "1 thread": parts(1),

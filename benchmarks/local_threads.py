@@ -95,7 +95,7 @@ def main() -> None:
                     hog.kill()
                     hog.wait()
         cells = [f"{shown(s, 0):>9} {shown(s, 1):>10}" for s in (alone, paired, busy)]
-        print(f"{label:<34} {'  '.join(cells)}", flush=True)
+        print(f"{label:<34} {' '.join(cells)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -99,8 +99,8 @@ def thread_wait_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 def import_llama_cpp() -> Any:
     """llama_cpp, its libraries loaded with `thread_wait_environment` (OpenMP reads it as they load, once per
-    process) and quiet (`_quiet_without_redirecting`). The settings are taken back after, so the commands zeph
-    runs do not inherit them."""
+    process) and quiet (`_quiet_without_redirecting`). The settings are taken back once the libraries are loaded
+    (a tenth of a second), so the commands zeph runs later do not inherit them."""
     chosen = thread_wait_environment(os.environ) if "llama_cpp" not in sys.modules else {}
     os.environ.update(chosen)
     try:
