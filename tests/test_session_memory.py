@@ -402,6 +402,37 @@ async def test_the_agent_sends_both_blocks_after_the_time_within_their_share_and
     assert present == sorted(present, key=order.index)
 
 
+WORKER_PRIORITY = """
+import os, sys
+import zeph_cli.session_memory_worker as worker
+
+async def work(*args):  # what the job's threads (llama.cpp's among them) would run at
+    import threading
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(os.nice(0)))
+    thread.start()
+    thread.join()
+    print(seen[0])
+
+worker._work = work
+sys.exit(worker.main(["1", "{}", ""]))
+"""
+
+
+def test_the_summary_worker_runs_at_a_lower_priority():
+    """Summarizing with the embedded model is a second model on the same cores: the user's next `zeph ask`
+    gets them first."""
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", WORKER_PRIORITY], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    from zeph_cli.session_memory_worker import WORKER_NICENESS
+
+    assert int(result.stdout) == min(os.nice(0) + WORKER_NICENESS, 19)
+
+
 def test_one_summary_worker_at_a_time(tmp_path):
     from zeph_cli.session_memory_worker import _only_worker, flag_overrides
 
