@@ -354,67 +354,6 @@ def test_the_background_job_runs_after_the_reply_and_a_slow_one_is_cut_at_the_wa
     assert DigestStore(store.db).get(sid).text == ""
 
 
-class Held(FakeSummarizer):
-    """A summarizer still working when the test says so (`started` once it has the prompt)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.started = asyncio.Event()
-
-    async def __call__(self, prompt, **kwargs):
-        self.prompts.append(prompt)
-        self.started.set()
-        await asyncio.sleep(30)
-        return "never"
-
-
-def test_a_job_running_when_a_turn_starts_is_stopped_for_it_and_not_counted(store):
-    """The embedded model serves one request at a time: the user's turn comes first, and the summary is made
-    after a later reply instead of waiting its interval."""
-    sid = session(store, "S", 6)
-    digests = DigestStore(store.db)
-    clock = Clock()
-
-    async def stopped_for_a_turn(memory, summarizer) -> bool:
-        memory.after_reply(store.get_conversation(sid))
-        assert memory.running
-        await asyncio.wait_for(summarizer.started.wait(), 5)
-        return await memory.yield_to_turn()
-
-    async def scenario():
-        held = Held()
-        memory = service(store, held, clock)
-        assert await memory.yield_to_turn() is False  # nothing running: nothing to stop
-        assert await stopped_for_a_turn(memory, held) is True
-        assert not memory.running
-        assert digests.get(sid) is None and memory.digest_due(sid) == 6  # no attempt on record: due again
-        # A failed attempt earlier: the clock goes back to it, not to nothing.
-        failed = service(store, FakeSummarizer(RuntimeError("refused")), clock)
-        assert await failed.digest(store.get_conversation(sid)) is False
-        earlier = digests.get(sid).attempted_at
-        clock.advance(hours=3)
-        add_turn(store, sid)
-        held = Held()
-        assert await stopped_for_a_turn(service(store, held, clock), held) is True
-        assert digests.get(sid).attempted_at == earlier and digests.get(sid).text == ""
-        # The profile's update is given up the same way.
-        digests.save(sid, "/work/app", "S is about the parser.", 7)
-        held = Held()
-        memory = service(store, held, clock)
-        assert memory.digest_due(sid) is None and memory.profile_due()
-        assert await stopped_for_a_turn(memory, held) is True
-        assert digests.profile() is None and memory.profile_due()
-        # Quitting mid-job is not a turn: that attempt waits its interval (as before).
-        held = Held()
-        memory = service(store, held, clock)
-        memory.after_reply(store.get_conversation(sid))
-        await asyncio.wait_for(held.started.wait(), 5)
-        await memory.aclose()
-        assert digests.profile() is not None and not memory.profile_due()
-
-    run(scenario())
-
-
 # ---- in the agent: where the blocks go, isolation, small budgets ---------------------------------
 
 
@@ -461,42 +400,6 @@ async def test_the_agent_sends_both_blocks_after_the_time_within_their_share_and
     order = [block.name for block in report.blocks]
     present = [name for name in ("time", RECENT_LAYER, PROFILE_LAYER) if name in order]
     assert present == sorted(present, key=order.index)
-
-
-@pytest.mark.parametrize("in_process", [True, False])
-async def test_a_turn_stops_the_background_job_only_when_it_uses_the_embedded_model(fake_server, tmp_path, monkeypatch, in_process):
-    """With the embedded model the turn would wait for the job's whole summary; a hosted model serves both."""
-    agent = _agent(fake_server, tmp_path)
-    await agent.start()
-    monkeypatch.setattr(agent.side_jobs, "runs_in_process", lambda purpose: in_process and purpose == "summary")
-    conversation = agent.new_conversation("now")
-    job = asyncio.get_running_loop().create_task(asyncio.sleep(30))
-    agent.session_memory._task = job  # a summary still being made when the user sends the next message
-    try:
-        events = 0
-        async for _ in agent.run_turn(conversation, "hello"):
-            events += 1
-            assert job.done() is in_process  # stopped before anything of the turn reached the model
-        assert events and fake_server.requests  # the turn itself went on
-    finally:
-        job.cancel()
-
-
-def test_only_the_embedded_model_counts_as_running_in_process():
-    from zeph_cli.providers.pool import ProviderPool
-    from zeph_cli.providers.settings import ProviderSettings
-    from zeph_cli.side_jobs import SideJobs
-
-    class Main:
-        def __init__(self, kind):
-            self.kind, self.settings = kind, ProviderSettings(kind=kind, name=kind, model="m")
-
-    local = ProviderSettings(kind="local", name="local", model="small.gguf")
-    for main_kind, summary, expected in [("local", None, True), ("compatible", None, False),
-                                         ("compatible", local, True), ("local", ProviderSettings("ollama", "o", "m"), False)]:
-        main = Main(main_kind)
-        jobs = SideJobs(ProviderPool(main, {"summary": summary} if summary else {}), main, lambda: None, 1024, None)
-        assert jobs.runs_in_process("summary") is expected, (main_kind, summary)
 
 
 WORKER_PRIORITY = """

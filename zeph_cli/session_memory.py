@@ -5,8 +5,7 @@ Invariant: nothing here delays a reply — summarizing starts only after the rep
 stored, as a task of its own, one at a time (in `zeph ask`, `detached`: in a worker process,
 session_memory_worker, so it delays neither the reply nor the exit); its failure (provider error, a reply the
 checks reject) moves only the attempt's clock and is written to the log file, never
-shown. A job still running when a turn needs the model it uses on this machine is stopped for that
-turn (`yield_to_turn`), uncounted, and made after a later reply. A session is summarized once it has `min_user_turns` user turns, at most once
+shown. A session is summarized once it has `min_user_turns` user turns, at most once
 per `min_interval_minutes`, and only when turns came since; the profile at most once per
 `update_interval_hours`, only when digests came since, starting from the current text
 (a user's edit included). Disabled ([memory.cross_session] or
@@ -71,7 +70,6 @@ class SessionMemory:
         self._task: asyncio.Task | None = None
         self.detached = False  # `zeph ask`: leave the job to a worker process (session_memory_worker)
         self.pending: int | None = None  # the session that worker should summarize
-        self._yielding = False  # the running job is being stopped for a turn (`yield_to_turn`)
 
     # ---- switches ---------------------------------------------------------------------------
 
@@ -154,18 +152,12 @@ class SessionMemory:
         excerpt = transcript_excerpt(said)
         project = self._project_of(conversation)
         stamp = self._now().isoformat(timespec="microseconds")
-        before = self.digests.get(conversation.id)
-        # The attempt counts from here: one cut short (a failure, `zeph ask` exiting) waits the interval too;
-        # one given up for a turn (`yield_to_turn`) does not.
+        # The attempt counts from here: one cut short (a failure, `zeph ask` exiting) waits the interval too.
         self.digests.attempted(conversation.id, project, stamp)
         try:
             reply = await self.deps.summarize(
                 digest_prompt(conversation.title, excerpt), max_tokens=SUMMARY_REPLY_TOKENS, purpose="summary"
             )
-        except asyncio.CancelledError:
-            if self._yielding:
-                self.digests.undo_attempt(conversation.id, before.attempted_at if before is not None else None)
-            raise
         except Exception as exc:  # a background job: logged, retried after the interval
             log.warning("summarizing session %s for other sessions failed: %s", conversation.id, exc)
             return False
@@ -215,10 +207,6 @@ class SessionMemory:
             reply = await self.deps.summarize(
                 profile_prompt(current, sources), max_tokens=SUMMARY_REPLY_TOKENS, purpose="summary"
             )
-        except asyncio.CancelledError:
-            if self._yielding:  # given up for a turn: not an attempt
-                self.digests.undo_profile_attempt(profile.attempted_at if profile is not None else None)
-            raise
         except Exception as exc:  # a background job: logged, retried after the interval
             log.warning("updating the user profile failed: %s", exc)
             return False
@@ -260,19 +248,6 @@ class SessionMemory:
     @property
     def running(self) -> bool:
         return self._task is not None and not self._task.done()
-
-    async def yield_to_turn(self) -> bool:
-        """Stop a running job so that a turn gets the model at once (a model on this machine serves one
-        request at a time); what it was making is made after a later reply, its attempt not counted.
-        True when a job was stopped."""
-        if not self.running:
-            return False
-        self._yielding = True
-        try:
-            await self.aclose()
-        finally:
-            self._yielding = False
-        return True
 
     async def aclose(self) -> None:
         """Cancel a running job (it changes nothing it has not finished)."""

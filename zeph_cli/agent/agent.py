@@ -425,8 +425,6 @@ class Agent:
         if system and system != conversation.metadata.get("system"):
             self.store.update_conversation(conversation.id, metadata={**conversation.metadata, "system": system})
         conversation = self.store.get_conversation(conversation.id)
-        if self.side_jobs.runs_in_process("summary"):
-            await self.session_memory.yield_to_turn()  # the embedded model answers the user first
         self.pinned_id = saved.id
         self._turn_time = render_time(self.clock())
         history = self.agent_history(conversation)  # read once for the worldbook's triggers and recall

@@ -84,20 +84,6 @@ class DigestStore:
                 [conversation_id, project, at, at],
             )
 
-    def undo_attempt(self, conversation_id: int, previous_at: str | None) -> None:
-        """Put the attempt clock back to `previous_at` (an attempt given up for a turn counts for nothing);
-        a row that only held that attempt goes."""
-        with write_transaction(self.db):
-            if previous_at is None:
-                self.db.execute(
-                    "delete from session_digests where conversation_id = ? and text = ''", [conversation_id]
-                )
-            else:
-                self.db.execute(
-                    "update session_digests set attempted_at = ? where conversation_id = ?",
-                    [previous_at, conversation_id],
-                )
-
     def recent(self, *, project: str, exclude: int | None, limit: int) -> list[SessionDigest]:
         """Up to `limit` digests with text of other conversations: `project`'s newest first, then the rest."""
         if limit <= 0:
@@ -158,14 +144,6 @@ class DigestStore:
                 "on conflict (id) do update set attempted_at = excluded.attempted_at",
                 [at, at],
             )
-
-    def undo_profile_attempt(self, previous_at: str | None) -> None:
-        """Put the profile's attempt clock back to `previous_at`; a row that only held that attempt goes."""
-        with write_transaction(self.db):
-            if previous_at is None:
-                self.db.execute("delete from user_profile where id = 1 and text = ''")
-            else:
-                self.db.execute("update user_profile set attempted_at = ? where id = 1", [previous_at])
 
     def clear_profile(self) -> bool:
         """Empty the profile (kept as the user's: the next automatic update starts from nothing); True
