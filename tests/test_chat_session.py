@@ -460,3 +460,62 @@ async def test_aclose_closes_the_store_once(env, workspace):
     with pytest.raises(Exception):
         session.store.list_conversations()
     assert database_path(env).is_file()
+
+
+# ---- session summaries with the embedded model --------------------------------------------------
+
+
+async def test_with_the_embedded_model_summaries_are_made_by_a_worker_and_the_model_keeps_the_conversation(
+    workspace, tmp_path
+):
+    """The embedded model holds one sequence: a summary made in the chat app's process would replace the
+    conversation there, and the next turn would read the whole history again."""
+    import asyncio
+    import time
+
+    from zeph_cli.session_memory_worker import _only_worker
+    from zeph_cli.store.digests import DigestStore
+
+    env = {**os.environ, "ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MAX_TOKENS": "8",
+           "ZEPH_MEMORY_CROSS_SESSION_ENABLED": "true", "ZEPH_MEMORY_CROSS_SESSION_MIN_USER_TURNS": "1"}
+    session = await open_session(env, workspace)
+    await turn(session, "Name a colour.")
+    llama = session.agent.provider._llama
+    held = llama.input_ids[: llama.n_tokens].tolist()
+    digests = DigestStore(session.store.db)
+    deadline = time.monotonic() + 90
+    while digests.get(session.conversation.id) is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert digests.get(session.conversation.id) is not None, "no worker attempted the summary"
+    lock = None
+    while lock is None and time.monotonic() < deadline:  # the worker has finished
+        lock = _only_worker(database_path(env).parent)
+        await asyncio.sleep(0.2)
+    assert lock is not None
+    lock.close()
+    while session.agent.session_memory.running and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert llama.input_ids[: llama.n_tokens].tolist() == held  # the conversation is still in the model
+
+
+async def test_with_a_hosted_model_summaries_are_made_in_the_chat_app(model, env, workspace):
+    session = await open_session(env, workspace)
+    assert not session.agent.session_memory.detached
+
+
+def test_only_the_embedded_model_counts_as_running_in_process():
+    from zeph_cli.providers.pool import ProviderPool
+    from zeph_cli.providers.settings import ProviderSettings
+    from zeph_cli.side_jobs import SideJobs
+
+    class Main:
+        def __init__(self, kind):
+            self.kind, self.settings = kind, ProviderSettings(kind=kind, name=kind, model="m")
+
+    local = ProviderSettings(kind="local", name="local", model="small.gguf")
+    ollama = ProviderSettings(kind="ollama", name="o", model="m")
+    for main_kind, summary, expected in [("local", None, True), ("compatible", None, False),
+                                         ("compatible", local, True), ("local", ollama, False)]:
+        main = Main(main_kind)
+        jobs = SideJobs(ProviderPool(main, {"summary": summary} if summary else {}), main, lambda: None, 1024, None)
+        assert jobs.runs_in_process("summary") is expected, (main_kind, summary)

@@ -1,5 +1,5 @@
 """The worker `zeph ask` leaves a session's summary (and the profile update) to, so that neither
-delays the command's exit nor is cut short by it.
+delays the command's exit nor is cut short by it; the chat app too when the embedded model summarizes.
 
 Invariant: started only after the reply is stored and printed, detached from the terminal (its
 own session, no standard streams) and at a lower scheduling priority (`WORKER_NICENESS`); it
@@ -17,7 +17,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
     from .config import LoadedConfig
@@ -41,13 +41,15 @@ def flag_overrides(loaded: "LoadedConfig") -> dict[str, list[Any]]:
     }
 
 
-def spawn(conversation_id: int, loaded: "LoadedConfig", config_path: str | None, cwd: Path) -> None:
-    """Start the worker for `conversation_id` and return at once."""
+def spawn(
+    conversation_id: int, loaded: "LoadedConfig", config_path: str | None, cwd: Path, env: Mapping[str, str] | None = None
+) -> None:
+    """Start the worker for `conversation_id` and return at once (with `env`, else this process's environment)."""
     args = [sys.executable, "-m", "zeph_cli.session_memory_worker", str(conversation_id),
             json.dumps(flag_overrides(loaded)), config_path or ""]
     subprocess.Popen(
         args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, close_fds=True,
+        start_new_session=True, close_fds=True, env=dict(env) if env is not None else None,
     )
 
 

@@ -49,6 +49,11 @@ class SideJobs:
         self.configured_max_tokens = configured_max_tokens
         self.dump = dump
 
+    def runs_in_process(self, purpose: str) -> bool:
+        """`purpose` uses the embedded model: in this process, on the model the conversation is held in."""
+        settings = self.pool.settings_for(purpose)
+        return (settings.kind if settings is not None else self.main.kind) == "local"
+
     async def _profile(self, provider: Provider) -> ModelProfile:
         profile = self.main_profile() if provider is self.main else await self.pool.profile(provider)
         assert profile is not None, "start the agent first"
