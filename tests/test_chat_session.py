@@ -466,35 +466,35 @@ async def test_aclose_closes_the_store_once(env, workspace):
 
 
 async def test_with_the_embedded_model_summaries_are_made_by_a_worker_and_the_model_keeps_the_conversation(
-    workspace, tmp_path
+    workspace, monkeypatch
 ):
     """The embedded model holds one sequence: a summary made in the chat app's process would replace the
     conversation there, and the next turn would read the whole history again."""
     import asyncio
-    import time
 
-    from zeph_cli.session_memory_worker import _only_worker
+    import zeph_cli.session_memory_worker as worker
     from zeph_cli.store.digests import DigestStore
 
+    started = []
+    real_spawn = worker.spawn
+    monkeypatch.setattr(worker, "spawn", lambda *args, **kwargs: started.append(real_spawn(*args, **kwargs)))
     env = {**os.environ, "ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MAX_TOKENS": "8",
            "ZEPH_MEMORY_CROSS_SESSION_ENABLED": "true", "ZEPH_MEMORY_CROSS_SESSION_MIN_USER_TURNS": "1"}
     session = await open_session(env, workspace)
     await turn(session, "Name a colour.")
     llama = session.agent.provider._llama
     held = llama.input_ids[: llama.n_tokens].tolist()
-    digests = DigestStore(session.store.db)
-    deadline = time.monotonic() + 90
-    while digests.get(session.conversation.id) is None and time.monotonic() < deadline:
-        await asyncio.sleep(0.2)
-    assert digests.get(session.conversation.id) is not None, "no worker attempted the summary"
-    lock = None
-    while lock is None and time.monotonic() < deadline:  # the worker has finished
-        lock = _only_worker(database_path(env).parent)
-        await asyncio.sleep(0.2)
-    assert lock is not None
-    lock.close()
-    while session.agent.session_memory.running and time.monotonic() < deadline:
-        await asyncio.sleep(0.2)
+    assert len(started) == 1 and started[0] is not None
+    try:
+        code = await asyncio.to_thread(started[0].wait, 120)
+    finally:
+        if started[0].poll() is None:
+            started[0].kill()
+    log = database_path(env).parent / "zeph.log"
+    assert code == 0, log.read_text() if log.exists() else "no log"
+    assert DigestStore(session.store.db).get(session.conversation.id) is not None  # the worker made its attempt
+    while session.agent.session_memory.running:  # (a job in this process would have changed the model)
+        await asyncio.sleep(0.1)
     assert llama.input_ids[: llama.n_tokens].tolist() == held  # the conversation is still in the model
 
 
@@ -503,19 +503,25 @@ async def test_with_a_hosted_model_summaries_are_made_in_the_chat_app(model, env
     assert not session.agent.session_memory.detached
 
 
-def test_only_the_embedded_model_counts_as_running_in_process():
+@pytest.mark.parametrize("main_kind, summary, on_cpu", [
+    ("local", None, True),
+    ("compatible", None, False),
+    ("compatible", {"kind": "local", "model": "small.gguf"}, True),
+    ("local", {"kind": "ollama", "model": "m"}, False),
+    ("local", {"kind": "local", "model": "small.gguf", "extra": {"device": "cuda"}}, False),  # a GPU: in the app
+    ("local", {"kind": "local", "model": "small.gguf", "extra": {"device": "cpu"}}, True),
+])
+def test_summaries_go_to_a_worker_only_for_the_embedded_model_on_the_cpu(main_kind, summary, on_cpu):
+    from types import SimpleNamespace
+
+    from zeph_cli.agent.chat_session import _summaries_by_worker
     from zeph_cli.providers.pool import ProviderPool
     from zeph_cli.providers.settings import ProviderSettings
     from zeph_cli.side_jobs import SideJobs
 
-    class Main:
-        def __init__(self, kind):
-            self.kind, self.settings = kind, ProviderSettings(kind=kind, name=kind, model="m")
-
-    local = ProviderSettings(kind="local", name="local", model="small.gguf")
-    ollama = ProviderSettings(kind="ollama", name="o", model="m")
-    for main_kind, summary, expected in [("local", None, True), ("compatible", None, False),
-                                         ("compatible", local, True), ("local", ollama, False)]:
-        main = Main(main_kind)
-        jobs = SideJobs(ProviderPool(main, {"summary": summary} if summary else {}), main, lambda: None, 1024, None)
-        assert jobs.runs_in_process("summary") is expected, (main_kind, summary)
+    main = SimpleNamespace(kind=main_kind, settings=ProviderSettings(kind=main_kind, name=main_kind, model="m"))
+    pool = ProviderPool(main, {"summary": ProviderSettings(name="s", **summary)} if summary else {})
+    agent = SimpleNamespace(side_jobs=SideJobs(pool, main, lambda: None, 1024, None),
+                            session_memory=SimpleNamespace(detached=None))
+    _summaries_by_worker(agent)
+    assert agent.session_memory.detached is on_cpu

@@ -433,6 +433,23 @@ def test_the_summary_worker_runs_at_a_lower_priority():
     assert int(result.stdout) == min(os.nice(0) + WORKER_NICENESS, 19)
 
 
+def test_the_summary_worker_imports_nothing_from_the_workspace(tmp_path):
+    """It runs in the user's project: a `json.py` there must not stand in for the standard library's."""
+    import subprocess
+
+    from zeph_cli.session_memory_worker import worker_command
+
+    project = tmp_path / "project"
+    project.mkdir()
+    marker = tmp_path / "imported"
+    for name in ("json", "asyncio", "zeph_cli"):
+        (project / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r})\n")
+    command = worker_command(999, load_config(env={}), None)
+    result = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=120)
+    assert not marker.exists(), marker.read_text()
+    assert result.returncode in (0, 1), result.stderr  # no such session: the job ends, as it would
+
+
 def test_one_summary_worker_at_a_time(tmp_path):
     from zeph_cli.session_memory_worker import _only_worker, flag_overrides
 

@@ -2,8 +2,9 @@
 a reply, sent to later turns as the "recent conversations" and "user profile" blocks.
 
 Invariant: nothing here delays a reply — summarizing starts only after the reply is
-stored, as a task of its own, one at a time (in `zeph ask`, `detached`: in a worker process,
-session_memory_worker, so it delays neither the reply nor the exit); its failure (provider error, a reply the
+stored, as a task of its own, one at a time (`detached`, in `zeph ask` and in the chat app with the
+embedded model on the CPU: in a worker process, session_memory_worker, which delays neither the reply
+nor the exit and leaves the conversation the model holds alone); its failure (provider error, a reply the
 checks reject) moves only the attempt's clock and is written to the log file, never
 shown. A session is summarized once it has `min_user_turns` user turns, at most once
 per `min_interval_minutes`, and only when turns came since; the profile at most once per
@@ -68,7 +69,7 @@ class SessionMemory:
         self.deps = deps
         self.digests = DigestStore(deps.store.db)
         self._task: asyncio.Task | None = None
-        self.detached = False  # `zeph ask`: leave the job to a worker process (session_memory_worker)
+        self.detached = False  # leave the job to a worker process (session_memory_worker)
         self.pending: int | None = None  # the session that worker should summarize
 
     # ---- switches ---------------------------------------------------------------------------
@@ -224,7 +225,7 @@ class SessionMemory:
         """Start summarizing (and then the profile) in the background when either is due; the reply
         is stored and shown first. One job at a time: a turn while one runs starts none. An `isolated`
         session (worldbook isolation) is not summarized: it stays out of the other sessions. With
-        `detached` set (`zeph ask`), nothing starts here: `pending` names the session for a worker
+        `detached` set, nothing starts here: `pending` names the session for a worker
         process that outlives the command."""
         if isolated or (self._task is not None and not self._task.done()):
             return

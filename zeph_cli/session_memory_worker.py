@@ -1,12 +1,13 @@
 """The worker `zeph ask` leaves a session's summary (and the profile update) to, so that neither
-delays the command's exit nor is cut short by it; the chat app too when the embedded model summarizes.
+delays the command's exit nor is cut short by it; the chat app too when the embedded model on the
+CPU summarizes (in the app, the summary would replace the conversation the model holds).
 
 Invariant: started only after the reply is stored and printed, detached from the terminal (its
-own session, no standard streams) and at a lower scheduling priority (`WORKER_NICENESS`); it
-uses the same config file and command-line settings as the `zeph ask` that started it, writes only
-the session-summary and profile tables, logs to the log file instead of printing, and exits when
-the job is done or fails. One worker runs at a time (a lock file in the data directory); a second
-one exits at once.
+own session, no standard streams), at a lower scheduling priority (`WORKER_NICENESS`) and with no
+module of the workspace importable; it uses the same config file and command-line settings as
+the command or chat session that started it, writes only the session-summary and profile tables,
+logs to the log file instead of printing, and exits when the job is done or fails. One worker runs
+at a time (a lock file in the data directory); a second one exits at once.
 """
 
 from __future__ import annotations
@@ -41,16 +42,30 @@ def flag_overrides(loaded: "LoadedConfig") -> dict[str, list[Any]]:
     }
 
 
+def worker_command(conversation_id: int, loaded: "LoadedConfig", config_path: str | None) -> list[str]:
+    """The worker's command line. `-P`: the worker runs in the user's workspace, and a module of the project
+    there (a `json.py`, a `logging.py`) must not stand in for the standard library's."""
+    return [sys.executable, "-P", "-m", "zeph_cli.session_memory_worker", str(conversation_id),
+            json.dumps(flag_overrides(loaded)), config_path or ""]
+
+
 def spawn(
     conversation_id: int, loaded: "LoadedConfig", config_path: str | None, cwd: Path, env: Mapping[str, str] | None = None
-) -> None:
-    """Start the worker for `conversation_id` and return at once (with `env`, else this process's environment)."""
-    args = [sys.executable, "-m", "zeph_cli.session_memory_worker", str(conversation_id),
-            json.dumps(flag_overrides(loaded)), config_path or ""]
-    subprocess.Popen(
-        args, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True, close_fds=True, env=dict(env) if env is not None else None,
-    )
+) -> "subprocess.Popen | None":
+    """Start the worker for `conversation_id` and return at once (with `env`, else this process's environment).
+    A worker the system cannot start (no such directory, no process to spare) is logged: the summary is
+    attempted after a later reply."""
+    try:
+        return subprocess.Popen(
+            worker_command(conversation_id, loaded, config_path), cwd=cwd, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+            env=dict(env) if env is not None else None,
+        )
+    except OSError as exc:
+        from .log import get_logger
+
+        get_logger("session_memory").warning("the session summary worker could not be started: %s", exc)
+        return None
 
 
 def _only_worker(directory: Path):

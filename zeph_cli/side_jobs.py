@@ -16,6 +16,7 @@ from .messages import Message, ReplyBuilder, normalize_stop_reason
 from .models import ModelProfile, reply_token_cap
 from .providers.base import ChatRequest, Provider
 from .providers.pool import ProviderPool
+from .providers.settings import ProviderSettings
 
 if TYPE_CHECKING:  # annotations only: the dump is imported when `[debug] dump_dir` is set
     from .agent.debug_dump import DebugDump
@@ -49,10 +50,10 @@ class SideJobs:
         self.configured_max_tokens = configured_max_tokens
         self.dump = dump
 
-    def runs_in_process(self, purpose: str) -> bool:
-        """`purpose` uses the embedded model: in this process, on the model the conversation is held in."""
-        settings = self.pool.settings_for(purpose)
-        return (settings.kind if settings is not None else self.main.kind) == "local"
+    def embedded_settings(self, purpose: str) -> ProviderSettings | None:
+        """The settings of the embedded model `purpose` uses (None when it uses another kind)."""
+        settings = self.pool.settings_for(purpose) or self.main.settings
+        return settings if settings.kind == "local" else None
 
     async def _profile(self, provider: Provider) -> ModelProfile:
         profile = self.main_profile() if provider is self.main else await self.pool.profile(provider)

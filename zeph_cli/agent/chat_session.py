@@ -249,10 +249,14 @@ def _with_overrides(loaded: LoadedConfig, overrides: Mapping[str, tuple[str, str
 
 
 def _summaries_by_worker(agent: Agent) -> None:
-    """With the embedded model summarizing, session summaries are made by a worker process, as after `zeph
-    ask`: here the summary's prompt would replace the conversation the model holds (one sequence), and the
-    next turn would read the whole history again (16-20 s instead of 1 s after 12 turns with SmolLM2)."""
-    agent.session_memory.detached = agent.side_jobs.runs_in_process("summary")
+    """With the embedded model on the CPU summarizing, session summaries are made by a worker process, as
+    after `zeph ask`. In the app, the summary's prompt replaced the conversation the model holds (one
+    sequence) and the next message read the whole history again (after 12 turns with SmolLM2: 9-10 s
+    instead of 2 s). On a GPU that re-reading is quick, and a second copy of the model might not fit."""
+    from ..providers.local_loader import gpu_layers
+
+    settings = agent.side_jobs.embedded_settings("summary")
+    agent.session_memory.detached = settings is not None and gpu_layers(settings.extra.get("device", "")) == 0
 
 
 class ChatSession:
@@ -364,10 +368,15 @@ class ChatSession:
             if self._pending_profile is not None:
                 self.conversation = self.agent.set_prompt_profile(self.conversation, self._pending_profile)
                 self._pending_profile = None
-        async for event in self.agent.run_turn(self.conversation, prompt, system=system):
-            if isinstance(event, TurnStarted):
-                self.conversation = event.conversation
-            yield event
+        try:
+            async for event in self.agent.run_turn(self.conversation, prompt, system=system):
+                if isinstance(event, TurnStarted):
+                    self.conversation = event.conversation
+                yield event
+        finally:  # also when the reader stops after the reply (a summary due is left to a worker)
+            self._start_summary_worker()
+
+    def _start_summary_worker(self) -> None:
         pending, self.agent.session_memory.pending = self.agent.session_memory.pending, None
         if pending is not None:
             from ..session_memory_worker import spawn
