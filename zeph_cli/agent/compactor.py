@@ -40,7 +40,7 @@ from ..context.compaction import (
 from ..config import Config
 from ..context.compaction import provisional
 from ..context.compaction.guidelines import with_guidelines
-from ..context.compaction.ranges import CHUNK_TOKENS
+from ..context.compaction.ranges import SUMMARY_PROMPT_TOKENS, chunk_size, newest_round
 from ..context.compaction.result import CompactionResult
 from ..context.probe import VALIDATING_MESSAGE, blocks_compaction, run_probe
 from ..context.assembler import HistoryItem, pinned_index
@@ -57,8 +57,6 @@ log = get_logger("compaction")
 __all__ = ["CompactionDeps", "CompactionResult", "Compactor"]
 
 HARD_SUMMARY_TOKENS = 4096  # reply cap of one hard-compaction summary call
-SUMMARY_PROMPT_TOKENS = 600  # the instructions around a chunk (about 340 tokens) and the guidelines, with room
-MIN_CHUNK_TOKENS = 256
 HISTORY_BLOCKS = ("history", "compaction summary")
 ORIGINALS_GONE = "the provisional summary's originals are gone"
 EXPANSION_CHUNKS = 6  # a provisional summary's originals are read again up to this many summary chunks
@@ -268,18 +266,6 @@ class Compactor:
         start = self._keep_from(history)
         return start is not None and start < len(history) - 1
 
-    @staticmethod
-    def _newest_round(history: list[HistoryItem], turn_start: int) -> int:
-        """Index of the running turn's newest tool round (its user message when it has none yet).
-
-        The spec's mid-iteration soft tier may prune older outputs of the running
-        turn; the newest round, like the user's message, is always sent as it is.
-        """
-        for index in range(len(history) - 1, turn_start, -1):
-            if history[index].message.tool_calls:
-                return index
-        return turn_start
-
     def _middle(self, conversation: Conversation, kind: str) -> list[HistoryItem]:
         """The messages an LLM compaction of `kind` would summarize now: all but the preserved tail and the
         running turn; for the hard tier, a tail too large to leave usage under the soft threshold after the
@@ -392,8 +378,8 @@ class Compactor:
             pinned_from = len(history) if start is None else start
         protect = protect_window(memory.prune_protect_tokens, capacity)
         preserved_from = max(pinned_from - memory.compaction_preserve_tail, 0) if before_summary else None
-        newest_round = self._newest_round(history, pinned_from) if pinned_from < len(history) else None
-        return plan_prune(history, protect, newest_round, protected_from=preserved_from)
+        newest = newest_round(history, pinned_from) if pinned_from < len(history) else None
+        return plan_prune(history, protect, newest, protected_from=preserved_from)
 
     def _kept_output(self, conversation: Conversation, item: HistoryItem) -> str | None:
         """The overflow id the full output of a tool message is kept under (kept now if it was not yet),
@@ -531,14 +517,9 @@ class Compactor:
                                probe_verdict=verdict, probe_score=score)
 
     async def _chunk_tokens(self, purpose: str, reply_cap: int, budget: int = 0) -> tuple[int, int]:
-        """(chunk tokens, the tokens one summary request may take, 0 when unknown): the summarizer's window,
-        and never more than the context budget (no request leaves zeph above it); chunks sized so that the
-        chunk, its instructions and the reply fit."""
+        """`chunk_size` for the summarizer `purpose` uses, within the context budget."""
         window = await self.deps.summarizer_window(purpose) if self.deps.summarizer_window else 0
-        window = min(w for w in (window, budget) if w) if window or budget else 0
-        if not window:
-            return CHUNK_TOKENS, 0
-        return max(min(CHUNK_TOKENS, window - reply_cap - SUMMARY_PROMPT_TOKENS), MIN_CHUNK_TOKENS), window
+        return chunk_size(window, budget, reply_cap)
 
     async def _fit_slot(self, text: str, cap: int, purpose: str) -> str:
         """`text` (a summary starting with its marker line) within `cap` tokens: as it is when it fits, else

@@ -13,6 +13,30 @@ from .pairs import message_groups
 
 COMPACTION_PRESERVE_TAIL = 4  # spec default: "compaction_preserve_tail = 4"
 CHUNK_TOKENS = 4096  # spec: "split into ~4096-token chunks"
+SUMMARY_PROMPT_TOKENS = 600  # the instructions around a chunk (about 340 tokens) and the guidelines, with room
+MIN_CHUNK_TOKENS = 256
+
+
+def chunk_size(window: int, budget: int, reply_cap: int) -> tuple[int, int]:
+    """(chunk tokens, the tokens one summary request may take, 0 when unknown): the summarizer's `window`,
+    never more than the context `budget` (0: unknown); chunks sized so that the chunk, its instructions and
+    the reply fit."""
+    window = min(w for w in (window, budget) if w) if window or budget else 0
+    if not window:
+        return CHUNK_TOKENS, 0
+    return max(min(CHUNK_TOKENS, window - reply_cap - SUMMARY_PROMPT_TOKENS), MIN_CHUNK_TOKENS), window
+
+
+def newest_round(history: list[HistoryItem], turn_start: int) -> int:
+    """Index of the running turn's newest tool round (its user message when it has none yet).
+
+    The spec's mid-iteration soft tier may prune older outputs of the running
+    turn; the newest round, like the user's message, is always sent as it is.
+    """
+    for index in range(len(history) - 1, turn_start, -1):
+        if history[index].message.tool_calls:
+            return index
+    return turn_start
 
 
 def compaction_range(
