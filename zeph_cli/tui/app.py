@@ -32,7 +32,7 @@ from .help_panel import HelpPanel
 from .slash import SlashCommand, SlashError, complete, memory_action, parse, unescape
 from .startup import Startup
 from .status_bar import StatusBar
-from .transcript import AssistantEntry, Divider, Notice, ToolEntry, Transcript, UserEntry
+from .transcript import Divider, Notice, Transcript, UserEntry, entries_for
 
 log = get_logger("chat")
 
@@ -583,38 +583,3 @@ class ZephApp(App[int]):
         await self.load_transcript()
         self.refresh_gauge()
 
-
-def entries_for(item) -> list[object]:
-    """The widgets for one transcript item of the session: its entry, and a notice under a length-cut reply."""
-    from ..render import length_cut_notice
-
-    entry = entry_for(item)
-    if item.kind == "assistant" and item.cut and not item.partial:
-        return [entry, Notice(length_cut_notice(0), "warning")]
-    return [] if entry is None else [entry]
-
-
-def entry_for(item) -> object | None:
-    """The widget for one transcript item of the session."""
-    from ..tools.registry import tool_subject
-
-    kind = item.kind
-    if kind == "user":
-        return UserEntry(item.text)
-    if kind == "assistant":
-        return AssistantEntry(item.text, partial=(item.error or "interrupted") if item.partial else "")
-    if kind == "tool":
-        failed = bool(item.is_error)
-        if item.result is None:
-            status = "no result"
-        elif item.decision in ("denied", "blocked", "invalid"):
-            status = f"{item.decision}: {item.summary}"
-        else:
-            status = item.summary or item.decision or ("error" if failed else "done")
-        return ToolEntry(
-            item.name, tool_subject(item.name, item.arguments), item.arguments,
-            status=status, output=item.result or "", failed=failed,
-        )
-    if kind == "divider":
-        return Divider(item.text)
-    return None

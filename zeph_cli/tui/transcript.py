@@ -1,9 +1,9 @@
 """The transcript: user turns, streamed Markdown replies, collapsible tool calls, dividers, notices.
 
-Invariant: entries only render what they are given (events or transcript
-items) — no store or provider access; an assistant reply is streamed through
-Textual's MarkdownStream and updated once in full when it ends, so code blocks
-render right; at most `MAX_MOUNTED` entries stay mounted, older ones come back
+Invariant: entries only render what they are given (events, or the session's
+transcript items through `entries_for`) — no store or provider access; an
+assistant reply is streamed through Textual's MarkdownStream and updated once
+in full when it ends, so code blocks render right; at most `MAX_MOUNTED` entries stay mounted, older ones come back
 on demand. Layout cost grows with the number of widgets, so long replies are
 sealed in Rich-rendered blocks as they stream, and replies older than the
 newest `FRESH_ENTRIES` are frozen into one Rich-rendered block each.
@@ -366,3 +366,39 @@ def _replica(entry: Any) -> Any:
     if isinstance(entry, Static) and hasattr(entry, "replica"):  # /help
         return entry.replica()
     return Static(str(entry))
+
+
+def entries_for(item) -> list[object]:
+    """The widgets for one transcript item of the session: its entry, and a notice under a length-cut reply."""
+    from ..render import length_cut_notice
+
+    entry = entry_for(item)
+    if item.kind == "assistant" and item.cut and not item.partial:
+        return [entry, Notice(length_cut_notice(0), "warning")]
+    return [] if entry is None else [entry]
+
+
+def entry_for(item) -> object | None:
+    """The widget for one transcript item of the session."""
+    from ..tools.registry import tool_subject
+
+    kind = item.kind
+    if kind == "user":
+        return UserEntry(item.text)
+    if kind == "assistant":
+        return AssistantEntry(item.text, partial=(item.error or "interrupted") if item.partial else "")
+    if kind == "tool":
+        failed = bool(item.is_error)
+        if item.result is None:
+            status = "no result"
+        elif item.decision in ("denied", "blocked", "invalid"):
+            status = f"{item.decision}: {item.summary}"
+        else:
+            status = item.summary or item.decision or ("error" if failed else "done")
+        return ToolEntry(
+            item.name, tool_subject(item.name, item.arguments), item.arguments,
+            status=status, output=item.result or "", failed=failed,
+        )
+    if kind == "divider":
+        return Divider(item.text)
+    return None
