@@ -29,6 +29,8 @@ GENERATE = r"""
 import sys, time
 import llama_cpp
 from zeph_cli.config import load_config
+from zeph_cli.providers.local_loader import keep_weights_off_amx
+keep_weights_off_amx(llama_cpp)  # as zeph loads (the thread settings under test come from this process's environment)
 from zeph_cli.providers import resolve_settings
 model = resolve_settings(load_config(env={}).config, env={}).model
 llama = llama_cpp.Llama(model_path=model, n_ctx=2048, n_threads=int(sys.argv[1]), n_threads_batch=int(sys.argv[1]),

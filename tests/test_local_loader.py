@@ -368,3 +368,48 @@ def test_what_zeph_prints_while_the_model_loads_reaches_the_terminal(tmp_path):
     printed = int(result.stdout.split()[-1])
     assert printed > 0
     assert result.stderr.splitlines() == [f"line {n}" for n in range(1, printed + 1)]
+
+
+# ---- AMX: weights kept in plain CPU buffers ----------------------------------------------------------
+
+
+def _llama_cpp_reporting(system_info: bytes):
+    """The real llama_cpp's parameter struct, behind a module that reports `system_info` as its build."""
+    from types import SimpleNamespace
+
+    real = import_llama_cpp()
+    defaults = real.llama_cpp.llama_model_default_params
+    defaults = getattr(defaults, "__wrapped__", defaults)
+    low_level = SimpleNamespace(llama_model_default_params=defaults)
+    return SimpleNamespace(llama_print_system_info=lambda: system_info, llama_cpp=low_level)
+
+
+def test_an_amx_build_loads_without_extra_buffer_types():
+    from zeph_cli.providers.local_loader import keep_weights_off_amx
+
+    module = _llama_cpp_reporting(b"CPU : SSE3 = 1 | AVX512 = 1 | AMX_INT8 = 1 | OPENMP = 1 |")
+    assert module.llama_cpp.llama_model_default_params().use_extra_bufts  # llama.cpp's default
+    keep_weights_off_amx(module)
+    wrapped = module.llama_cpp.llama_model_default_params
+    assert wrapped().use_extra_bufts is False
+    keep_weights_off_amx(module)  # once per process: a second import wraps nothing more
+    assert module.llama_cpp.llama_model_default_params is wrapped
+
+
+def test_a_build_without_amx_loads_as_llama_cpp_defaults():
+    from zeph_cli.providers.local_loader import keep_weights_off_amx
+
+    module = _llama_cpp_reporting(b"CPU : SSE3 = 1 | AVX2 = 1 | AVX512 = 0 | OPENMP = 1 |")
+    original = module.llama_cpp.llama_model_default_params
+    keep_weights_off_amx(module)
+    assert module.llama_cpp.llama_model_default_params is original
+
+
+def test_the_real_build_is_read_for_amx():
+    """The check reads what this llama.cpp says of itself (on an AMX machine built natively: AMX_INT8 = 1)."""
+    from zeph_cli.providers.local_loader import builds_with_amx
+
+    llama_cpp = import_llama_cpp()
+    amx = "AMX_INT8 = 1" in llama_cpp.llama_print_system_info().decode()
+    assert builds_with_amx(llama_cpp) == amx
+    assert (llama_cpp.llama_cpp.llama_model_default_params().use_extra_bufts is False) == amx  # as zeph loads

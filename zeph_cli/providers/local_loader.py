@@ -19,7 +19,8 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .. import errors
 from ..paths import cache_dir
@@ -99,7 +100,7 @@ def thread_wait_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 def import_llama_cpp() -> Any:
     """llama_cpp, its libraries loaded with `thread_wait_environment` (OpenMP reads it as they load, once per
-    process) and quiet (`_quiet_without_redirecting`). The settings are taken back once the libraries are loaded
+    process), quiet (`_quiet_without_redirecting`) and its models kept off AMX (`keep_weights_off_amx`). The settings are taken back once the libraries are loaded
     (a tenth of a second), so the commands zeph runs later do not inherit them."""
     chosen = thread_wait_environment(os.environ) if "llama_cpp" not in sys.modules else {}
     os.environ.update(chosen)
@@ -109,7 +110,45 @@ def import_llama_cpp() -> Any:
         for name in chosen:
             os.environ.pop(name, None)
     _quiet_without_redirecting()
+    keep_weights_off_amx(llama_cpp)
     return llama_cpp
+
+
+def builds_with_amx(llama_cpp: Any) -> bool:
+    """Whether this llama.cpp build multiplies on Intel AMX tiles (built natively on a Sapphire Rapids-class
+    CPU): its system info says `AMX_INT8 = 1`."""
+    try:
+        info = llama_cpp.llama_print_system_info()
+    except AttributeError:  # pragma: no cover - every 0.3 release has it
+        return False
+    text = info.decode(errors="replace") if isinstance(info, bytes) else str(info)
+    return "AMX_INT8 = 1" in text
+
+
+def keep_weights_off_amx(llama_cpp: Any) -> None:
+    """Models this process loads keep their weights in llama.cpp's plain CPU buffers when the build uses AMX.
+
+    llama.cpp's AMX matrix multiplication crashes the process (SIGSEGV in `ggml_backend_amx_mul_mat`) on
+    some AMX machines the first time a model whose weights were repacked for it evaluates a prompt
+    (ggml-org/llama.cpp#20824, still open); it happened with SmolLM2 on every request. Loading without
+    llama.cpp's extra buffer types (`use_extra_bufts = false`, as llama.cpp's `--no-extra-bufts`) keeps the
+    weights off AMX. llama-cpp-python's `Llama` takes no such option, so its default model parameters are
+    wrapped, once per process, in `import_llama_cpp`. On a build without AMX nothing changes.
+    """
+    low_level = getattr(llama_cpp, "llama_cpp", None)
+    defaults = getattr(low_level, "llama_model_default_params", None)
+    if defaults is None or getattr(defaults, "keeps_weights_off_amx", False) or not builds_with_amx(llama_cpp):
+        return
+
+    def without_extra_buffers() -> Any:
+        params = defaults()
+        if any(name == "use_extra_bufts" for name, *_ in type(params)._fields_):
+            params.use_extra_bufts = False
+        return params
+
+    without_extra_buffers.keeps_weights_off_amx = True  # type: ignore[attr-defined]
+    without_extra_buffers.__wrapped__ = defaults  # type: ignore[attr-defined]
+    low_level.llama_model_default_params = without_extra_buffers
 
 
 def gpu_layers(device: str) -> int:
