@@ -737,3 +737,65 @@ async def test_a_prompt_the_locked_database_cannot_take_goes_back_to_the_input(f
     finally:
         holder.close()
         await session.aclose()
+
+
+async def test_a_message_waits_for_another_zephs_turn_and_escape_gives_it_back(fake_server, model, workspace):
+    """Another zeph runs a turn on the session: the app says it waits, sends when it ends; Esc while it
+    waits puts the message back in the input box and stores nothing."""
+    from zeph_cli.store.turn_lock import TurnLock, lock_path
+    import os
+
+    model.say("first answer")
+    model.say("answer after the wait")
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "first message")
+            session_id = session.conversation.id
+            other = TurnLock(lock_path(Path(os.environ["ZEPH_HOME"]) / "zeph.db", session_id))
+            assert other.try_acquire()  # another zeph's turn on this session
+            await send(pilot, app, "typed while the other turn runs", wait=False)
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if "waiting for another zeph" in app.status.badge:
+                    break
+            assert f"waiting for another zeph's turn on session {session_id}" in app.status.badge
+            await pilot.press("escape")
+            await settle(pilot, app)
+            assert app.prompt.text == "typed while the other turn runs"
+            assert [r.message.content for r in session.store.history(session_id)] == ["first message", "first answer"]
+            await send(pilot, app, app.prompt.text, wait=False)
+            await pilot.pause(0.3)
+            assert app.busy  # still waiting
+            other.release()
+            await settle(pilot, app)
+            assert app.status.badge == ""
+            assert entries(app, AssistantEntry)[-1].text == "answer after the wait"
+            assert [r.message.content for r in session.store.history(session_id)][-2:] == [
+                "typed while the other turn runs", "answer after the wait"]
+    finally:
+        await session.aclose()
+
+
+async def test_clear_while_another_zeph_runs_a_turn_on_the_session_hides_nothing_and_says_why(
+    fake_server, model, workspace
+):
+    from zeph_cli.store.turn_lock import TurnLock, lock_path
+    import os
+
+    model.say("an answer")
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "a message")
+            other = TurnLock(lock_path(Path(os.environ["ZEPH_HOME"]) / "zeph.db", session.conversation.id))
+            assert other.try_acquire()
+            await send(pilot, app, "/clear")
+            errors = [n.text for n in entries(app, Notice) if n.kind == "error"]
+            assert errors and "another zeph is running a turn on session" in errors[-1]
+            assert all(r.agent_visible for r in session.store.history(session.conversation.id))
+            other.release()
+            await send(pilot, app, "/clear")
+            assert not any(r.agent_visible for r in session.store.history(session.conversation.id))
+    finally:
+        await session.aclose()

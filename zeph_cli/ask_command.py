@@ -151,6 +151,9 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             output.close()
         if sys.stderr.isatty():
             eprint("")  # off the line of a pending question or a partial reply
+        if not prompt_stored:  # still waiting for another turn on the session: the prompt is not in it
+            eprint(f"zeph: interrupted; {rescue_prompt(text, data_dir(os.environ))}")
+            return 130
         saved = f" in session {conversation.id}" if conversation is not None else ""
         eprint(f"zeph: interrupted; what was received is saved{saved}")
         return 130

@@ -24,6 +24,7 @@ from .agent.events import (
     ToolCallStarted,
     TurnFailed,
     TurnFinished,
+    TurnQueued,
     TurnStarted,
     UsageReported,
 )
@@ -66,6 +67,9 @@ class AskOutput(AgentEventHandler):
         self.printer = self._new_printer()
 
     # ---- events ----------------------------------------------------------------------
+
+    async def on_turn_queued(self, event: TurnQueued) -> None:
+        eprint(f"zeph: waiting for another zeph's turn on session {event.conversation_id} to end…")
 
     async def on_turn_started(self, event: TurnStarted) -> None:
         self.result["user_message_id"] = event.user_message_id

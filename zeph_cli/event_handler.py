@@ -19,6 +19,7 @@ from .agent.events import (
     ToolCallStarted,
     TurnFailed,
     TurnFinished,
+    TurnQueued,
     TurnStarted,
     UsageReported,
 )
@@ -26,6 +27,8 @@ from .agent.events import (
 
 class AgentEventHandler:
     """Override the events to show; each is awaited in the order the agent yields them."""
+
+    async def on_turn_queued(self, event: TurnQueued) -> None: ...
 
     async def on_turn_started(self, event: TurnStarted) -> None: ...
 
@@ -53,6 +56,7 @@ class AgentEventHandler:
 
 
 _METHODS: dict[type, str] = {
+    TurnQueued: "on_turn_queued",
     TurnStarted: "on_turn_started",
     ContextPrepared: "on_context_prepared",
     ReplyDelta: "on_reply_delta",

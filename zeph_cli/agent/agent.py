@@ -15,6 +15,7 @@ error does to the turn).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ from ..turn_extras import TurnExtras
 from ..workspace import environment_facts, find_project_files
 from ..worldbook_turn import Worldbook, WorldbookTurn
 from . import bounds, context_view, replies, tool_offer
-from .events import AgentEvent, AgentWarning
+from .events import AgentEvent, AgentWarning, TurnQueued
 from .turn_loop import TurnState, call_ids, turn_events
 
 if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools nor compaction
@@ -63,8 +64,18 @@ if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools
     from .guidelines_learner import GuidelinesLearner
     from .tool_calls import ToolCallRunner
     from ..store.tool_log import ToolLog
+    from ..store.turn_lock import TurnLock
     from ..tools.permissions import PermissionPolicy
     from ..tools.sandbox import Sandbox
+
+
+async def wait_for_session(lock: "TurnLock", conversation_id: int) -> AsyncIterator[AgentEvent]:
+    """Take the session's turn lock, first saying `TurnQueued` when another turn holds it (the caller
+    releases it, in a `finally` around this and what it guards)."""
+    if not lock.try_acquire():
+        yield TurnQueued(conversation_id)
+        await lock.acquire()
+
 
 ENHANCE_KEY = "enhance"  # conversation metadata: the session's enhancement prompt
 MEMORY_CHARS_PER_TOKEN = 4  # for the <memory> block's cap: English prose runs about four characters a token
@@ -416,8 +427,35 @@ class Agent:
     async def run_turn(
         self, conversation: Conversation, prompt: str, *, system: str | None = None, stream: bool = True
     ) -> AsyncIterator[AgentEvent]:
+        """One turn on `conversation`. It first waits for a turn another zeph runs on the session (saying
+        `TurnQueued`), then stores the prompt; until it ends, no other turn writes into the session."""
         if self.profile is None:
             await self.start()
+        lock = self.store.turn_lock(conversation.id)
+        try:
+            async for event in wait_for_session(lock, conversation.id):
+                yield event
+            async with contextlib.aclosing(self._turn(conversation, prompt, system, stream)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            lock.release()
+
+    async def compact(self, conversation: Conversation) -> AsyncIterator[AgentEvent]:
+        """Compact the session now (`zeph compact`, `/compact`), after any turn running on it."""
+        lock = self.store.turn_lock(conversation.id)
+        try:
+            async for event in wait_for_session(lock, conversation.id):
+                yield event
+            async with contextlib.aclosing(self.compactor.compact(conversation, "manual")) as events:
+                async for event in events:
+                    yield event
+        finally:
+            lock.release()
+
+    async def _turn(
+        self, conversation: Conversation, prompt: str, system: str | None, stream: bool
+    ) -> AsyncIterator[AgentEvent]:
         user = Message.user(prompt)
         saved = self.store.add_message(
             conversation.id, user, token_count=count_message(self.counter, user), token_counter=self.counter.name

@@ -388,7 +388,7 @@ class ChatSession:
         """Compact now (manual); nothing at all before the first prompt."""
         if self.conversation is None:
             return
-        async for event in self.agent.compactor.compact(self.conversation, "manual"):
+        async for event in self.agent.compact(self.conversation):
             yield event
 
     # ---- sessions ---------------------------------------------------------------------------
@@ -430,7 +430,14 @@ class ChatSession:
         them, with a "context cleared" divider); return how many were hidden."""
         if self.conversation is None:
             return 0
-        hidden = CompactionStore(self.store.db).clear_agent_context(self.conversation.id)
+        lock = self.store.turn_lock(self.conversation.id)
+        if not lock.try_acquire():
+            raise ZephError(f"another zeph is running a turn on session {self.conversation.id}: "
+                              "/clear again when it has ended")
+        try:
+            hidden = CompactionStore(self.store.db).clear_agent_context(self.conversation.id)
+        finally:
+            lock.release()
         self.agent.compactor.reset()
         self.conversation = self.store.get_conversation(self.conversation.id)
         return hidden

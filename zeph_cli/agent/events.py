@@ -18,6 +18,14 @@ if TYPE_CHECKING:  # annotations only: a turn that compacts nothing never import
 
 
 @dataclass(frozen=True)
+class TurnQueued:
+    """Another turn runs on this session (another zeph, perhaps): this one waits for it, its prompt not
+    stored yet."""
+
+    conversation_id: int
+
+
+@dataclass(frozen=True)
 class TurnStarted:
     """The user's message is stored (its id); the turn has begun."""
 
@@ -115,6 +123,7 @@ class CompactionFinished:
 
 
 AgentEvent = Union[
+    TurnQueued,
     TurnStarted,
     ContextPrepared,
     ReplyDelta,

@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .sqlite import Database
@@ -21,9 +22,10 @@ from ..errors import NotFound
 from ..messages import Message
 from ..tokens import Calibration
 from .transactions import write_transaction
+from .turn_lock import TurnLock, lock_path
 
-if TYPE_CHECKING:  # `zeph sessions search` only
-    from .search import SearchHit
+if TYPE_CHECKING:
+    from .search import SearchHit  # `zeph sessions search` only
 
 TITLE_LENGTH = 60
 
@@ -276,7 +278,13 @@ class ConversationStore:
                 self.db.execute(f"delete from {table} where conversation_id = ?", [conversation_id])
             self.db.execute("delete from conversations where id = ?", [conversation_id])
         self._last_read.pop(conversation_id, None)
+        if self.db.path:  # its turns are over: the lock file goes with it
+            lock_path(Path(self.db.path), conversation_id).unlink(missing_ok=True)
         return count
+
+    def turn_lock(self, conversation_id: int) -> TurnLock:
+        """The lock that keeps the session's turns one at a time across processes (not taken yet)."""
+        return TurnLock(lock_path(Path(self.db.path), conversation_id) if self.db.path else None)
 
     # ---- messages -----------------------------------------------------------
 

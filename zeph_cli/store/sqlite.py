@@ -80,6 +80,14 @@ class Database:
             list(record.values()),
         )
 
+    @cached_property
+    def path(self) -> str:
+        """The main database's file ("" for an in-memory or temporary database)."""
+        for _seq, name, file in self.conn.execute("PRAGMA database_list"):
+            if name == "main":
+                return file or ""
+        return ""
+
     def table_names(self) -> list[str]:
         return [row[0] for row in self.conn.execute("select name from sqlite_master where type = 'table'")]
 

@@ -292,7 +292,11 @@ class ZephApp(App[int]):
                 await dispatch(event, view)
         except asyncio.CancelledError:
             await view.cancelled()
-            await self.notice("cancelled: what was received is kept", "warning")
+            if stored:
+                await self.notice("cancelled: what was received is kept", "warning")
+            else:  # it was waiting for another turn on the session: back into the box to send again
+                await self.notice("cancelled before it was sent: your message is back in the input box", "warning")
+                self.restore_input(text)
             raise
         except ZephError as exc:
             await self.notice(failure_text(exc), "error")

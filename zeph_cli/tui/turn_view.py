@@ -22,6 +22,7 @@ from ..agent.events import (
     ToolCallStarted,
     TurnFailed,
     TurnFinished,
+    TurnQueued,
     TurnStarted,
     UsageReported,
 )
@@ -73,7 +74,11 @@ class TurnView(AgentEventHandler):
 
     # ---- events ----------------------------------------------------------------------
 
+    async def on_turn_queued(self, event: TurnQueued) -> None:
+        self.app.status.show_badge(f"waiting for another zeph's turn on session {event.conversation_id}…")
+
     async def on_turn_started(self, event: TurnStarted) -> None:
+        self.app.status.show_badge("")
         self.app.update_header()
 
     async def on_context_prepared(self, event: ContextPrepared) -> None:
