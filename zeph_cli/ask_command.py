@@ -23,12 +23,12 @@ from .approval_prompt import TerminalApprover
 from .ask_output import AskOutput
 from .closed_output import drop_further_output
 from .config import LoadedConfig
-from .errors import NotFound, StoreError, ZephError
+from .errors import NotFound, ReplyNotStored, StoreError, ZephError
 from .event_handler import dispatch
 from .agent.events import TurnStarted
 from .models import reply_token_cap
 from .paths import data_dir
-from .prompt_keeper import keep_prompt, rescue_prompt
+from .prompt_keeper import keep_prompt, rescue_prompt, rescue_reply
 from .stderr import eprint, warning_line
 from .store import Conversation, ConversationStore
 from .tools.approval import approve_all, deny_all
@@ -141,10 +141,13 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
                 spawn(agent.session_memory.pending, loaded, state.config_path, agent.cwd)
         return output.exit_code
     except StoreError as exc:
-        if prompt_stored:
-            raise
+        if output is not None:
+            output.close()  # the reply so far first, then what became of it
         eprint(f"zeph: error: {exc}")
-        eprint(f"zeph: {rescue_prompt(text, data_dir(os.environ))}")
+        if isinstance(exc, ReplyNotStored):
+            eprint(f"zeph: {rescue_reply(exc.text, data_dir(os.environ))}")
+        elif not prompt_stored:
+            eprint(f"zeph: {rescue_prompt(text, data_dir(os.environ))}")
         return exc.exit_code
     except (KeyboardInterrupt, CancelledError):
         if output is not None:

@@ -29,6 +29,14 @@ class StoreError(ZephError):
     exit_code = 1
 
 
+class ReplyNotStored(StoreError):
+    """A reply that arrived (and was shown) but could not be written; `text` is what it said."""
+
+    def __init__(self, message: str, text: str) -> None:
+        super().__init__(message)
+        self.text = text
+
+
 class NotFound(ZephError):
     exit_code = 1
 

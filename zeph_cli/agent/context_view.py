@@ -16,6 +16,8 @@ from ..context.assembler import HistoryItem, PromptLayer, assemble
 from ..context.environment import render_environment
 from ..context.prompt_modules import base_prompt, mode_prompt
 from ..context.turn_blocks import render_enhancement, render_time
+from ..errors import StoreError
+from ..log import get_logger
 from ..tokens import LOWER, TokenCounter, bounded, count_message, counts_as
 from ..worldbook_turn import worldbook_layers
 
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from ..store import Conversation, ConversationStore, StoredMessage
     from ..tools.base import ToolSet
     from .agent import Agent
+
+log = get_logger("context")
 
 
 def context_for(
@@ -87,7 +91,10 @@ def history_items(store: ConversationStore, counter: TokenCounter, stored: list[
             missing.append((row.id, count, counter.name))
         items.append(HistoryItem(row.message, count, row.id, row.metadata, row.created_at))
     if not bounded(counter, LOWER):  # a lower bound is of no use stored
-        store.set_token_counts(missing)
+        try:
+            store.set_token_counts(missing)
+        except StoreError as exc:  # a cache: counted again next time
+            log.info("token counts not cached: %s", exc)
     return items
 
 

@@ -13,6 +13,8 @@ import dataclasses
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from ..errors import ReplyNotStored, StoreError
+from ..log import get_logger
 from ..messages import Message, ReplyBuilder, TextPart, Usage, normalize_stop_reason
 from ..models import ModelProfile, reply_token_cap
 from ..side_jobs import record_response
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
     from ..store import ConversationStore
     from .agent import Agent
     from .turn_loop import TurnState
+
+log = get_logger("replies")
 
 REPLY_MARGIN_TOKENS, REPLY_MARGIN_SHARE = 32, 0.03  # kept free of prompt and reply, for server-side additions
 
@@ -51,13 +55,16 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
     message_id = None
     if reply_parts:
         reply = Message("assistant", tuple(reply_parts))
-        message_id = agent.store.add_message(
-            conversation.id,
-            reply,
-            token_count=count_message(agent.counter, reply),
-            token_counter=agent.counter.name,
-            metadata={"usage": usage.to_dict(), "stop_reason": stop_reason, "model": agent.model_label},
-        ).id
+        try:
+            message_id = agent.store.add_message(
+                conversation.id,
+                reply,
+                token_count=count_message(agent.counter, reply),
+                token_counter=agent.counter.name,
+                metadata={"usage": usage.to_dict(), "stop_reason": stop_reason, "model": agent.model_label},
+            ).id
+        except StoreError as exc:  # shown but not kept: the caller keeps its text somewhere else
+            raise ReplyNotStored(f"the reply could not be stored: {exc}", builder.content) from None
         if agent.learns_guidelines:
             agent.guidelines.after_reply(conversation, builder.content)
     elif not calls:
@@ -119,7 +126,10 @@ def calibrate(store: ConversationStore, provider: Provider, counter: TokenCounte
     current = store.calibration(provider.name, provider.model)
     updated = current.observe(raw_estimate, usage.prompt_tokens)
     if updated is not current:
-        store.save_calibration(provider.name, provider.model, updated)
+        try:
+            store.save_calibration(provider.name, provider.model, updated)
+        except StoreError as exc:  # a later reply teaches it again
+            log.warning("the token calibration could not be saved: %s", exc)
 
 
 def reply_cap(max_tokens: int, profile: ModelProfile, report: ContextReport) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 from .sqlite import Database
 
 from ..errors import StoreError
+from .failures import open_failure
 from .migrations import migrate, newer_schema
 
 BUSY_TIMEOUT_MS = 5000
@@ -41,5 +42,5 @@ def open_database(path: Path) -> Database:
             )
         migrate(db)
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"cannot open the database {path}: {exc}") from None
+        raise StoreError(open_failure(path, exc)) from None
     return db

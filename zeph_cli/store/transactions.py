@@ -3,8 +3,10 @@
 Invariant: every write starts with `BEGIN IMMEDIATE`, taking the write lock
 before reading, so SQLite's busy timeout applies (a deferred transaction that
 reads first cannot be upgraded and fails at once with "database is locked").
-A lock held past the timeout becomes a `StoreError` naming the file and the
-wait, never guessing who holds the lock.
+A write the machine stops — a lock held past the timeout, a full disk, an I/O
+error, a read-only file, whether at BEGIN, a statement or COMMIT — is rolled
+back and becomes a `StoreError` naming the file and the cause
+(`failures.write_failure`), never guessing who holds the lock.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 from .sqlite import Database
 
 from ..errors import StoreError
+from .failures import from_the_machine, write_failure
 
 
 @contextlib.contextmanager
@@ -28,15 +31,27 @@ def write_transaction(db: Database) -> Iterator[Database]:
     try:
         db.conn.execute("BEGIN IMMEDIATE")
     except sqlite3.OperationalError as exc:
-        raise StoreError(lock_message(db, exc)) from None
+        raise StoreError(failure_message(db, exc)) from None
     try:
         yield db
-    except BaseException:
-        if db.conn.in_transaction:
-            db.conn.execute("ROLLBACK")
-        raise
-    else:
         db.conn.execute("COMMIT")
+    except sqlite3.Error as exc:
+        _roll_back(db)
+        if not from_the_machine(exc):
+            raise
+        raise StoreError(failure_message(db, exc)) from None
+    except BaseException:
+        _roll_back(db)
+        raise
+
+
+def _roll_back(db: Database) -> None:
+    """Undo what the failed transaction wrote (a failure may have ended it already)."""
+    if db.conn.in_transaction:
+        try:
+            db.conn.execute("ROLLBACK")
+        except sqlite3.Error:  # a full disk can fail the rollback too: SQLite undoes it on the next open
+            pass
 
 
 @contextlib.contextmanager
@@ -55,13 +70,11 @@ def _savepoint(db: Database) -> Iterator[None]:
         db.conn.execute(f"RELEASE SAVEPOINT {name}")
 
 
-def lock_message(db: Database, exc: sqlite3.OperationalError) -> str:
-    """One sentence for a write that could not take the lock: the file, how long it waited, SQLite's words."""
+def failure_message(db: Database, exc: sqlite3.Error) -> str:
+    """One sentence for a write that failed: the file, the cause (a lock held past the busy timeout, a full
+    disk, a read-only file), and what to do."""
     try:
-        path = db.conn.execute("PRAGMA database_list").fetchone()[2]
         waited_ms = db.conn.execute("PRAGMA busy_timeout").fetchone()[0]
     except sqlite3.Error:
-        path, waited_ms = "", 0
-    name = f"the database {path}" if path else "the database"
-    waited = f" for {waited_ms / 1000:g} s (the busy timeout)" if waited_ms else ""
-    return f"{name} stayed locked{waited}, so nothing could be written ({exc}); try again"
+        waited_ms = 0
+    return write_failure(db.path, exc, waited_ms)

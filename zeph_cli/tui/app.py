@@ -25,7 +25,7 @@ from textual.binding import Binding
 from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
-from ..errors import UsageError, ZephError
+from ..errors import ReplyNotStored, UsageError, ZephError
 from ..log import current_log_path, get_logger
 from .prompt_input import PromptInput
 from .help_panel import HelpPanel
@@ -278,8 +278,10 @@ class ZephApp(App[int]):
     # ---- one turn ---------------------------------------------------------------------------
 
     async def run_turn(self, text: str) -> None:
-        from ..event_handler import dispatch
         from ..agent.events import TurnStarted
+        from ..event_handler import dispatch
+        from ..paths import data_dir
+        from ..prompt_keeper import rescue_reply
         from .turn_view import TurnView, failure_text
 
         status = self.status
@@ -298,6 +300,9 @@ class ZephApp(App[int]):
                 await self.notice("cancelled before it was sent: your message is back in the input box", "warning")
                 self.restore_input(text)
             raise
+        except ReplyNotStored as exc:  # shown in the transcript, not in the database: kept in a file
+            await view.end_reply_block(partial="not stored")
+            await self.notice(f"{exc}\n{rescue_reply(exc.text, data_dir(self.session.env))}", "error")
         except ZephError as exc:
             await self.notice(failure_text(exc), "error")
             if not stored:  # it never reached the database (locked, say): give it back to resend
