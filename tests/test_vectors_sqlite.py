@@ -25,7 +25,7 @@ from tests.vector_helpers import (
 from zeph_cli.config import Config
 from zeph_cli.memory.vectors import VectorRow, open_index
 from zeph_cli.memory.vectors.matrix_cache import MANIFEST, MatrixCache
-from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
+from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex, top_k
 from zeph_cli.store import open_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +59,29 @@ def test_search_matches_brute_force_best_first(db_path):
         scores = [s for _, s in found]
         assert scores == sorted(scores, reverse=True)
         assert scores[0] == pytest.approx(float(vectors[ids.index(found[0][0])] @ query), abs=1e-5)
+
+
+def test_equal_vectors_come_newest_first_wherever_the_limit_cuts(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 300)
+    distinct = unit_vectors(3, 16, seed=28)
+    vectors = distinct[np.arange(300) % 3]  # three vectors, a hundred messages each
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, vectors))
+    groups = sorted(range(3), key=lambda g: -float(distinct[g] @ distinct[1]))
+    expected = [i for g in groups for i in sorted(ids[g::3], reverse=True)]
+    for limit in (1, 7, 100, 130, 300):
+        assert [i for i, _ in fresh_index(db_path).search("m", distinct[1], limit)] == expected[:limit], limit
+
+
+def test_top_k_takes_scores_a_few_ulps_apart_as_equal():
+    ids = np.arange(1, 9, dtype=np.int64)
+    one = np.float32(0.5)
+    ulp = np.spacing(one)
+    # what a matrix product gives for equal vectors at different rows: the same cosine, give or take an ulp
+    scores = np.array([one, one + ulp, 0.2, one - ulp, 0.9, one, 0.2, one + 2 * ulp], dtype=np.float32)
+    assert [i for i, _ in top_k(ids, scores, 8)] == [5, 8, 6, 4, 2, 1, 7, 3]
+    assert [i for i, _ in top_k(ids, scores, 3)] == [5, 8, 6]
+    assert [i for i, _ in top_k(ids, scores, 7)] == [5, 8, 6, 4, 2, 1, 7]
 
 
 def test_a_stored_vector_is_its_own_nearest_with_cosine_one(db_path):
