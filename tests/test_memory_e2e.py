@@ -142,3 +142,58 @@ def test_a_down_qdrant_does_not_break_the_turn_and_is_named_once(fake_server, co
     second = run_zeph("ask", "When does the nightly backup run on the db host?", env=env)
     assert second.returncode == 0 and "Traceback" not in err(second)
     assert err(second).count("semantic recall fell back to keyword search: qdrant at") == 1, err(second)
+
+
+def _cache_dir():
+    import os
+    from pathlib import Path
+
+    from zeph_cli.memory.embedders.embedded import MODEL
+    from zeph_cli.memory.vectors.matrix_cache import MatrixCache
+
+    return MatrixCache(Path(os.environ["ZEPH_HOME"]) / "zeph.db.vectors", MODEL).dir
+
+
+def _segments() -> list[str]:
+    from zeph_cli.memory.vectors.matrix_cache import MANIFEST
+
+    return [s["file"] for s in json.loads((_cache_dir() / MANIFEST).read_text())["segments"]]
+
+
+def _recall_line(shown) -> str:
+    return next(line for line in json.loads(out(shown))["memory"] if line.startswith("recall:"))
+
+
+def test_a_damaged_cache_segment_is_dropped_rebuilt_and_recall_still_finds_the_fact(fake_server, compatible):
+    import os
+    import random
+    from pathlib import Path
+
+    _reply(fake_server, "Noted.")
+    told = run_zeph("ask", "For the record: the staging database listens on port 6543 behind pgbouncer.", env=compatible)
+    assert told.returncode == 0, err(told)
+    [damaged] = _segments()
+    path = _cache_dir() / damaged
+    # random bytes of the same size: no size check can tell, and the floats include NaNs and huge values
+    path.write_bytes(random.Random(29).randbytes(path.stat().st_size))
+
+    _reply(fake_server, "Port 6543.")
+    asked = run_zeph("ask", "Which port does the staging database listen on?", env=compatible)
+    assert asked.returncode == 0, err(asked)
+    assert "Warning" not in err(asked) and "Traceback" not in err(asked), err(asked)
+    blocks = _recall_blocks(_chat_requests(fake_server)[-1])
+    assert len(blocks) == 1 and "6543" in blocks[0], _sent(_chat_requests(fake_server)[-1])
+    assert _recall_line(run_zeph("context", "--json", env=compatible)).startswith("recall: route semantic (sqlite)")
+    log = (Path(os.environ["ZEPH_HOME"]) / "zeph.log").read_text()
+    assert [line for line in log.splitlines() if damaged in line] == [line for line in log.splitlines() if "cache" in line]
+    assert len([line for line in log.splitlines() if damaged in line]) == 1, log
+    # the cache was rebuilt from the database: a new segment, the damaged file gone
+    assert damaged not in _segments() and not path.exists()
+
+    _reply(fake_server, "Still 6543.")
+    again = run_zeph("ask", "What port is the staging database on?", env=compatible)
+    assert again.returncode == 0 and "Warning" not in err(again), err(again)
+    assert "6543" in _recall_blocks(_chat_requests(fake_server)[-1])[0]
+    assert _recall_line(run_zeph("context", "--json", env=compatible)).startswith("recall: route semantic (sqlite)")
+    assert len([line for line in (Path(os.environ["ZEPH_HOME"]) / "zeph.log").read_text().splitlines()
+                if "cache" in line]) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.vector_helpers import add_conversation, open_store, text_message
@@ -43,7 +44,7 @@ def test_pending_messages_are_found_a_page_at_a_time(db_path, monkeypatch):
     monkeypatch.setattr(indexer_module, "INDEX_BATCH", 128)
     CountingIndex.scans = 0
     store = open_store(db_path)
-    conversation, ids = add_conversation(store, 700, text="the staging database listens on port")
+    _, ids = add_conversation(store, 700, text="the staging database listens on port")
     progress: list[tuple[int, int]] = []
 
     assert index_pending(service(store), lambda done, total: progress.append((done, total))) == 700
@@ -54,8 +55,15 @@ def test_pending_messages_are_found_a_page_at_a_time(db_path, monkeypatch):
     index = SqliteVectorIndex(store.db, db_path)
     model = shared_embedded().model
     assert index.missing_count(model) == 0
-    found = index.search(model, shared_embedded().embed(["the staging database listens on port 12"])[0], 3)
-    assert found[0][0] == ids[12]
+    # each message got its own text's vector, across pages and batches
+    texts = [f"the staging database listens on port {i}" for i in range(700)]
+    stored = dict(store.db.execute("select message_id, vector from message_vectors where model = ?", [model]).fetchall())
+    assert np.allclose(np.stack([np.frombuffer(stored[i], dtype=np.float32) for i in ids]),
+                       shared_embedded().embed(texts), atol=1e-6)
+    # and the last one is found by its text: no other number below 700 has the digits 6, 9, 9 (the embedder
+    # averages token vectors, so "port 12" and "port 21" would be one vector, and their order a tie)
+    found = index.search(model, shared_embedded().embed([texts[699]])[0], 2)
+    assert found[0][0] == ids[699] and found[0][1] > found[1][1] + 1e-3
 
 
 def test_a_pass_with_nothing_new_scans_once_and_a_new_message_is_found(db_path):

@@ -134,3 +134,23 @@ def test_decay_and_mmr_change_the_order(world):
     diverse = _recall(store, index, query, now.id, mmr_enabled=True, mmr_lambda=0.3, recall_limit=3)
     noise = lambda r: sum(h.content.startswith("Refactored") for h in r.hits)  # noqa: E731
     assert noise(plain) == 3 and noise(diverse) < 3  # near-duplicates give way to different facts
+
+
+@pytest.mark.parametrize("port", ["12", "21"])
+@pytest.mark.parametrize("query", ["Is the staging database on port {}?", "staging database port {} settings"])
+def test_numbers_the_embedder_cannot_tell_apart_are_told_apart_by_their_words(tmp_path, port, query):
+    """"port 12" and "port 21" are the same tokens to a mean of token vectors: one vector. The number in
+    the query decides, on the vector route (a question) and the hybrid one, whichever was said last."""
+    path = tmp_path / "zeph.db"
+    store = ConversationStore(open_database(path))
+    past = store.create_conversation(provider="p", model="m", cwd="/", title="ports")
+    said = {n: store.add_message(past.id, Message.user(f"The staging database listens on port {n}.")).id
+            for n in ("12", "21")}
+    now = store.create_conversation(provider="p", model="m", cwd="/", title="today")
+    index = SqliteVectorIndex(store.db, path)
+    embed_pending(index, shared_embedded())
+    vectors = shared_embedded().embed([f"The staging database listens on port {n}." for n in ("12", "21")])
+    assert float(vectors[0] @ vectors[1]) == pytest.approx(1.0, abs=1e-6)
+    result = _recall(store, index, query.format(port), now.id, recall_limit=1)
+    assert result.route in (Route.SEMANTIC, Route.HYBRID) and "sqlite" in result.searched
+    assert [h.message_id for h in result.hits] == [said[port]]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -24,7 +25,7 @@ from tests.vector_helpers import (
 from zeph_cli.config import Config
 from zeph_cli.memory.vectors import VectorRow, open_index
 from zeph_cli.memory.vectors.matrix_cache import MANIFEST, MatrixCache
-from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
+from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex, top_k
 from zeph_cli.store import open_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +59,29 @@ def test_search_matches_brute_force_best_first(db_path):
         scores = [s for _, s in found]
         assert scores == sorted(scores, reverse=True)
         assert scores[0] == pytest.approx(float(vectors[ids.index(found[0][0])] @ query), abs=1e-5)
+
+
+def test_equal_vectors_come_newest_first_wherever_the_limit_cuts(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 300)
+    distinct = unit_vectors(3, 16, seed=28)
+    vectors = distinct[np.arange(300) % 3]  # three vectors, a hundred messages each
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, vectors))
+    groups = sorted(range(3), key=lambda g: -float(distinct[g] @ distinct[1]))
+    expected = [i for g in groups for i in sorted(ids[g::3], reverse=True)]
+    for limit in (1, 7, 100, 130, 300):
+        assert [i for i, _ in fresh_index(db_path).search("m", distinct[1], limit)] == expected[:limit], limit
+
+
+def test_top_k_takes_scores_a_few_ulps_apart_as_equal():
+    ids = np.arange(1, 9, dtype=np.int64)
+    one = np.float32(0.5)
+    ulp = np.spacing(one)
+    # what a matrix product gives for equal vectors at different rows: the same cosine, give or take an ulp
+    scores = np.array([one, one + ulp, 0.2, one - ulp, 0.9, one, 0.2, one + 2 * ulp], dtype=np.float32)
+    assert [i for i, _ in top_k(ids, scores, 8)] == [5, 8, 6, 4, 2, 1, 7, 3]
+    assert [i for i, _ in top_k(ids, scores, 3)] == [5, 8, 6]
+    assert [i for i, _ in top_k(ids, scores, 7)] == [5, 8, 6, 4, 2, 1, 7]
 
 
 def test_a_stored_vector_is_its_own_nearest_with_cosine_one(db_path):
@@ -236,6 +260,91 @@ def test_unreadable_cache_files_are_rebuilt_from_the_database(db_path):
     # and the rebuilt cache was saved in place of the broken one
     manifest = json.loads((cache_dir / MANIFEST).read_text())
     assert manifest["rows_seen"] == 30 and sum(s["rows"] for s in manifest["segments"]) == 30
+
+
+def _only_segment(db_path: Path) -> Path:
+    cache_dir = MatrixCache(Path(f"{db_path}.vectors"), "m").dir
+    [name] = [seg["file"] for seg in json.loads((cache_dir / MANIFEST).read_text())["segments"]]
+    return cache_dir / name
+
+
+def test_a_segment_with_one_flipped_byte_fails_its_checksum_and_is_rebuilt(db_path, caplog):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 30)
+    vectors = unit_vectors(30, 8, seed=24)
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, vectors))
+    assert MatrixCache(Path(f"{db_path}.vectors"), "m").load() is not None
+    segment = _only_segment(db_path)
+    before = segment.stat()
+    with open(segment, "r+b") as fh:  # one bit of one float: still a finite, plausible value
+        fh.seek(30 * 8 + 5 * 8 * 4 + 1)
+        byte = fh.read(1)[0]
+        fh.seek(-1, os.SEEK_CUR)
+        fh.write(bytes([byte ^ 0x01]))
+    os.utime(segment, ns=(before.st_atime_ns, before.st_mtime_ns))  # the mtime put back: the ctime still tells
+    with caplog.at_level("WARNING", logger="zeph"):
+        assert MatrixCache(Path(f"{db_path}.vectors"), "m").load() is None
+        assert MatrixCache(Path(f"{db_path}.vectors"), "m").load() is None
+    assert [r.getMessage() for r in caplog.records] == [
+        f"vector cache segment {segment} fails its checksum: dropped, the cache is rebuilt from the database"
+    ]
+    found = fresh_index(db_path).search("m", vectors[5], 1)
+    assert found[0][0] == ids[5] and found[0][1] == pytest.approx(1.0, abs=1e-6)
+    # rebuilt from the table and saved: a new segment in place of the damaged one, which loads
+    assert not segment.exists()
+    assert MatrixCache(Path(f"{db_path}.vectors"), "m").load().size == 30
+
+
+def test_a_copied_cache_is_checked_once_then_trusted_by_its_file_identity(db_path, tmp_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 20)
+    vectors = unit_vectors(20, 8, seed=25)
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, vectors))
+    store.db.conn.close()
+    copied = tmp_path / "copy" / "zeph.db"
+    shutil.copytree(db_path.parent, copied.parent)  # new inodes: every segment is hashed on its first load
+    segment = _only_segment(copied)
+    recorded = json.loads((segment.parent / MANIFEST).read_text())["segments"][0]["stamp"]
+    assert recorded[0] != segment.stat().st_ino
+    assert fresh_index(copied).search("m", vectors[4], 1)[0][0] == ids[4]
+    st = segment.stat()
+    stamp = json.loads((segment.parent / MANIFEST).read_text())["segments"][0]["stamp"]
+    assert stamp == [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def test_a_cache_of_the_format_before_checksums_is_rebuilt(db_path):
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 20)
+    vectors = unit_vectors(20, 8, seed=26)
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, vectors))
+    segment = _only_segment(db_path)
+    manifest = json.loads((segment.parent / MANIFEST).read_text())
+    manifest["format"] = 1
+    manifest["segments"] = [{"file": s["file"], "rows": s["rows"]} for s in manifest["segments"]]
+    (segment.parent / MANIFEST).write_text(json.dumps(manifest))
+    assert fresh_index(db_path).search("m", vectors[2], 1)[0][0] == ids[2]
+    manifest = json.loads((segment.parent / MANIFEST).read_text())
+    assert manifest["format"] == 2 and all("crc" in s for s in manifest["segments"])
+
+
+def test_a_segment_damaged_under_a_process_that_maps_it_is_rebuilt_without_warnings(db_path):
+    import warnings
+
+    store = open_store(db_path)
+    conversation, ids = add_conversation(store, 40)
+    vectors = unit_vectors(40, 8, seed=27)
+    SqliteVectorIndex(store.db, db_path).add("m", rows_for(conversation, ids, vectors))
+    reader = fresh_index(db_path)
+    assert reader.search("m", vectors[3], 1)[0][0] == ids[3]  # mapped and held
+    segment = _only_segment(db_path)
+    with open(segment, "r+b") as fh:  # in place: the reader's mapping sees the new bytes
+        fh.seek(40 * 8)
+        fh.write(np.full(40 * 8, np.inf, dtype=np.float32).tobytes())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        found = reader.search("m", vectors[3], 3)
+    assert found[0][0] == ids[3] and all(-1.0 <= s <= 1.0 + 1e-6 for _, s in found)
+    assert fresh_index(db_path).search("m", vectors[7], 1)[0][0] == ids[7]
 
 
 def test_a_recreated_database_does_not_use_the_old_cache(db_path):

@@ -5,11 +5,15 @@ assistant text) are ever returned — compacted originals never — and never on
 whose id the caller excludes (what the current window already holds). Vectors
 are compared only within the embedder's model. A vector index that is down
 degrades the query to keyword search, with a note saying so; nothing here
-raises for a recall that finds nothing.
+raises for a recall that finds nothing. The order is a function of the stored
+texts and the query alone: vector hits the embedder cannot tell apart (equal
+cosines, to float noise) are ordered by the query's words they contain, then
+newest first.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from .vectors.base import VectorIndex
 
 POOL_PER_RESULT, MIN_POOL = 8, 40  # candidates fetched from each backend per result wanted
+TIE = 1e-6  # cosines closer than this are equal: float32 noise, or texts of the same tokens
 RECALLED_ROLES = ("user", "assistant")
 
 
@@ -111,6 +116,25 @@ def _age_days(created_at: str, now: datetime) -> float:
     return (now - then).total_seconds() / 86400
 
 
+def _ties_settled(
+    vector_ids: list[int], cosines: dict[int, float], query_terms: set[str], rows: dict[int, dict[str, Any]]
+) -> tuple[list[int], dict[int, float]]:
+    """Vector hits best first, and the cosine each ranks by. Hits the embedder cannot tell apart (cosines
+    within TIE of the one before; "port 12" and "port 21" are the same tokens to a mean of token vectors)
+    rank by the first one's cosine, then by how much of the query's words each contains, then newest
+    first: the words decide, and the order never rests on float rounding."""
+    ordered = sorted(vector_ids, key=lambda i: -cosines[i])
+    lead: dict[int, float] = {}
+    for before, i in zip([None, *ordered], ordered):
+        lead[i] = lead[before] if before is not None and cosines[before] - cosines[i] <= TIE else cosines[i]
+    runs = Counter(lead.values())
+
+    def words_found(i: int) -> float:
+        return keyword_coverage(query_terms, rows[i]["content"]) if runs[lead[i]] > 1 else 0.0
+
+    return sorted(ordered, key=lambda i: (-lead[i], -words_found(i), -i)), lead
+
+
 def recall(
     db: "Database",
     query: str,
@@ -158,12 +182,13 @@ def recall(
     cosines = {i: s for i, s in vector_ranked if i not in exclude}
     keyword_ids = [i for i in keyword_ids if i not in exclude]
     rows = _rows(db, set(cosines) | set(keyword_ids))
-    vector_ids = [i for i, _ in vector_ranked if i in rows and i in cosines]
+    vector_ids, ranking_cosine = _ties_settled([i for i, _ in vector_ranked if i in rows and i in cosines],
+                                               cosines, query_terms, rows)
     keyword_ids = [i for i in keyword_ids if i in rows]
     coverage = {i: keyword_coverage(query_terms, rows[i]["content"]) for i in keyword_ids}
     relevance = {i: max(cosines.get(i, -1.0), coverage.get(i, -1.0)) for i in rows}
     if effective is Route.SEMANTIC:
-        scores = {i: max(cosines[i], 0.0) for i in vector_ids}
+        scores = {i: max(ranking_cosine[i], 0.0) for i in vector_ids}
     elif effective is Route.KEYWORD:
         # Coverage first (how much of the query a message answers), the BM25 order among equals.
         ranked = sorted(keyword_ids, key=lambda i: -coverage[i])

@@ -8,7 +8,10 @@ message deleted since (the interface allows it; callers filter). Each search
 costs one index lookup plus a matrix product over memory-mapped float32 — no
 per-row reads — so a fresh process answers in tens of milliseconds at 100k
 vectors. Writes verify the cache against the table's row count and rebuild it
-whenever rows went missing.
+whenever rows went missing; a load rebuilds it when a segment fails its checksum,
+and a search whose scores are not cosines (NaN, or past ±1: a segment damaged
+under its mapping) rebuilds it from the table before it answers. Floating-point
+warnings of the matrix product never reach the terminal.
 """
 
 from __future__ import annotations
@@ -17,13 +20,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from ...store.sqlite import Database
 
 from ...store import vectors as table
+from ...store.sqlite import Database
 from .base import VectorRow
 from .matrix_cache import CachedMatrix, MatrixCache, Segment
 
 REBUILD_ABOVE = 5000  # a search that finds more unsaved rows than this saves the cache it built
+# Cosines closer than this are one score: float32 products of two equal vectors differ by a few ulps
+# with their rows' places in the matrix (the BLAS kernel's blocks), and texts that are the same tokens in
+# another order ("port 12", "port 21") are one vector to the embedded model.
+TIE = 1e-6
+COSINE_SLACK = 1e-3  # float32 rounding lets a unit vectors' cosine pass 1 by ~1e-6; garbage passes it by far
 
 
 class SqliteVectorIndex:
@@ -60,11 +68,12 @@ class SqliteVectorIndex:
                 f"the query has {q.shape[0]} dimensions but {model!r} vectors have {cached.dim}; "
                 "run `zeph memory reindex --all` after changing the embedding model"
             )
-        if len(cached.segments) == 1:
-            ids, scores = cached.segments[0].ids, cached.segments[0].matrix @ q
-        else:
-            ids = np.concatenate([s.ids for s in cached.segments])
-            scores = np.concatenate([s.matrix @ q for s in cached.segments])
+        ids, scores = _scores(cached, q)
+        if not _plausible(scores):  # a segment damaged in place under a mapping, past its checksum
+            cached = self._replace_damaged(model)
+            ids, scores = _scores(cached, q)
+            usable = np.abs(scores) <= 1.0 + COSINE_SLACK  # false for NaN: rows the table itself holds broken
+            ids, scores = ids[usable], scores[usable]
         return top_k(ids, scores, limit)
 
     def forget_model(self, model: str) -> int:
@@ -111,7 +120,10 @@ class SqliteVectorIndex:
         cached = self._held.get(model)
         cache = MatrixCache(self.cache_root, model) if self.cache_root is not None else None
         if cache is not None and (cached is None or cached.manifest_stamp != cache.manifest_stamp()):
-            cached = cache.load() or cached
+            loaded = cache.load()
+            if loaded is not None and loaded.restamp:  # files hashed, not changed: remember them as checked
+                loaded = cache.remember_checked(loaded)
+            cached = loaded or cached
         if not _extendable(cached, self.database_id(), newest):
             cached = self._rebuilt(model)
             self._save_if_free(cache, cached)
@@ -120,6 +132,19 @@ class SqliteVectorIndex:
             cached = self._with_tail(cached)
             if cached.rows_seen - tail_before > REBUILD_ABOVE:
                 self._save_if_free(cache, cached)
+        self._held[model] = cached
+        return cached
+
+    def _replace_damaged(self, model: str) -> CachedMatrix:
+        """The matrix rebuilt from the table after its scores came out impossible; saved when free."""
+        from ...log import get_logger
+
+        get_logger("memory").warning(
+            "vector cache of %s gave scores outside [-1, 1]: dropped, rebuilt from the database", model
+        )
+        cached = self._rebuilt(model)
+        cache = MatrixCache(self.cache_root, model) if self.cache_root is not None else None
+        self._save_if_free(cache, cached)
         self._held[model] = cached
         return cached
 
@@ -190,6 +215,21 @@ def _extendable(cached: CachedMatrix | None, database_id: str, newest: int) -> b
     return cached.dim > 0 or cached.max_rowid == newest
 
 
+def _scores(cached: CachedMatrix, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every cached id and its vector's cosine with the unit `q` (floating-point errors stay silent:
+    `_plausible` judges the result)."""
+    with np.errstate(all="ignore"):
+        if len(cached.segments) == 1:
+            return cached.segments[0].ids, cached.segments[0].matrix @ q
+        ids = np.concatenate([s.ids for s in cached.segments])
+        return ids, np.concatenate([s.matrix @ q for s in cached.segments])
+
+
+def _plausible(scores: np.ndarray) -> bool:
+    """Whether every score is a cosine of unit vectors: finite and within [-1, 1] (NaN fails both)."""
+    return not len(scores) or bool(scores.min() >= -1.0 - COSINE_SLACK and scores.max() <= 1.0 + COSINE_SLACK)
+
+
 def unit_vector(vector: np.ndarray) -> np.ndarray:
     """`vector` as a 1-D float32 array of length 1 (a zero vector stays zero). ValueError when unusable."""
     v = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -200,12 +240,20 @@ def unit_vector(vector: np.ndarray) -> np.ndarray:
 
 
 def top_k(ids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
-    """The `limit` best (id, score) pairs, best first (argpartition, then a sort of the few)."""
+    """The `limit` best (id, score) pairs, best first; scores within TIE of the one before them are one
+    run, newest (highest id) first, so equal vectors never come in the order a selection algorithm or a
+    BLAS kernel left them. (A partition finds the limit-th best score; every row within TIE of it is
+    sorted, so a run that straddles the cut is cut by age too.)"""
+    if limit <= 0:
+        return []
     if limit < len(scores):
-        best = np.argpartition(-scores, limit - 1)[:limit]
+        cut = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+        best = np.flatnonzero(scores >= cut - TIE)
     else:
         best = np.arange(len(scores))
     best = best[np.argsort(-scores[best], kind="stable")]
+    run = np.concatenate(([0], np.cumsum(np.diff(scores[best]) < -TIE)))  # a new run where a score drops by more
+    best = best[np.lexsort((-ids[best], run))[:limit]]
     return [(int(ids[i]), float(scores[i])) for i in best]
 
 
