@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from zeph_cli import errors
@@ -143,7 +145,8 @@ def test_without_the_local_extra_the_error_says_what_to_do(monkeypatch, capsys):
     with pytest.raises(errors.ProviderUnavailable) as info:
         resolve_settings(load_config(env={}).config, env={})
     message = str(info.value)
-    assert "pip install 'zeph-cli[local]'" in message
+    clone = Path(__file__).resolve().parents[1]  # the suite runs from a clone, installed editable
+    assert f"pip install -e '{clone}[local]'" in message
     assert "ANTHROPIC_API_KEY" in message and "OPENAI_API_KEY" in message and "ollama" in message
     assert main(["ask", "hello"]) == 2
     assert capsys.readouterr().err.startswith("zeph: error: the local provider needs llama-cpp-python")

