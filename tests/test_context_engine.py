@@ -655,14 +655,13 @@ async def test_a_passing_probe_commits_the_summary_and_is_dumped(fake_server, mo
         (fact, fact, 1.0) for fact in sorted(PROBE_FACTS.values())
     ]
     requests, responses = dumped(dump_dir, "request"), dumped(dump_dir, "response")
-    assert len([r for r in requests.values() if r["stream"]]) == len(chat_requests(fake_server))
-    # Side jobs (the summary, the probe's questions and answers) are dumped as requests too.
-    assert len(requests) == len(fake_server.requests_to(CHAT_PATH))
-    assert sum(not r["stream"] for r in requests.values()) == len(side_jobs(fake_server)) >= 3
+    # Every request as the server received it, side jobs (the summary, the probe's questions and answers) too.
+    assert [r["wire"]["body"] for r in requests.values()] == [r.json for r in fake_server.requests_to(CHAT_PATH)]
+    assert len([r for r in requests.values() if r["wire"]["body"]["stream"]]) == len(chat_requests(fake_server))
+    assert sum(not r["wire"]["body"]["stream"] for r in requests.values()) == len(side_jobs(fake_server)) >= 3
+    assert all(r["context"] is not None for r in requests.values() if r["wire"]["body"]["stream"])  # turns only
     assert set(responses) == set(requests)
     assert all(responses[n]["request_id"] == n for n in responses)
-    last_sent = chat_requests(fake_server)[-1]["messages"][-1]["content"]
-    assert requests[max(requests)]["messages"][-1]["parts"][0]["text"] == last_sent
     (record,) = dumped(dump_dir, "compaction").values()
     assert (record["kind"], record["method"], record["summary"]) == ("hard", "single", summary.message.content)
     assert probe_id not in requests  # one counter for every kind: nothing overwritten

@@ -1,7 +1,7 @@
 """Every prompt layer in one request, through the real `zeph` and the wire-level fake model: the
 order ETOS gives (global prompt, topic, time, memory, recent conversations, user profile,
 worldbook, enhancement last) around Zeph's own blocks, each only when its condition holds, and
-`zeph context` listing each block with its tokens in that order."""
+`zeph context` listing each block with its tokens in that order (`--text`: each message under its block)."""
 
 from __future__ import annotations
 
@@ -80,6 +80,21 @@ def test_a_full_request_carries_every_block_in_order(fake_server, compatible, pr
                 "worldbook outlet", "worldbook an bottom", "history", "enhancement prompt"]
     assert [n for n in names if n in expected] == expected, names
     assert all(b["tokens"] > 0 for b in blocks if b["name"] in expected)
+
+    # --text: every message under the block it belongs to
+    sections = json.loads(out(run_zeph("context", "--json", "--text", env=env, cwd=project)))["text"]
+    tags = {"worldbook before": "<worldbook_before>", "base prompt": "You are Zeph", "environment": "<environment>",
+            "mode prompt": "Mode: agent.", "global prompt": "<system_prompt>", "topic prompt": "<topic_prompt>",
+            "worldbook after": "<worldbook_after>", "worldbook at depth 0": "<worldbook_at_depth>",
+            "worldbook an top": "<worldbook_an_top>", "time": "<time>", "memory": "<memory>",
+            "recent conversations": "<recent_conversation_memory>", "user profile": "<user_profile_memory>",
+            "worldbook outlet": "<worldbook_outlet>", "worldbook an bottom": "<worldbook_an_bottom>",
+            "enhancement prompt": "<enhanced_prompt>"}
+    assert [s["block"] for s in sections] == [*list(tags)[:7], "tools", "history", *list(tags)[7:]]
+    texts = {s["block"]: [m["parts"][0]["text"] for m in s.get("messages", [])] for s in sections}
+    for block, tag in tags.items():
+        assert len(texts[block]) == 1 and texts[block][0].startswith(tag), (block, texts[block])
+    assert texts["history"] == ["hello", "Hello.", "Tell me about the dragon", "Smaug."]
 
     # isolation: memory, the summaries and the profile go; the prompts, time and worldbook stay
     assert run_zeph("worldbook", "isolate", "on", env=env, cwd=project).returncode == 0

@@ -168,3 +168,50 @@ async def test_a_providers_device_decides_how_many_layers_llama_cpp_offloads(tmp
         assert local._llama.model_params.n_gpu_layers == layers
     finally:
         await local.aclose()
+
+
+async def test_the_wire_tap_is_handed_the_arguments_llama_cpp_is_called_with(monkeypatch):
+    """There is no HTTP body: what the debug dump holds is the call `create_chat_completion` gets."""
+    import json
+
+    from zeph_cli.providers.local_loader import import_llama_cpp
+
+    llama_cpp = import_llama_cpp()
+    called: list[dict] = []
+    real = llama_cpp.Llama.create_chat_completion
+
+    def recording(self, **kwargs):  # the real call, its arguments noted on the way
+        called.append(kwargs)
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(llama_cpp.Llama, "create_chat_completion", recording)
+    tapped: list[tuple[str, object]] = []
+    settings = resolve_settings(load_config(env={}).config, env={})
+    request = ChatRequest(
+        messages=(Message.system("You are terse."), Message.context("<time>now</time>"), Message.user("Say hi.")),
+        max_tokens=4, temperature=0.0, wire_tap=lambda to, body: tapped.append((to, json.loads(json.dumps(body)))),
+    )
+    provider = LocalProvider(settings)
+    try:
+        async for _ in provider.stream(request):
+            pass
+    finally:
+        await provider.aclose()
+    assert tapped == [(f"llama_cpp create_chat_completion {settings.model}", called[0])]
+    assert called[0]["messages"] == to_local_messages(request.messages)
+
+
+async def test_the_wire_tap_is_told_the_call_before_a_prompt_too_big_is_refused():
+    settings = resolve_settings(load_config(env={}).config, env={})
+    tapped: list[tuple[str, dict]] = []
+    request = ChatRequest(messages=(Message.system("Be brief."), Message.context("<time>now</time>"),
+                                    Message.user("word " * 400)),
+                          max_tokens=16, wire_tap=lambda to, body: tapped.append((to, body)))
+    with pytest.raises(errors.ContextLengthExceeded):
+        async for _ in LocalProvider(settings, n_ctx=128).stream(request):
+            pass
+    ((to, body),) = tapped
+    assert to == f"llama_cpp create_chat_completion {settings.model}"
+    assert body == {"messages": [{"role": "system", "content": "Be brief."},
+                                 {"role": "user", "content": "<time>now</time>\n\n" + "word " * 400}],
+                    "max_tokens": 16, "stream": True, "repeat_penalty": 1.1}

@@ -452,6 +452,26 @@ async def test_compact_clear_new_export_and_exit(fake_server, model, workspace):
         await session.aclose()
 
 
+async def test_context_text_shows_the_next_requests_text_in_the_transcript(fake_server, model, workspace):
+    from textual.widgets import Markdown
+
+    model.say("Hello there.")
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "first question")
+            await send(pilot, app, "/context text")
+            await pilot.pause()
+            shown = app.query(Markdown).last().source
+            assert shown.startswith("```text\n══ base prompt · ") and shown.endswith("\n```")
+            places = [shown.index(s) for s in ("══ environment", "══ tools", "══ history", "── user\nfirst question",
+                                                "── assistant\nHello there.")]
+            assert places == sorted(places)
+            assert not isinstance(app.screen, ContextScreen)
+    finally:
+        await session.aclose()
+
+
 async def test_context_screen_shows_blocks_and_changes_since_the_last_turn(fake_server, model, workspace):
     model.say("one")
     model.say("two")

@@ -160,6 +160,13 @@ def test_a_command_that_takes_no_argument_refuses_one():
     assert "//" in result.message
 
 
+def test_context_takes_text_or_nothing():
+    assert parse("/context Text") == SlashCommand("context", "text")
+    assert parse("/context") == SlashCommand("context", "")
+    result = parse("/context everything")
+    assert isinstance(result, SlashError) and result.message.startswith("/context takes no argument, or text")
+
+
 def test_huge_and_binary_input_never_crashes():
     assert parse("/system " + "x" * 1_000_000) == SlashCommand("system", "x" * 1_000_000)
     assert parse("\x00/help") is None
@@ -186,7 +193,7 @@ def test_completion_filters_by_prefix_and_carries_hint_and_help():
     assert model.help == command("model").help
     assert complete("/co") == [
         Completion("/compact", "/compact", "", command("compact").help),
-        Completion("/context", "/context", "", command("context").help),
+        Completion("/context ", "/context", "[text]", command("context").help),
     ]
 
 

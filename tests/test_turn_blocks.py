@@ -182,3 +182,43 @@ async def test_the_agent_renders_the_time_block_from_the_clock_it_is_given(fake_
     assert prefix[1][: len(prefix[0])] == prefix[0]
     assert [m["content"] for m in prefix[1][len(prefix[0]):]] == ["hello", "ok"]
     assert sent[1][len(prefix[1]) + 1] == {"role": "user", "content": "again"}
+
+
+def test_each_message_sent_is_named_by_its_block_and_a_split_history_shows_as_one_block_continued():
+    from zeph_cli.context.recall_block import RecallEntry
+    from zeph_cli.context.sent_text import sent_sections
+    from zeph_cli.messages import ToolSpec
+
+    call = ToolCallPart("c1", "read_file", {"path": "a"})
+    summary = HistoryItem(Message.context("[summary] earlier work"), 10, 1, {"compaction_summary": True})
+    history = [
+        summary,
+        item(Message.user("first"), 2, "2026-11-27T09:00:00+01:00"),
+        item(Message.assistant("done"), 3, "2026-11-27T09:01:00+01:00"),
+        item(Message.user("second"), 4, "2026-11-27T14:00:00+01:00"),
+        item(Message("assistant", (call,)), 5, "2026-11-27T14:00:05+01:00"),
+        item(Message("tool", (ToolResultPart("c1", "text", name="read_file"),)), 6, "2026-11-27T14:00:06+01:00"),
+    ]
+    messages, report = assemble(
+        LAYERS, history, budget(8000), COUNTER, window=8000, pinned_id=4, landmark_gap_minutes=120, zone=CET,
+        tools_tokens=40, context_layers=[PromptLayer("time", "<time>now</time>")],
+        recall=(RecallEntry(99, "- [2026-11-01 · user] the cache is LRU"),),
+        closing_layers=[PromptLayer("enhancement prompt", "<enhanced_prompt>x</enhanced_prompt>")],
+    )
+    assert list(zip(report.sent_blocks, [m.content[:9] for m in messages])) == [
+        ("base prompt", "You are z"), ("mode prompt", "Agent mod"), ("compaction summary", "[summary]"),
+        ("history", "first"), ("history", "done"), ("time", "<time>now"), ("semantic recall", "[semantic"),
+        ("history", "[time: 20"), ("history", "second"), ("history", ""), ("history", '<tool_out'),
+        ("enhancement prompt", "<enhanced"),
+    ]
+    tool = ToolSpec("read_file", "Read a file.", {"type": "object"})
+    sections = sent_sections(messages, report, (tool,))
+    assert [(s.block, s.continued, len(s.messages)) for s in sections] == [
+        ("base prompt", False, 1), ("mode prompt", False, 1), ("tools", False, 0), ("compaction summary", False, 1),
+        ("history", False, 2), ("time", False, 1), ("semantic recall", False, 1), ("history", True, 4),
+        ("enhancement prompt", False, 1),
+    ]
+    assert [m for s in sections for m in s.messages] == messages  # the very messages, each once, in order
+    history_block = report.block("history")
+    assert (sections[4].tokens, sections[4].detail) == (history_block.tokens, history_block.detail)
+    assert sections[7].tokens == 0 and sections[2].tools == (tool,)

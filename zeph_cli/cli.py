@@ -258,12 +258,13 @@ def context(
     provider: Optional[str] = typer.Option(None, "-p", "--provider", help="Provider to budget for."),
     mode: Optional[str] = typer.Option(None, "--mode", help="agent, ask or plan (changes the tools offered)."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON."),
+    text: bool = typer.Option(False, "--text", help="Print the text of each block, in the order it is sent."),
 ) -> None:
     """Show what the next turn of a session would send: each block, its tokens, its share of the budget."""
     import asyncio
 
     loaded = load({"llm.model": (model, "--model"), "llm.provider": (provider, "--provider"), "agent.mode": (mode, "--mode")})
-    asyncio.run(_context(loaded, session, json_output))
+    asyncio.run(_context(loaded, session, json_output, text))
 
 
 async def preview_memory(agent, conversation) -> tuple[str, int]:
@@ -281,14 +282,22 @@ async def preview_memory(agent, conversation) -> tuple[str, int]:
     return agent.memory.embedder_label(), await agent.memory.backlog()
 
 
-async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_output: bool) -> None:
+async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_output: bool, text: bool = False) -> None:
+    from .context.sent_text import sent_sections
     from .memory.describe import memory_lines
-    from .render import compaction_metrics_lines, context_head_lines, context_rows
+    from .render import (
+        compaction_metrics_lines,
+        context_head_lines,
+        context_rows,
+        sent_text_lines,
+    )
     from .store import CompactionStore
 
     async with session_agent(loaded, session_id) as (agent, conversation):
         embedder, backlog = await preview_memory(agent, conversation)
-        _, report, _ = agent.context_for(conversation)
+        tools = agent.offered_tools()
+        messages, report, _ = agent.context_for(conversation, None, tools)
+        sections = sent_sections(messages, report, tools.specs()) if text else []
         metrics = CompactionStore(agent.store.db).metrics(conversation.id)
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
@@ -297,10 +306,20 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     if agent.turn_worldbook.isolated:  # none of them is sent: the report's `worldbook isolation` block says so
         memory, extras = [], ["worldbook isolation: no long-term memory, recall, skills or MCP tools are sent"]
     if json_output:
-        print(json.dumps({"session": conversation.id, "provider": provider.name, "model": agent.model_label,
-                          "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox,
-                          "tools_unavailable": agent.tools_unavailable, "memory": memory,
-                          "extras": extras}, indent=2))
+        shown = {"session": conversation.id, "provider": provider.name, "model": agent.model_label,
+                 "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox,
+                 "tools_unavailable": agent.tools_unavailable, "memory": memory, "extras": extras}
+        if text:
+            shown["text"] = [section.to_dict() for section in sections]
+        print(json.dumps(shown, indent=2))
+        return
+    if text:  # the blocks as sent, nothing around them but the head lines
+        for line in context_head_lines(report, conversation.id, provider.name, agent.model_label,
+                                       agent.config.memory.compression.strategy):
+            print(line)
+        print()
+        for line in sent_text_lines(sections):
+            print(line)
         return
     from rich.console import Console
     from rich.table import Table

@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .context.report import ContextReport
-from .messages import ToolResultPart, part_to_dict
+from .messages import TextPart, ToolResultPart, part_to_dict
 from .store import Conversation, StoredMessage
 from .tokens import is_bound_name
 from .usage_estimate import ShownUsage
+
+if TYPE_CHECKING:
+    from .context.sent_text import SentSection
 
 
 def human_tokens(n: int) -> str:
@@ -198,6 +202,34 @@ def context_rows(report: ContextReport) -> list[tuple[str, int, str, str]]:
         free = max(report.budget - report.reserved_for_response - report.used_tokens, 0)
         rows.append(("free", free, share(free), ""))
     return rows
+
+
+def sent_text_lines(sections: Sequence[SentSection]) -> list[str]:
+    """`zeph context --text`: each block under a `══ name · tokens · detail` line, each of its messages
+    under a `── role` line (tool calls after the text, a tool result's name and call id beside its role),
+    the text itself untouched; the tool schemas one per tool, its parameters as JSON."""
+    lines: list[str] = []
+    for section in sections:
+        if section.continued:
+            head = f"{section.block} (continued)"
+        else:
+            head = " · ".join(filter(None, (section.block, f"{section.tokens:,} tokens", section.detail)))
+        lines += ["", f"══ {head}"] if lines else [f"══ {head}"]
+        for tool in section.tools:
+            lines += [f"── {tool.name}", tool.description, "parameters: " + json.dumps(tool.parameters, ensure_ascii=False)]
+        for message in section.messages:
+            results = message.tool_results
+            if results:
+                for result in results:
+                    lines += [f"── tool {result.name} ({result.tool_call_id})", result.content]
+                continue
+            lines.append(f"── {message.role}")
+            text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
+            if text:
+                lines.append(text)
+            for call in message.tool_calls:
+                lines.append(f"→ tool call {call.name} ({call.id}): {json.dumps(call.arguments, ensure_ascii=False)}")
+    return lines
 
 
 def compaction_metrics_lines(m: Any) -> list[str]:

@@ -64,15 +64,16 @@ class SideJobs:
         """One plain completion for `purpose` ("summary", "probe" or "compress"), by default on the main provider."""
         provider = self.pool.get(purpose)
         profile = await self._profile(provider)
+        label = getattr(provider, "display_model", provider.model)
+        dump_id = self.dump.request(provider=provider.name, model=label) if self.dump else None
         request = ChatRequest(
             messages=(Message.user(prompt),),
             max_tokens=min(max_tokens, reply_token_cap(self.configured_max_tokens, profile)),
             temperature=0.0,
             stream=False,
             context_window=profile.context_window,
+            wire_tap=self.dump.tap(dump_id) if self.dump else None,
         )
-        label = getattr(provider, "display_model", provider.model)
-        dump_id = self.dump.request(request, provider=provider.name, model=label) if self.dump else None
         builder = ReplyBuilder()
         try:
             async for event in provider.stream(request):

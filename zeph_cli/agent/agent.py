@@ -81,10 +81,10 @@ ENHANCE_KEY = "enhance"  # conversation metadata: the session's enhancement prom
 MEMORY_CHARS_PER_TOKEN = 4  # for the <memory> block's cap: English prose runs about four characters a token
 
 
-def _debug_dump(folder: Path) -> "DebugDump":
+def _debug_dump(folder: Path, settings: list[ProviderSettings | None]) -> "DebugDump":
     from .debug_dump import DebugDump
 
-    return DebugDump(folder)
+    return DebugDump(folder, secrets=[s.api_key for s in settings if s is not None and s.api_key])
 
 
 @dataclass
@@ -153,7 +153,8 @@ class Agent:
         self.turn_worldbook = WorldbookTurn()
         self._turn_notes: list[str] = []
         dump_dir = config.debug.dump_dir
-        self.dump = _debug_dump(Path(dump_dir).expanduser()) if dump_dir else None
+        keyed = [provider.settings, *(helper_settings or {}).values()]  # their keys are kept out of the dump
+        self.dump = _debug_dump(Path(dump_dir).expanduser(), keyed) if dump_dir else None
         self._said_dump_problem = False
         # Summaries, probes and compress_context may use providers of their own.
         self.side_jobs = SideJobs(

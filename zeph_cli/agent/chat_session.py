@@ -23,6 +23,7 @@ from ..memory.service import TurnMemory
 from ..config import LoadedConfig
 from ..context.global_prompt import PROFILE_KEY, session_profile
 from ..context.report import ContextReport
+from ..context.sent_text import SentSection, sent_sections
 from ..errors import NotFound, UsageError, ZephError
 from .events import AgentEvent, TurnStarted
 from ..log import get_logger, log_to
@@ -345,6 +346,12 @@ class ChatSession:
     def context_report(self) -> ContextReport:
         """What the next request would carry (before the first prompt: the prompt layers and tools alone)."""
         return self.agent.context_for(self._session_or_unsaved())[1]
+
+    def context_sections(self) -> list[SentSection]:
+        """The next request's messages and tools, block by block (`/context text`)."""
+        tools = self.agent.offered_tools()
+        messages, report, _ = self.agent.context_for(self._session_or_unsaved(), None, tools)
+        return sent_sections(messages, report, tools.specs())
 
     def _unsaved_conversation(self) -> Conversation:
         """A stand-in for the session the first prompt will create (id 0 holds no messages)."""

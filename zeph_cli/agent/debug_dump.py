@@ -1,9 +1,13 @@
-"""The debug dump: provider requests, responses and compaction results as numbered JSON files.
+"""The debug dump: provider requests as sent on the wire, responses and compaction results as numbered JSON files.
 
 Invariant: every file is named `{id:04}-{kind}.json` with one counter shared by
 all kinds that continues after the highest number already in the directory, so
-no run overwrites another; writes are atomic and never raise — the first
-failure is kept in `problem` and turns the dump off.
+no run overwrites another; a request file's `wire` is the body the adapter sent
+(`ChatRequest.wire_tap`: the HTTP body, or the arguments handed to llama.cpp),
+kept apart from zeph's own `context` report, and never a header; every string
+written passes through secret redaction and the configured API keys are replaced
+wherever they occur, so no file holds a key; writes are atomic and never raise —
+the first failure is kept in `problem` and turns the dump off.
 """
 
 from __future__ import annotations
@@ -11,47 +15,49 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..atomic_file import write_atomically
-from ..messages import Message, ToolCallPart, ToolSpec, Usage, part_to_dict
+from ..messages import ToolCallPart, Usage, part_to_dict
+from ..tools.redact import REDACTED, redact_secrets
 
 if TYPE_CHECKING:
     from ..context.probe.run import ProbeResult
     from ..context.report import ContextReport
-    from ..providers.base import ChatRequest
 
 _NUMBERED = re.compile(r"(\d+)-")
+MIN_SECRET_CHARS = 8  # a configured key shorter than this is no secret worth hiding (and would hide words)
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def message_to_dict(message: Message) -> dict[str, Any]:
-    return {"role": message.role, "parts": [part_to_dict(p) for p in message.parts]}
-
-
-def tool_spec_to_dict(spec: ToolSpec) -> dict[str, Any]:
-    return {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+def wire_body(body: Any) -> Any:
+    """A request body as the dump holds it: sent bytes as the JSON they encode (as text when they do
+    not), anything else (the arguments handed to llama.cpp) as it is."""
+    if isinstance(body, (bytes, bytearray)):
+        text = bytes(body).decode("utf-8", errors="replace")
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return body
 
 
 def request_record(
-    request: ChatRequest, *, provider: str, model: str, report: ContextReport | None = None
+    *, provider: str, model: str, report: ContextReport | None = None, to: str | None = None, body: Any = None
 ) -> dict[str, Any]:
-    """The `{id:04}-request.json` shape: the request exactly as the provider receives it."""
+    """The `{id:04}-request.json` shape: where the request went and its body exactly as sent (`wire`, null
+    until it leaves), and zeph's report of the context it carries (`context`)."""
     return {
         "provider": provider,
         "model": model,
         "created_at": _now(),
-        "messages": [message_to_dict(m) for m in request.messages],
-        "tools": [tool_spec_to_dict(t) for t in request.tools],
-        "max_tokens": request.max_tokens,
-        "temperature": request.temperature,
-        "stream": request.stream,
-        "context_window": request.context_window,
+        "wire": None if to is None else {"to": to, "body": wire_body(body)},
         "context": report.to_dict() if report is not None else None,
     }
 
@@ -82,16 +88,34 @@ def highest_number(directory: Path) -> int:
 class DebugDump:
     """Numbered JSON files in one directory, created on the first write."""
 
-    def __init__(self, directory: Path | str) -> None:
+    def __init__(self, directory: Path | str, secrets: Iterable[str] = ()) -> None:
         self.directory = Path(directory).expanduser()
         self.problem: str | None = None
         self._last_id: int | None = None  # read from the directory on the first write
+        # the longest first, so that a key containing another is replaced whole
+        self._secrets = sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+        self._waiting: dict[int, dict[str, Any]] = {}  # request records whose body has not gone out yet
 
-    def request(
-        self, request: ChatRequest, *, provider: str, model: str, report: ContextReport | None = None
-    ) -> int | None:
-        """Dump one provider request; its id numbers the matching `response`."""
-        return self._write_next("request", lambda: request_record(request, provider=provider, model=model, report=report))
+    def request(self, *, provider: str, model: str, report: ContextReport | None = None) -> int | None:
+        """Dump one provider request (its `wire` comes with `tap`); its id numbers the matching `response`."""
+        record = request_record(provider=provider, model=model, report=report)
+        number = self._write_next("request", lambda: record)
+        if number is not None:
+            self._waiting[number] = record
+        return number
+
+    def tap(self, id: int | None) -> Callable[[str, Any], None] | None:
+        """The `ChatRequest.wire_tap` for request `id`: the first body it is told (a retry sends the same)
+        completes the request's file."""
+        if id is None:
+            return None
+
+        def sent(to: str, body: Any) -> None:
+            record = self._waiting.pop(id, None)
+            if record is not None and not self.problem:
+                self._write(f"{id:04}-request.json", {**record, "wire": {"to": to, "body": wire_body(body)}})
+
+        return sent
 
     def response(
         self,
@@ -106,6 +130,7 @@ class DebugDump:
         """Dump the reply to request `id` (nothing when the request was not dumped)."""
         if id is None or self.problem:
             return
+        self._waiting.pop(id, None)  # a request that never went out stays `wire: null`
         record = response_record(id, text=text, tool_calls=tool_calls, usage=usage, stop_reason=stop_reason, error=error)
         self._write(f"{id:04}-response.json", record)
 
@@ -134,9 +159,21 @@ class DebugDump:
         self._last_id = number
         return number
 
+    def _scrubbed(self, value: Any) -> Any:
+        """`value` with every string in it, at any depth, redacted and stripped of the configured keys."""
+        if isinstance(value, str):
+            for secret in self._secrets:
+                value = value.replace(secret, REDACTED)
+            return redact_secrets(value)[0]
+        if isinstance(value, dict):
+            return {key: self._scrubbed(item) for key, item in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self._scrubbed(item) for item in value]
+        return value
+
     def _write(self, name: str, record: dict[str, Any]) -> bool:
         try:
-            data = json.dumps(record, indent=2, ensure_ascii=False, default=str) + "\n"
+            data = json.dumps(self._scrubbed(record), indent=2, ensure_ascii=False, default=str) + "\n"
             payload = data.encode("utf-8", errors="replace")  # lone surrogates from undecodable input
             self.directory.mkdir(parents=True, exist_ok=True)
             write_atomically(self.directory / name, payload)

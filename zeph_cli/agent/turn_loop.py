@@ -150,6 +150,8 @@ async def prepare(agent: Agent, turn: TurnState, tools: ToolSet) -> AsyncIterato
 async def send(agent: Agent, turn: TurnState, tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
     """Stream one request into `builder`; a provider error ends the turn or asks for a retry."""
     assert agent.profile is not None and turn.report is not None
+    dump = agent.dump
+    turn.dump_id = dump.request(provider=agent.provider.name, model=agent.model_label, report=turn.report) if dump else None
     request = ChatRequest(
         messages=tuple(turn.messages),
         tools=tools.specs(),
@@ -157,9 +159,8 @@ async def send(agent: Agent, turn: TurnState, tools: ToolSet, builder: ReplyBuil
         temperature=agent.config.llm.temperature,
         stream=turn.stream,
         context_window=turn.report.budget or agent.profile.context_window,
+        wire_tap=dump.tap(turn.dump_id) if dump else None,
     )
-    dump = agent.dump
-    turn.dump_id = dump.request(request, provider=agent.provider.name, model=agent.model_label, report=turn.report) if dump else None
     try:
         async for event in agent.provider.stream(request):
             builder.add(event)

@@ -11,7 +11,8 @@ per-turn blocks is the same from one turn to the next but for the turn just
 added, so prompt caches (and a local server's KV cache) keep the history too. Semantic recall only
 takes room that is free: at most its allocation share and never past the soft
 compaction line, so it never causes a compaction or trims history. The messages returned are exactly those sent (tool results wrapped as
-untrusted data) and every token of them is in the report. History that does
+untrusted data) and every token of them is in the report, each message
+attributed to its block (`sent_blocks`). History that does
 not fit the budget is dropped oldest first, never a tool call without its
 result, and never the pinned turn (the user's message of the running turn and
 the tool chain since): it travels verbatim, and when it cannot fit the report
@@ -252,6 +253,7 @@ def assemble(
     messages = [Message.system(layer.text) for layer in layers] + sent[:at] + per_turn + sent[at:]
     messages += [Message.context(layer.text) for layer in closing[len(depths):]]
     messages = delimit_tool_results(messages)
+    sent_blocks = _sent_blocks(layers, summaries, depths, sent, at, early, bool(recall_text), late, closing[len(depths):])
     report = ContextReport(
         blocks=_in_request_order(blocks, len(layers), len(extra) - len(late), len(late)),
         window=window,
@@ -269,8 +271,43 @@ def assemble(
         pinned_tokens=pinned_tokens,
         recalled_ids=recalled,
         skills_shown=_skills_shown(skills_block),
+        sent_blocks=sent_blocks,
     )
     return messages, report
+
+
+def _sent_blocks(
+    layers: list[PromptLayer],
+    summaries: list[HistoryItem],
+    depths: list[tuple[int, PromptLayer]],
+    sent: list[Message],
+    at: int,
+    early: list[PromptLayer],
+    recalled: bool,
+    late: list[PromptLayer],
+    closing: list[PromptLayer],
+) -> tuple[str, ...]:
+    """The block each message of the request belongs to, in the order `assemble` puts them: the system
+    layers, the history (compaction summaries and at-depth entries by their own blocks, time landmarks in
+    the history's) split around the per-turn blocks, then the closing blocks."""
+    summary_ids = {id(i.message) for i in summaries}
+    depth_names = {layer.text: layer.name for _, layer in depths}
+
+    def in_history(message: Message) -> str:
+        if id(message) in summary_ids:
+            return "compaction summary"
+        if message.role == "context" and message.content in depth_names:
+            return depth_names[message.content]
+        return "history"
+
+    per_turn = [layer.name for layer in early] + (["semantic recall"] if recalled else []) + [layer.name for layer in late]
+    return (
+        *(layer.name for layer in layers),
+        *(in_history(m) for m in sent[:at]),
+        *per_turn,
+        *(in_history(m) for m in sent[at:]),
+        *(layer.name for layer in closing),
+    )
 
 
 def _in_request_order(blocks: list[ContextBlock], system: int, early: int, late: int) -> tuple[ContextBlock, ...]:

@@ -43,6 +43,9 @@ class ContextReport:
     window_source: str = ""  # where `window` came from, e.g. "server: llama.cpp /props" ("" = not known)
     recalled_ids: tuple[int, ...] = ()  # stored ids of the past messages in the semantic-recall block
     skills_shown: tuple[tuple[str, str], ...] = ()  # matched skills in <available_skills>: (name, "full" | "compact")
+    # The block each message of the request belongs to, one name per message in the order sent
+    # (`zeph context --text`); not in `to_dict`, which describes blocks, not messages.
+    sent_blocks: tuple[str, ...] = ()
 
     @property
     def used_tokens(self) -> int:

@@ -35,7 +35,7 @@ from ..messages import (
 )
 from .base import (
     ChatRequest, Provider, ProviderSettings, answer_within, connection_error, describe_status_error, html_page_error,
-    refuse_html_page, timeout_error,
+    refuse_html_page, tap_request, tapping, timeout_error,
 )
 from .http_trust import trust_for
 
@@ -208,7 +208,9 @@ class AnthropicProvider(Provider):
                 timeout=self.settings.timeout_secs,
                 max_retries=self.settings.max_retries,
                 default_headers=headers,
-                http_client=anthropic.DefaultAsyncHttpxClient(verify=trust) if trust else None,
+                http_client=anthropic.DefaultAsyncHttpxClient(
+                    event_hooks={"request": [tap_request]}, **({"verify": trust} if trust else {})
+                ),
             )
         return self._client
 
@@ -230,12 +232,15 @@ class AnthropicProvider(Provider):
         timeout = self.settings.timeout_secs
         try:
             if not request.stream:
-                reply = await answer_within(client.messages.create(**kwargs), timeout)
+                with tapping(request.wire_tap):
+                    reply = await answer_within(client.messages.create(**kwargs), timeout)
                 for event in self._reply_events(reply):
                     yield event
                 return
             translator = _StreamTranslator()
-            async with await answer_within(client.messages.create(stream=True, **kwargs), timeout) as events:
+            with tapping(request.wire_tap):
+                opened = await answer_within(client.messages.create(stream=True, **kwargs), timeout)
+            async with opened as events:
                 await refuse_html_page(self.name, self._url, events.response)
                 async for raw in events:
                     for event in translator.feed(raw):

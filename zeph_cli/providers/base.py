@@ -2,16 +2,21 @@
 
 Invariant: an adapter turns a `ChatRequest` into wire calls and wire replies into
 `messages` stream events, nothing else; every failure leaves it as one of the
-typed errors in `zeph_cli.errors`, with a message naming what to fix.
+typed errors in `zeph_cli.errors`, with a message naming what to fix. A request's
+`wire_tap` is told each chat request exactly as it goes out: the HTTP adapters' clients
+carry `tap_request` as their request hook, which hands it the body the client is about
+to send (never a header); a request without a tap costs that hook one lookup.
 """
 
 from __future__ import annotations
 
 import abc
 import asyncio
+import contextvars
 import re
-from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .. import errors
@@ -26,6 +31,9 @@ from .settings import ProviderSettings
 DISCOVERY_TIMEOUT_SECS = 2.0
 
 
+WireTap = Callable[[str, Any], None]  # (where to, the body) of a request as it goes out
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """One request to a provider: the messages, the tools offered and the reply's limits."""
@@ -37,6 +45,34 @@ class ChatRequest:
     # The window the caller budgets for; servers that size their context per
     # request (Ollama's num_ctx) are told it so the two agree.
     context_window: int | None = None
+    # Told the request as it leaves (the debug dump): where to (`POST <url>`, or the embedded
+    # model's call) and the body (the bytes sent over HTTP, the arguments handed to llama.cpp).
+    wire_tap: WireTap | None = field(default=None, compare=False, repr=False)
+
+
+_tap: contextvars.ContextVar[WireTap | None] = contextvars.ContextVar("zeph_wire_tap", default=None)
+
+
+@contextmanager
+def tapping(tap: WireTap | None) -> Iterator[None]:
+    """Within it, what this task's HTTP client sends is handed to `tap` (by `tap_request`).
+    Wrap only the awaits that open a chat request: never a `yield`."""
+    if tap is None:
+        yield
+        return
+    token = _tap.set(tap)
+    try:
+        yield
+    finally:
+        _tap.reset(token)
+
+
+async def tap_request(request: Any) -> None:
+    """The request hook of every adapter's HTTP client: a request sent within `tapping` goes to its
+    tap as `METHOD url` and the body bytes (a retry or a redirect sends it again)."""
+    tap = _tap.get()
+    if tap is not None:
+        tap(f"{request.method} {request.url}", request.content)
 
 
 class Provider(abc.ABC):

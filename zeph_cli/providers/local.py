@@ -4,7 +4,8 @@ Invariant: the model is loaded once per provider (on a thread of its own, starte
 names it: `local_loader`), generation runs on a worker
 thread (one request at a time) and is stopped as soon as the consumer stops
 reading; token counts come from the model's own tokenizer. The evaluated system prefix is kept
-across runs in the cache dir (`local_prefix`), so a run evaluates only what follows it.
+across runs in the cache dir (`local_prefix`), so a run evaluates only what follows it. There is
+no HTTP: a request's `wire_tap` is handed the very arguments `create_chat_completion` gets.
 """
 
 from __future__ import annotations
@@ -70,6 +71,19 @@ def to_local_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     if system:
         out.insert(0, {"role": "system", "content": "\n\n".join(system)})
     return out
+
+
+def completion_kwargs(request: ChatRequest) -> dict[str, Any]:
+    """The arguments `Llama.create_chat_completion` is called with for `request`."""
+    kwargs: dict[str, Any] = {
+        "messages": to_local_messages(request.messages),
+        "max_tokens": request.max_tokens,
+        "stream": True,
+        "repeat_penalty": REPEAT_PENALTY,
+    }
+    if request.temperature is not None:
+        kwargs["temperature"] = request.temperature
+    return kwargs
 
 
 class LocalProvider(Provider):
@@ -196,17 +210,10 @@ class LocalProvider(Provider):
             self.last_prefix = PrefixOutcome("none", len(prefix), 0)
             log.info("prefix reuse failed: %s", exc)
 
-    def _generate(self, request: ChatRequest, chat: list[dict[str, Any]], emit, stop: threading.Event) -> None:
+    def _generate(self, kwargs: dict[str, Any], emit, stop: threading.Event) -> None:
         with self._run_lock:
             llama = self._load()
-            kwargs: dict[str, Any] = {
-                "messages": chat,
-                "max_tokens": request.max_tokens,
-                "stream": True,
-                "repeat_penalty": REPEAT_PENALTY,
-            }
-            if request.temperature is not None:
-                kwargs["temperature"] = request.temperature
+            chat = kwargs["messages"]
             prompt_tokens, prefix = self._prompt_tokens(llama, chat)
             if prompt_tokens + 1 > llama.n_ctx():
                 raise errors.ContextLengthExceeded(
@@ -237,7 +244,9 @@ class LocalProvider(Provider):
         queue: asyncio.Queue = asyncio.Queue()
         stop = threading.Event()
         done = object()
-        chat = to_local_messages(request.messages)
+        kwargs = completion_kwargs(request)
+        if request.wire_tap is not None:  # what llama.cpp is handed is this request's "wire"
+            request.wire_tap(f"llama_cpp create_chat_completion {self.settings.model}", kwargs)
 
         def emit(event: Any) -> None:
             if stop.is_set():
@@ -249,7 +258,7 @@ class LocalProvider(Provider):
 
         def worker() -> None:
             try:
-                self._generate(request, chat, emit, stop)
+                self._generate(kwargs, emit, stop)
             except errors.ZephError as exc:
                 emit(exc)
             except ValueError as exc:

@@ -39,6 +39,8 @@ from .base import (
     connection_error,
     describe_status_error,
     html_page_error,
+    tap_request,
+    tapping,
     timeout_error,
 )
 from .http_trust import trust_for
@@ -94,7 +96,7 @@ class OllamaProvider(Provider):
                 host=self.settings.base_url,
                 timeout=self.settings.timeout_secs,
                 headers=headers,
-                event_hooks={"response": [self._remember_retry_after]},
+                event_hooks={"request": [tap_request], "response": [self._remember_retry_after]},
                 **({"verify": trust} if trust else {}),
             )
         return self._client
@@ -148,12 +150,14 @@ class OllamaProvider(Provider):
             "options": _options(request),
         }
         if not request.stream:
-            reply = await self._with_retries(lambda: self._chat(kwargs, stream=False))
+            with tapping(request.wire_tap):
+                reply = await self._with_retries(lambda: self._chat(kwargs, stream=False))
             for event in _events(reply, 0, final=True):
                 yield event
             return
 
-        chunks, first = await self._with_retries(lambda: self._open_stream(kwargs))
+        with tapping(request.wire_tap):  # the SDK sends the request when the stream is first read
+            chunks, first = await self._with_retries(lambda: self._open_stream(kwargs))
         try:
             chunk: ollama.ChatResponse | None = first
             next_index = 0

@@ -44,6 +44,8 @@ from .base import (
     describe_status_error,
     html_page_error,
     refuse_html_page,
+    tap_request,
+    tapping,
     timeout_error,
 )
 from .http_trust import trust_for
@@ -258,7 +260,9 @@ class OpenAIProvider(Provider):
                 base_url=self.settings.base_url,
                 timeout=self.settings.timeout_secs,
                 max_retries=self.settings.max_retries,
-                http_client=openai.DefaultAsyncHttpxClient(verify=trust) if trust else None,
+                http_client=openai.DefaultAsyncHttpxClient(
+                    event_hooks={"request": [tap_request]}, **({"verify": trust} if trust else {})
+                ),
             )
         return self._client
 
@@ -288,14 +292,16 @@ class OpenAIProvider(Provider):
         started = False
         try:
             if not request.stream:
-                reply = await answer_within(self._sdk().chat.completions.create(**params, stream=False), timeout)
+                with tapping(request.wire_tap):
+                    reply = await answer_within(self._sdk().chat.completions.create(**params, stream=False), timeout)
                 for event in self._reply_events(reply):
                     yield event
                 return
-            stream = await answer_within(
-                self._sdk().chat.completions.create(**params, stream=True, stream_options={"include_usage": True}),
-                timeout,
-            )
+            with tapping(request.wire_tap):
+                stream = await answer_within(
+                    self._sdk().chat.completions.create(**params, stream=True, stream_options={"include_usage": True}),
+                    timeout,
+                )
             await refuse_html_page(self.name, self.endpoint, stream.response)
             started = True
             finish: str | None = None

@@ -365,7 +365,7 @@ class ZephApp(App[int]):
             await self.action_help()
             return
         if name == "context":
-            await self.show_context()
+            await (self.show_context_text() if argument == "text" else self.show_context())
             return
         if name == "sessions":
             self.run_worker(self.pick_session(argument), group="dialog")
@@ -567,6 +567,12 @@ class ZephApp(App[int]):
         # the one before is where the previous turn left it.
         previous = self.turn_reports[-2] if len(self.turn_reports) > 1 else None
         self.push_screen(ContextScreen(report, previous, self.session.metrics_lines()))
+
+    async def show_context_text(self) -> None:
+        """/context text: the next request's text, block by block, as `zeph context --text` prints it."""
+        from ..render import fenced, sent_text_lines
+
+        await self.transcript.add(HelpEntry(fenced("\n".join(sent_text_lines(self.session.context_sections())))))
 
     async def pick_session(self, query: str) -> None:
         from .screens import SessionsScreen

@@ -26,7 +26,7 @@ class CommandSpec:
 COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("help", "", "Show the commands and the key bindings."),
     CommandSpec("compact", "", "Compact now: prune old tool output, then summarize."),
-    CommandSpec("context", "", "Show the context block by block against the budget."),
+    CommandSpec("context", "[text]", "Show the context's blocks against the budget; text: as sent."),
     CommandSpec("clear", "", "Start a fresh context; the session's history is kept."),
     CommandSpec("new", "", "Start a new session."),
     CommandSpec("sessions", "[QUERY]", "List or search the sessions, to switch to one."),
@@ -131,6 +131,10 @@ def parse(text: str) -> SlashCommand | SlashError | None:
         return SlashError(f"/{spec.name} needs {spec.hint}: /{spec.name} {spec.example}")
     if spec.name == "mode":
         return _mode(argument)
+    if spec.name == "context" and argument.lower() not in ("", "text"):
+        return SlashError("/context takes no argument, or text for the text of each block as sent")
+    if spec.name == "context":
+        return SlashCommand("context", argument.lower())
     if spec.name == "memory":
         problem = memory_problem(argument)
         if problem:
