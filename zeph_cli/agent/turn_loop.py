@@ -138,9 +138,8 @@ async def prepare(agent: Agent, turn: TurnState, tools: ToolSet) -> AsyncIterato
         turn.messages, turn.report, turn.raw_estimate = agent.context_for(conversation, turn.system, tools)
     if turn.changes:
         turn.report, turn.changes = dataclasses.replace(turn.report, compaction=tuple(turn.changes)), []
-    yield ContextPrepared(turn.report)
-    for note in turn.report.notes:
-        yield AgentWarning(note)
+    yield ContextPrepared(turn.report)  # its notes (a summary over its share, history not sent) are for
+    # `zeph context` and /context: nothing the user could do about them on every turn
     problem = budget_problem(turn.report)
     if problem is not None:
         turn.ended = True
