@@ -3,6 +3,8 @@ and the reply printer's one-block rule."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import asyncio
 
 import pytest
@@ -108,10 +110,25 @@ def test_summed_usage_keeps_the_estimated_flags():
 
 def test_the_usage_line_marks_estimates_and_never_says_zero_for_an_unreported_figure():
     line = usage_line(shown_usage(Usage(), 1_500, 250), report())
-    assert line.startswith("tokens: ~1,500 in · ~250 out · context: ~1.5k / 8.0k (19%)")
+    assert line.startswith("tokens: ~1,500 in · ~250 out · context: 1.5k / 7.0k prompt budget (21%)")
     assert line.endswith("(~ estimated: the provider reported no usage)")
     exact = usage_line(shown_usage(Usage(1_234, 5), 1_500, 250), report())
-    assert exact == "tokens: 1,234 in · 5 out · context: 1.2k / 8.0k (15%)"
+    assert exact == "tokens: 1,234 in · 5 out · context: 1.5k / 7.0k prompt budget (21%)"
+
+
+def test_every_front_end_gives_the_context_fill_on_one_basis():
+    """`zeph ask -u`, `zeph context`, the gauge and /context: the context over the prompt budget, one figure."""
+    from zeph_cli.tui.gauge import gauge_for
+    from zeph_cli.tui.screens import context_table_rows
+
+    state = dataclasses.replace(report(tokens=1_337), unsent_tokens=200)  # 1,537 of a 7,000-token prompt budget
+    assert state.usage_percent == 21
+    assert usage_line(shown_usage(Usage(1_900, 5), 1_500, 250), state).endswith("context: 1.5k / 7.0k prompt budget (21%)")
+    assert context_head_lines(state, 1, "compatible", "m", "reactive")[1].startswith("context 1.5k / 7.0k prompt budget (21%)")
+    assert gauge_for(state).label == "1.5k / 7.0k · 21%"
+    shares = {row[0]: row[3] for row in context_table_rows(state, None)}
+    assert shares["base prompt"] == "19.1%" and shares["not sent (trimmed)"] == "2.9%"  # of 7,000, not of 8,000
+    assert shares["reserved for the reply"] == ""
 
 
 # ---- the window and the length limit ---------------------------------------------------

@@ -252,7 +252,8 @@ def test_context_shows_the_next_turn_block_by_block(fake_server, compatible, wor
     plan_tools = {b["name"]: b["tokens"] for b in plan["context"]["blocks"]}["tools"]
     assert plan_tools < blocks["tools"]  # read-only tools only
     text = out(run_zeph("context", env=compatible, cwd=workspace))
-    assert "project context" in text and "reserved for the reply" in text and "20.0%" in text
+    assert "project context" in text and "of prompt budget" in text
+    assert "reserved for the reply" in text and "beyond the prompt budget" in text
     assert "compaction: 0 events" in text
 
 

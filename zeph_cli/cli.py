@@ -333,7 +333,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     for line in memory + extras:
         print(line)
     table = Table(box=None, pad_edge=False)
-    for column, justify in (("block", "left"), ("tokens", "right"), ("share", "right"), ("", "left")):
+    for column, justify in (("block", "left"), ("tokens", "right"), ("of prompt budget", "right"), ("", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for name, tokens, share, detail in context_rows(report):
         table.add_row(name, f"{tokens:,}", share, detail)

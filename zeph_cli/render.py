@@ -41,14 +41,19 @@ def usage_line(usage: ShownUsage, report: ContextReport | None) -> str:
     if usage.cache_read_tokens or usage.cache_write_tokens:
         parts.append(f"cache: {usage.cache_read_tokens:,} read · {usage.cache_write_tokens:,} written")
     if report is not None:
-        used = usage.input_tokens or report.used_tokens
-        mark = "~" if usage.input_estimated or not usage.input_tokens else ""
-        if report.budget:
-            parts.append(f"context: {mark}{human_tokens(used)} / {human_tokens(report.budget)} ({used / report.budget:.0%})")
-        else:
-            parts.append(f"context: {mark}{human_tokens(used)} (no budget)")
+        parts.append(f"context: {context_fill(report)}")
     line = " · ".join(parts)
     return line + (" (~ estimated: the provider reported no usage)" if usage.estimated else "")
+
+
+def context_fill(report: ContextReport) -> str:
+    """How full the context is, on the one basis every front end uses: what the agent could send over the
+    prompt budget (the budget minus the reply's reserve), as compaction measures it: `1.5k / 6.1k prompt
+    budget (24%)`."""
+    if not report.capacity:
+        return f"{human_tokens(report.context_tokens)} (no budget)"
+    return (f"{human_tokens(report.context_tokens)} / {human_tokens(report.capacity)} prompt budget "
+            f"({report.usage_percent}%)")
 
 
 def _figure(tokens: int, estimated: bool) -> str:
@@ -181,26 +186,27 @@ def context_head_lines(report: ContextReport, session_id: int, provider: str, mo
     lines = [f"session {session_id} · {provider} {model} · {window_text(report)} · {budget}"]
     if report.capacity:
         lines.append(
-            f"usage {report.usage:.0%} of the {human_tokens(report.capacity)} prompt budget "
-            f"({human_tokens(report.context_tokens)} tokens) · compaction at soft {report.soft_threshold:.0%} "
+            f"context {context_fill(report)} · compaction at soft {report.soft_threshold:.0%} "
             f"/ hard {report.hard_threshold:.0%} · strategy {strategy}"
         )
     return lines
 
 
 def context_rows(report: ContextReport) -> list[tuple[str, int, str, str]]:
-    """(block, tokens, share of the budget, detail) for each block, then the totals."""
+    """(block, tokens, share of the prompt budget, detail) for each block, then the totals. Shares are of
+    the prompt budget (`ContextReport.capacity`), the basis of the gauge and `zeph ask -u`; the reply's
+    reserve lies outside it."""
     def share(tokens: int) -> str:
-        return f"{tokens / report.budget:.1%}" if report.budget else "-"
+        return f"{report.share_of_capacity(tokens):.1%}" if report.capacity else "-"
 
     rows = [(b.name, b.tokens, share(b.tokens), b.detail) for b in report.blocks]
     rows.append(("used", report.used_tokens, share(report.used_tokens), ""))
     if report.unsent_tokens:
         rows.append(("not sent (trimmed)", report.unsent_tokens, share(report.unsent_tokens), "summarized by the next compaction"))
     if report.budget:
-        rows.append(("reserved for the reply", report.reserved_for_response, share(report.reserved_for_response), ""))
-        free = max(report.budget - report.reserved_for_response - report.used_tokens, 0)
+        free = max(report.capacity - report.used_tokens, 0)
         rows.append(("free", free, share(free), ""))
+        rows.append(("reserved for the reply", report.reserved_for_response, "", "beyond the prompt budget"))
     return rows
 
 

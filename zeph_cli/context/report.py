@@ -72,6 +72,16 @@ class ContextReport:
         return self.context_tokens / self.capacity if self.capacity else 0.0
 
     @property
+    def usage_percent(self) -> int:
+        """`usage` as the whole percent every front end shows (`zeph ask -u`, the gauge, `zeph context`,
+        /context), rounded down so it never claims more than is used."""
+        return self.context_tokens * 100 // self.capacity if self.capacity else 0
+
+    def share_of_capacity(self, tokens: int) -> float:
+        """`tokens` over the prompt budget (`capacity`), the one basis shares are given on (0 = no budget)."""
+        return tokens / self.capacity if self.capacity else 0.0
+
+    @property
     def over_budget(self) -> bool:
         """The request as assembled does not fit the prompt's share of the budget."""
         return bool(self.capacity) and self.used_tokens > self.capacity

@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
 from ..context.report import ContextReport
-from ..render import context_rows, human_tokens, window_text
+from ..render import context_fill, context_rows, human_tokens, window_text
 from ..tools.permissions import ApprovalRequest
 
 BAR_WIDTH = 24
@@ -134,7 +134,7 @@ def context_table_rows(report: ContextReport, previous: ContextReport | None) ->
             change = f"{tokens - before[name]:+,}"
         elif previous is not None and name not in before and name not in ("used", "free", "reserved for the reply"):
             change = "new"
-        rows.append((name, f"{tokens:,}", bar(tokens, report.budget), share, change, detail))
+        rows.append((name, f"{tokens:,}", bar(tokens, report.capacity) if share else "", share, change, detail))
     return rows
 
 
@@ -165,8 +165,7 @@ class ContextScreen(ModalScreen[None]):
         head = window_text(report)
         if report.capacity:
             head += (
-                f" · budget {human_tokens(report.budget)} · usage {report.usage:.0%} of the "
-                f"{human_tokens(report.capacity)} prompt budget · compaction at soft "
+                f" · budget {human_tokens(report.budget)} · context {context_fill(report)} · compaction at soft "
                 f"{report.soft_threshold:.0%} / hard {report.hard_threshold:.0%}"
             )
         else:
@@ -174,7 +173,7 @@ class ContextScreen(ModalScreen[None]):
         with Vertical():
             yield Static(f"[b]Context of the next turn[/b]\n{escape(head)}")
             table: DataTable[Any] = DataTable(zebra_stripes=True, cursor_type="none")
-            table.add_columns("block", "tokens", "", "share", "since last turn", "")
+            table.add_columns("block", "tokens", "", "of prompt budget", "since last turn", "")
             for row in context_table_rows(report, self.previous):
                 table.add_row(*row)
             yield table
