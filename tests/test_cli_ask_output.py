@@ -80,8 +80,8 @@ def test_json_after_a_compaction_and_retry_carries_the_reply_and_the_compaction(
 
 
 def test_a_streamed_reply_cut_by_the_length_limit_is_marked_on_stderr(fake_server, compatible):
-    events = openai_wire.text_chunks(["The list goes: one, two, thr"], finish_reason="length")
-    fake_server.queue(openai_wire.stream_response(events))
+    events = openai_wire.text_chunks(["The list goes: one, two, thr"], finish_reason="length", usage=(12, 7, 0))
+    fake_server.queue(openai_wire.stream_response(events))  # a real length stop: as many tokens as were allowed
     result = run_zeph("ask", "Count to a hundred.", env={**compatible, "ZEPH_LLM_MAX_TOKENS": "7"})
     assert result.returncode == 0, err(result)
     assert out(result) == "The list goes: one, two, thr\n"
@@ -91,8 +91,9 @@ def test_a_streamed_reply_cut_by_the_length_limit_is_marked_on_stderr(fake_serve
 
 
 def test_an_unstreamed_reply_cut_by_the_length_limit_is_marked_and_json_says_length(fake_server, compatible):
-    fake_server.queue(openai_wire.json_response(openai_wire.completion(content="Cut sho", finish_reason="length")))
-    result = run_zeph("ask", "--no-stream", "--json", "Talk.", env=compatible)
+    fake_server.queue(openai_wire.json_response(openai_wire.completion(content="Cut sho", finish_reason="length",
+                                                                       usage=(12, 3, 0))))
+    result = run_zeph("ask", "--no-stream", "--json", "Talk.", env={**compatible, "ZEPH_LLM_MAX_TOKENS": "3"})
     assert result.returncode == 0, err(result)
     assert json.loads(out(result))["stop_reason"] == "length"
     assert "llm.max_tokens" in err(result)

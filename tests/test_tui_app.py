@@ -676,8 +676,8 @@ async def test_the_probe_shows_its_badge_while_it_validates(fake_server, model, 
 
 
 async def test_a_reply_cut_by_the_length_limit_gets_a_notice_under_it(fake_server, model, workspace):
-    events = openai_wire.text_chunks(["One, two, thr"], finish_reason="length")
-    model.chat.append(openai_wire.stream_response(events))
+    events = openai_wire.text_chunks(["One, two, thr"], finish_reason="length", usage=(900, 9, 0))
+    model.chat.append(openai_wire.stream_response(events))  # as many tokens as it was allowed
     model.say("Done.")
     app, session = await open_app(fake_server, workspace, env={"ZEPH_LLM_MAX_TOKENS": "9"})
     try:

@@ -135,7 +135,7 @@ class AskOutput(AgentEventHandler):
     async def on_turn_finished(self, event: TurnFinished) -> None:
         self.end_reply_block()
         if event.stop_reason == "length":
-            eprint(warning_line(length_cut_notice(self.reply_limit)))
+            eprint(warning_line(event.notice or length_cut_notice(self.reply_limit)))
         if self.json_output:
             self.result.update(
                 message_id=event.message_id,

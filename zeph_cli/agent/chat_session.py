@@ -73,6 +73,7 @@ class AssistantItem:
     error: str | None = None
     model: str = ""
     cut: bool = False  # stopped by the length limit (max_tokens)
+    notice: str = ""  # what was said under it when it was cut (why, and what to raise)
     kind: Literal["assistant"] = "assistant"
 
 
@@ -214,7 +215,7 @@ def _row_items(index: int, row: StoredMessage, results: dict[str, deque], claime
             error = row.metadata.get("error")
             items.append(AssistantItem(row.id, message.content, row.created_at, row.partial,
                                        str(error) if error else None, str(row.metadata.get("model", "")),
-                                       row.metadata.get("stop_reason") == "length"))
+                                       row.metadata.get("stop_reason") == "length", str(row.metadata.get("notice") or "")))
         for call in message.tool_calls:
             waiting = results.get(call.id, deque())
             while waiting and waiting[0][0] < index:

@@ -99,6 +99,7 @@ class TurnFinished:
     text: str
     usage: Usage
     stop_reason: str
+    notice: str = ""  # a reply stopped for length: why, and which setting would let it go on
 
 
 @dataclass(frozen=True)

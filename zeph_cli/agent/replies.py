@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import ReplyNotStored, StoreError
@@ -50,6 +51,7 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
         turn.report = dataclasses.replace(exact, compaction=turn.report.compaction if turn.report else ())
     turn.total = turn.total + usage
     stop_reason = normalize_stop_reason(builder.stop_reason)
+    notice = length_stop_notice(length_stop(agent, turn, builder)) if stop_reason == "length" else ""
     stored_calls = [as_stored(call) for call in calls]  # the calls run with the real arguments
     reply_parts: list = ([TextPart(builder.content)] if builder.content else []) + stored_calls
     message_id = None
@@ -61,7 +63,8 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
                 reply,
                 token_count=count_message(agent.counter, reply),
                 token_counter=agent.counter.name,
-                metadata={"usage": usage.to_dict(), "stop_reason": stop_reason, "model": agent.model_label},
+                metadata={"usage": usage.to_dict(), "stop_reason": stop_reason, "model": agent.model_label,
+                          **({"notice": notice} if notice else {})},
             ).id
         except StoreError as exc:  # shown but not kept: the caller keeps its text somewhere else
             raise ReplyNotStored(f"the reply could not be stored: {exc}", builder.content) from None
@@ -80,7 +83,7 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
     if not calls:
         turn.ended = True
         agent.session_memory.after_reply(conversation, isolated=agent.turn_worldbook.isolated)  # in the background: the reply is stored already
-        yield TurnFinished(message_id, builder.content, turn.total, stop_reason)
+        yield TurnFinished(message_id, builder.content, turn.total, stop_reason, notice)
         return
     max_rounds = agent.config.agent.max_tool_iterations
     if turn.rounds >= max_rounds:
@@ -130,6 +133,80 @@ def calibrate(store: ConversationStore, provider: Provider, counter: TokenCounte
             store.save_calibration(provider.name, provider.model, updated)
         except StoreError as exc:  # a later reply teaches it again
             log.warning("the token calibration could not be saved: %s", exc)
+
+
+def length_stop(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> LengthStop:
+    """The facts of this turn's length-stopped reply: the provider's usage where it reported it, else counts."""
+    assert agent.profile is not None and turn.report is not None
+    usage = builder.usage
+    reply = usage.output_tokens if usage.output_tokens > 0 else agent.counter.count(builder.content)
+    prompt = usage.prompt_tokens if usage.prompt_tokens > 0 else turn.report.used_tokens
+    return LengthStop(
+        sent_cap=turn.max_tokens or reply_token_cap(agent.config.llm.max_tokens, agent.profile),
+        configured_cap=reply_token_cap(agent.config.llm.max_tokens, agent.profile),
+        reply_tokens=reply, prompt_tokens=prompt, budget=turn.report.budget,
+        window=agent.profile.context_window, window_from_model=not agent.profile.window_is_guess,
+        reported=usage.output_tokens > 0 and usage.prompt_tokens > 0, max_tokens_setting=agent.config.llm.max_tokens,
+    )
+
+
+# A length stop this far below the request's max_tokens was the server's window, not the cap: with the
+# provider's own count; with zeph's count of the text (another tokenizer), only when far below.
+SHORT_OF_CAP, SHORT_OF_CAP_COUNTED = 0.9, 0.6
+
+
+@dataclass(frozen=True)
+class LengthStop:
+    """What is known of a reply the provider stopped for length (`finish_reason: length`)."""
+
+    sent_cap: int  # the max_tokens the request carried
+    configured_cap: int  # what llm.max_tokens (or the model's limit) allows a reply
+    reply_tokens: int  # reported, else counted from the text
+    prompt_tokens: int  # reported, else the request's own count
+    budget: int  # the context budget the request was fitted to (0 = none)
+    window: int  # the model's window as zeph knows it
+    window_from_model: bool  # the window is the server's or model's own, not a table guess
+    reported: bool = False  # the provider reported the usage (else the figures are zeph's counts)
+    max_tokens_setting: int = 0  # llm.max_tokens (0: the model's output limit decides)
+
+    @property
+    def server_cut_it(self) -> bool:
+        """The reply ended well before its cap: the server's context window filled, not max_tokens."""
+        return self.reply_tokens < self.sent_cap * (SHORT_OF_CAP if self.reported else SHORT_OF_CAP_COUNTED)
+
+    @property
+    def squeezed(self) -> bool:
+        """The cap itself was cut down to what the budget left after the prompt."""
+        return self.sent_cap < self.configured_cap
+
+
+def length_stop_notice(stop: LengthStop) -> str:
+    """What to say under a reply stopped for length, naming the setting that would have let it go on."""
+    if stop.server_cut_it:
+        filled = f" ({stop.prompt_tokens + stop.reply_tokens:,} tokens with the prompt, as it reported)" if stop.reported else ""
+        return (
+            f"the server stopped the reply after about {stop.reply_tokens:,} tokens, short of its "
+            f"{stop.sent_cap:,}-token limit: its context window filled up{filled}. Give the server a larger "
+            "context (llama.cpp's server: -c/--ctx-size; llama-cpp-python's: --n_ctx; Ollama: num_ctx), or "
+            "compact the session (zeph compact, /compact)"
+        )
+    if not stop.squeezed:
+        if not stop.max_tokens_setting and stop.window_from_model and stop.sent_cap >= stop.window // 2:
+            return (f"the reply stopped at {stop.sent_cap:,} tokens, half of the model's {stop.window:,}-token "
+                    "window, the most zeph asks for: give the model's server a larger context for longer replies")
+        return f"the reply stopped at its length limit of {stop.sent_cap:,} tokens: raise llm.max_tokens for longer replies"
+    room = (f"all that the {stop.budget:,}-token context budget left after the {stop.prompt_tokens:,}-token prompt"
+            if stop.budget else "all the room left after the prompt")
+    if stop.budget and stop.budget < stop.window and stop.window_from_model:
+        larger = f"or raise [memory] context_budget_tokens (the model's window is {stop.window:,})"
+    elif stop.budget and stop.budget < stop.window:
+        larger = "or, if the model's server has a larger context, raise [memory] context_budget_tokens to it"
+    elif stop.window_from_model:
+        larger = "or give the model's server a larger context"
+    else:
+        larger = "or use a model with a larger window"
+    return (f"the reply stopped at {stop.sent_cap:,} tokens, {room}: compact the session (zeph compact, /compact) "
+            f"or start a new one for longer replies, {larger}")
 
 
 def reply_cap(max_tokens: int, profile: ModelProfile, report: ContextReport) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from ..context.budget import more_room
 from ..context.tool_fit import ToolForm, fewest_left_out, mcp_trimmed_warning, no_tools_warning, tool_form
 from ..said_once import first_time
 from ..tokens import TokenCounter, count_tools
@@ -84,7 +85,9 @@ def fit_tools(agent: Agent, tools: ToolSet) -> ToolSet:
     left_out = fewest_left_out(len(droppable), lambda count: without(count)[2] != "none")
     if left_out is None:  # the built-in tools alone do not fit
         agent.extras.mcp_left_out = len(droppable)
-        agent._tools_dropped = no_tools_warning(capacity, agent._tools_tokens(without(len(droppable))[1]))
+        assert agent.profile is not None
+        room = more_room(agent.budget().total, agent.profile.context_window, agent.profile.window_source)
+        agent._tools_dropped = no_tools_warning(capacity, agent._tools_tokens(without(len(droppable))[1]), room)
         return ToolSet()
     agent.extras.mcp_left_out = left_out
     if left_out:

@@ -54,6 +54,7 @@ class TurnState:
     report: ContextReport | None = None
     raw_estimate: int = 0
     dump_id: int | None = None
+    max_tokens: int = 0  # the reply limit the latest request carried
     parsed: list[tuple[ToolCallPart, str | None]] = field(default_factory=list)
     retry: bool = False  # send again (after compaction, a learned window or dropping tools)
     ended: bool = False
@@ -160,6 +161,7 @@ async def send(agent: Agent, turn: TurnState, tools: ToolSet, builder: ReplyBuil
         context_window=turn.report.budget or agent.profile.context_window,
         wire_tap=dump.tap(turn.dump_id) if dump else None,
     )
+    turn.max_tokens = request.max_tokens
     try:
         async for event in agent.provider.stream(request):
             builder.add(event)

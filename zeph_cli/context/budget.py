@@ -36,3 +36,27 @@ def compute_budget(
     total = configured_tokens or (window if auto_budget else 0)
     reserved = int(total * RESPONSE_RESERVE_FRACTION)
     return Budget(total, reserved, soft_threshold, hard_threshold)
+
+
+# Where a window came from (`ModelProfile.window_source`), by the start of its text.
+_SERVER_SET = ("server: ", "learned: ")  # a server's own setting, or what its errors and replies taught
+_LOCAL = "local model n_ctx"
+_GUESS = "default guess"
+
+
+def more_room(budget: int, window: int, window_source: str) -> str:
+    """What gives a request more room, given where the limit is: zeph's own budget below the window, a
+    server's context setting, the embedded model's n_ctx, or the model itself (its window is what it is)."""
+    guess = not window_source or window_source.startswith(_GUESS)
+    if budget and budget < window:
+        if guess:
+            return "raise [memory] context_budget_tokens if the model's window is larger (zeph does not know it)"
+        return f"raise [memory] context_budget_tokens (the model's window is {window:,})"
+    if window_source.startswith(_SERVER_SET):
+        return "give the model's server a larger context (llama.cpp: -c/--ctx-size; llama-cpp-python: --n_ctx; Ollama: num_ctx)"
+    if window_source.startswith(_LOCAL):
+        return "raise n_ctx of the local provider ([[llm.providers]] n_ctx)"
+    if guess:
+        return (f"set [memory] context_budget_tokens to the model's window if it is larger than the {window:,} "
+                "tokens zeph assumes")
+    return "use a model with a larger window"

@@ -9,6 +9,7 @@ compaction do that, and when they cannot, the turn stops with this sentence.
 
 from __future__ import annotations
 
+from .budget import more_room
 from .report import ContextReport
 
 
@@ -21,7 +22,7 @@ def budget_problem(report: ContextReport) -> str | None:
         return None
     used, fixed, pinned = report.used_tokens, report.fixed_tokens, report.pinned_tokens
     summary = report.block("compaction summary")
-    raise_budget = "raise [memory] context_budget_tokens (if the model's window allows)"
+    raise_budget = more_room(report.budget, report.window, report.window_source)
     if fixed > report.capacity:
         return (
             f"the request needs {used:,} tokens, more than {_share(report)}: the system prompt and tool schemas "

@@ -42,11 +42,11 @@ def fewest_left_out(count: int, fits: Callable[[int], bool]) -> int | None:
     return low
 
 
-def no_tools_warning(capacity: int, compact_tokens: int) -> str:
+def no_tools_warning(capacity: int, compact_tokens: int, more_room: str) -> str:
+    """`more_room`: what would make the budget larger (`budget.more_room`)."""
     return (
         f"running without tools: their schemas take {compact_tokens:,} tokens even in compact form, more than a "
-        f"quarter of the {capacity:,}-token prompt budget; raise [memory] context_budget_tokens (if the model's "
-        "window allows) to use file and shell tools"
+        f"quarter of the {capacity:,}-token prompt budget; to use file and shell tools, {more_room}"
     )
 
 

@@ -374,7 +374,7 @@ def entries_for(item) -> list[object]:
 
     entry = entry_for(item)
     if item.kind == "assistant" and item.cut and not item.partial:
-        return [entry, Notice(length_cut_notice(0), "warning")]
+        return [entry, Notice(item.notice or length_cut_notice(0), "warning")]
     return [] if entry is None else [entry]
 
 

@@ -121,7 +121,7 @@ class TurnView(AgentEventHandler):
         elif event.text:
             await self.app.transcript.add(AssistantEntry(event.text))
         if event.stop_reason == "length":
-            await self.app.notice(length_cut_notice(self.reply_limit), "warning")
+            await self.app.notice(event.notice or length_cut_notice(self.reply_limit), "warning")
 
     async def on_compaction_started(self, event: CompactionStarted) -> None:
         if event.kind != "soft":
