@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.agent_helpers import close_agents  # noqa: F401  (autouse: the agents a test builds are closed after it)
 from tests.cli_helpers import err, out, run_zeph
 from tests.fakes import llamacpp_wire, openai_wire
 from zeph_cli.agent.replies import LengthStop, length_stop_notice
@@ -96,3 +97,46 @@ def test_tools_that_cannot_fit_a_servers_small_window_point_at_the_server(fake_s
     (warning,) = [line for line in err(result).splitlines() if "running without tools" in line]
     assert "give the model's server a larger context (llama.cpp: -c/--ctx-size" in warning
     assert "context_budget_tokens" not in warning
+
+
+# ---- a server that leaves the tool schemas out -------------------------------------------------------
+
+
+def test_a_report_far_below_the_request_with_tools_means_they_were_left_out():
+    from zeph_cli.context.tool_fit import server_left_out_tools
+
+    assert server_left_out_tools(3_129, 1_824, 1_305)  # what llama-cpp-python reported for such a request
+    assert not server_left_out_tools(3_129, 1_824, 2_900)  # it saw them (its tokenizer counts a little less)
+    assert not server_left_out_tools(3_129, 300, 2_700)  # schemas too small a part to tell
+    assert not server_left_out_tools(3_129, 0, 1_000)
+    assert not server_left_out_tools(3_129, 1_824, 12)  # a figure that matches nothing tells nothing
+
+
+def test_a_server_that_left_the_tools_out_is_said_once_and_offered_no_tools_again(fake_server, compatible, tmp_path):
+    """llama-cpp-python's server with its model's own chat template drops `tools` from the request and reports
+    the prompt it evaluated: zeph sees the gap, says so once, and stops offering tools that turn on."""
+    def reply(prompt_tokens: int):
+        return openai_wire.json_response(openai_wire.completion(content="I read the file: it says hello.",
+                                                                usage=(prompt_tokens, 9, 0)))
+
+    fake_server.queue(reply(400), reply(400))
+    first = run_zeph("ask", "--no-stream", "What does notes.txt say?", env=compatible, cwd=tmp_path)
+    assert first.returncode == 0, err(first)
+    (warning,) = [line for line in err(first).splitlines() if line.startswith("zeph: warning:")]
+    assert warning.startswith("zeph: warning: running without tools: compatible at ")
+    assert "left the tool schemas out: it counted 400 prompt tokens" in warning and "--chat_format" in warning
+    second = run_zeph("ask", "--no-stream", "-c", "And now?", env=compatible, cwd=tmp_path)
+    assert second.returncode == 0 and "left the tool schemas out" not in err(second)  # said once
+
+
+async def test_after_the_server_left_the_tools_out_the_next_request_offers_none(fake_server, tmp_path):
+    from tests.test_agent import collect, make_agent
+
+    fake_server.queue(*[openai_wire.stream_response(openai_wire.text_chunks(["Made up."], usage=(400, 3, 0)))] * 2)
+    agent = make_agent(fake_server, tmp_path)
+    conversation = agent.new_conversation("hello")
+    await collect(agent, conversation, "What does notes.txt say?")
+    await collect(agent, conversation, "And the other file?")
+    first, second = [r.json for r in fake_server.requests_to("/v1/chat/completions")]
+    assert first.get("tools") and not second.get("tools")
+    assert "left the tool schemas out" in (agent.tools_unavailable or "")

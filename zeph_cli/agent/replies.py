@@ -14,10 +14,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..context.tool_fit import server_left_out_tools, tools_left_out_notice
 from ..errors import ReplyNotStored, StoreError
 from ..log import get_logger
 from ..messages import Message, ReplyBuilder, TextPart, Usage, normalize_stop_reason
 from ..models import ModelProfile, reply_token_cap
+from ..said_once import first_time
 from ..side_jobs import record_response
 from ..tokens import TokenCounter, bounded, count_message
 from .events import AgentEvent, AgentWarning, TurnFinished, UsageReported
@@ -49,6 +51,7 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
         agent.counter.make_exact()
         exact = agent.context_for(conversation, turn.system, agent.offered_tools())[1]
         turn.report = dataclasses.replace(exact, compaction=turn.report.compaction if turn.report else ())
+    left_out = dropped_tools(agent, turn, usage) if not calls else None  # counted before the reply is stored
     turn.total = turn.total + usage
     stop_reason = normalize_stop_reason(builder.stop_reason)
     notice = length_stop_notice(length_stop(agent, turn, builder)) if stop_reason == "length" else ""
@@ -72,6 +75,8 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
             agent.guidelines.after_reply(conversation, builder.content)
     elif not calls:
         yield AgentWarning("the model returned an empty reply")
+    if left_out:
+        yield AgentWarning(left_out)
     calibrate(agent.store, agent.provider, agent.counter, turn.raw_estimate, usage)
     record_response(agent.dump, turn.dump_id, builder)
     assert turn.report is not None
@@ -133,6 +138,32 @@ def calibrate(store: ConversationStore, provider: Provider, counter: TokenCounte
             store.save_calibration(provider.name, provider.model, updated)
         except StoreError as exc:  # a later reply teaches it again
             log.warning("the token calibration could not be saved: %s", exc)
+
+
+SUSPECT_BYTES_PER_TOKEN = 5  # fewer tokens than a request's bytes over this: some of it was not counted
+
+
+def dropped_tools(agent: Agent, turn: TurnState, usage: Usage) -> str | None:
+    """When the server's usage says it left the request's tool schemas out: no tools from now on, and what to
+    say about it (once per data dir); None otherwise."""
+    report = turn.report
+    assert report is not None
+    if agent.tools_unavailable or report.block("tools") is None or usage.prompt_tokens <= 0:
+        return None
+    if bounded(agent.counter):  # counts are bytes for now: exact ones only when the server's count is suspect
+        if usage.prompt_tokens * SUSPECT_BYTES_PER_TOKEN >= report.used_tokens:
+            return None  # no tokenizer packs the whole request into fewer tokens: it was all seen
+        agent.counter.make_exact()
+        report = agent.context_for(turn.conversation, turn.system, agent.offered_tools())[1]
+    tools = report.block("tools")
+    if tools is None or not server_left_out_tools(report.used_tokens, tools.tokens, usage.prompt_tokens):
+        return None
+    provider = agent.provider
+    agent.tools_unavailable = tools_left_out_notice(provider.name, provider.endpoint, report.used_tokens,
+                                                    tools.tokens, usage.prompt_tokens)
+    agent._said_no_tools = True
+    said = first_time(f"the server left the tool schemas out: {provider.name} {provider.endpoint} {agent.model_label}")
+    return f"running without tools: {agent.tools_unavailable}" if said else None
 
 
 def length_stop(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> LengthStop:
