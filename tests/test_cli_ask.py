@@ -91,13 +91,27 @@ def test_project_context_and_session_prompt_reach_the_model(fake_server, compati
         assert "You review Rust code." in system  # the topic prompt is kept for later turns
 
 
-def test_provider_error_keeps_the_prompt(fake_server, compatible):
+def test_provider_error_keeps_the_prompt_and_no_session_behind(fake_server, compatible):
     fake_server.queue(openai_wire.invalid_api_key())
     result = run_zeph("ask", "my carefully typed question", env={**compatible, "OPENAI_API_KEY": "sk-bad"})
     first = assert_one_line_error(result, 1, "OPENAI_API_KEY")
     assert "rejected" in first
-    assert "zeph sessions show 1" in err(result)
-    assert db_rows("select content from messages")[0]["content"] == "my carefully typed question"
+    kept = err(result).splitlines()[1]
+    assert kept.startswith("zeph: your prompt is not in the database; it is kept in ")
+    assert Path(kept.rsplit(" ", 1)[1]).read_text() == "my carefully typed question\n"
+    assert db_rows("select id from conversations") == []  # nothing for -c to continue
+    assert_one_line_error(run_zeph("ask", "-c", "next", env=compatible), 1, "no previous session")
+
+
+def test_provider_error_in_a_continued_session_keeps_the_prompt_unanswered(fake_server, compatible):
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Hi."])), openai_wire.server_error())
+    assert run_zeph("ask", "hello", env=compatible).returncode == 0
+    result = run_zeph("ask", "-c", "a question the server failed", env=compatible)
+    assert result.returncode == 1
+    assert "session 1's scroll-back, marked unanswered" in err(result)
+    rows = db_rows("select content, agent_visible, metadata from messages order by id")
+    assert rows[-1]["content"] == "a question the server failed" and rows[-1]["agent_visible"] == 0
+    assert "unsent" in json.loads(rows[-1]["metadata"])
 
 
 def test_stream_broken_midway_keeps_partial_text_marked(fake_server, compatible):
@@ -191,8 +205,9 @@ def test_compatible_without_url():
 def test_connection_refused_names_the_url():
     url = closed_port_url()
     env = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": url + "/v1", "ZEPH_LLM_MAX_RETRIES": "0"}
-    assert_one_line_error(run_zeph("ask", "hello", env=env), 1, url.removeprefix("http://"))
-    assert db_rows("select content from messages")[0]["content"] == "hello"
+    result = run_zeph("ask", "hello", env=env)
+    assert_one_line_error(result, 1, url.removeprefix("http://"))
+    assert "it is kept in" in err(result)
 
 
 def test_bad_option_value_is_a_usage_error():

@@ -12,12 +12,22 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.cli_helpers import ZEPH, assert_one_line_error, db_rows, err, run_zeph
+from tests.cli_helpers import ZEPH, assert_one_line_error, db_rows, db_rows_safe, err, out, run_zeph
 from tests.fakes import openai_wire
 
 
-def _kept_in_session(result, session: int) -> None:
-    assert f"zeph: your prompt is saved in session {session}: zeph sessions show {session}" in err(result)
+def _kept_in_a_file(result, text: str) -> Path:
+    """The prompt of a command that failed before any reply is in a file it names; no session was left."""
+    line = next(line for line in err(result).splitlines() if "your prompt is not in the database; it is kept in" in line)
+    kept = Path(line.rsplit(" ", 1)[1])
+    assert kept.read_text() == text + "\n"
+    assert db_rows_safe("select id from conversations") == []
+    return kept
+
+
+def _unanswered_in_session(result, session: int) -> None:
+    assert (f"zeph: your prompt is in session {session}'s scroll-back, marked unanswered; later turns will not "
+            f"send it (zeph sessions show {session})") in err(result)
 
 
 def test_a_deleted_working_directory_is_one_line_and_the_prompt_is_kept(tmp_path, compatible):
@@ -29,27 +39,42 @@ def test_a_deleted_working_directory_is_one_line_and_the_prompt_is_kept(tmp_path
     )
     first = assert_one_line_error(result, 1, "working directory", str(gone), "cd to an existing directory")
     assert "internal error" not in first
-    _kept_in_session(result, 1)
-    assert db_rows("select content from messages") == [{"content": "a prompt typed in a lost directory"}]
+    _kept_in_a_file(result, "a prompt typed in a lost directory")
 
 
-def test_a_missing_api_key_keeps_the_prompt_in_a_session():
+def test_a_missing_api_key_keeps_the_prompt_and_leaves_no_session_for_c_to_continue(fake_server, compatible):
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["An earlier answer."])))
+    assert run_zeph("ask", "an earlier question", env=compatible).returncode == 0
     result = run_zeph("ask", "-p", "anthropic", "-s", "be brief", "what I typed before the key was set")
     assert_one_line_error(result, 1, "ANTHROPIC_API_KEY")
-    _kept_in_session(result, 1)
-    assert db_rows("select content from messages") == [{"content": "what I typed before the key was set"}]
-    conversation = db_rows("select title, metadata from conversations")[0]
-    assert conversation["title"] == "what I typed before the key was set" and "be brief" in conversation["metadata"]
+    line = next(line for line in err(result).splitlines() if "it is kept in" in line)
+    assert Path(line.rsplit(" ", 1)[1]).read_text() == "what I typed before the key was set\n"
+    assert [r["title"] for r in db_rows("select title from conversations")] == ["an earlier question"]
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Continued."])))
+    again = run_zeph("ask", "-c", "so -c goes on with the earlier session", env=compatible)
+    assert again.returncode == 0, err(again)
+    sent = fake_server.requests_to("/v1/chat/completions")[-1].json["messages"]
+    assert [m["content"] for m in sent if m["role"] in ("user", "assistant")][-3:] == [
+        "an earlier question", "An earlier answer.", "so -c goes on with the earlier session"]
 
 
-def test_a_missing_local_model_file_keeps_the_prompt_in_the_session_continued(tmp_path):
+def test_a_missing_local_model_file_in_a_continued_session_is_kept_unanswered_and_never_sent(
+    tmp_path, fake_server, compatible
+):
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["First answer."])))
+    assert run_zeph("ask", "first words", env=compatible).returncode == 0
     missing = tmp_path / "nowhere.gguf"
-    first = run_zeph("ask", "-p", "local", "-m", str(missing), "first words")
-    assert_one_line_error(first, 2, str(missing))
     again = run_zeph("ask", "-p", "local", "-m", str(missing), "-c", "second words")
     assert_one_line_error(again, 2, str(missing))
-    _kept_in_session(again, 1)
-    assert [r["content"] for r in db_rows("select content from messages order by id")] == ["first words", "second words"]
+    _unanswered_in_session(again, 1)
+    rows = db_rows("select content, agent_visible, user_visible from messages order by id")
+    assert [(r["content"], r["agent_visible"], r["user_visible"]) for r in rows] == [
+        ("first words", 1, 1), ("First answer.", 1, 1), ("second words", 0, 1)]
+    assert "second words" in out(run_zeph("sessions", "show", "1"))  # the user still sees it
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Third answer."])))
+    assert run_zeph("ask", "-c", "second words, once more", env=compatible).returncode == 0
+    sent = fake_server.requests_to("/v1/chat/completions")[-1].json["messages"]
+    assert "second words" not in [m["content"] for m in sent]  # sent once, as typed again
 
 
 def test_an_unknown_session_is_still_only_a_usage_mistake():

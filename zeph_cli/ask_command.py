@@ -25,10 +25,10 @@ from .closed_output import drop_further_output
 from .config import LoadedConfig
 from .errors import NotFound, ReplyNotStored, StoreError, ZephError
 from .event_handler import dispatch
-from .agent.events import TurnStarted
+from .agent.events import TurnFailed, TurnStarted
 from .models import reply_token_cap
 from .paths import data_dir
-from .prompt_keeper import keep_prompt, rescue_prompt, rescue_reply
+from .prompt_keeper import keep_prompt, rescue_prompt, rescue_reply, unsent_in_session
 from .stderr import eprint, warning_line
 from .store import Conversation, ConversationStore
 from .tools.approval import approve_all, deny_all
@@ -88,14 +88,14 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             store.close()
             raise
         try:
-            return _not_started(exc, store, conversation, text, options, loaded)
+            return _not_started(exc, store, conversation, text)
         finally:
             store.close()
     except (KeyboardInterrupt, CancelledError):  # Ctrl+C while the model loads: the prompt is kept all the same
         if terminal is not None:
             terminal.close()
         try:
-            eprint(f"zeph: interrupted; {_keep_unsent(store, conversation, text, options, loaded)}")
+            eprint(f"zeph: interrupted; {_keep_unsent(store, conversation, text, 'interrupted before it was sent')}")
         finally:
             store.close()
         return 130
@@ -109,6 +109,7 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
     try:
         for warning in warnings:
             eprint(warning_line(warning))
+        created = conversation is None
         if conversation is None:
             conversation = agent.new_conversation(text, options.system)
         if options.enhance is not None:
@@ -131,6 +132,8 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
                 except BrokenPipeError:  # the reader has gone (`| head`): the turn stops, what came is kept
                     drop_further_output()
                     return 0
+        if output.failure is not None:
+            eprint(f"zeph: {_failed_prompt(store, conversation, created, output.failure, text)}")
         if output.exit_code == 0:
             if agent.learns_guidelines:
                 await agent.guidelines.maybe_update()  # after the reply: learning never delays it
@@ -172,26 +175,32 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
         store.close()
 
 
-def _not_started(
-    error: ZephError, store: ConversationStore, conversation: Conversation | None, text: str,
-    options: AskOptions, loaded: LoadedConfig,
-) -> int:
+def _not_started(error: ZephError, store: ConversationStore, conversation: Conversation | None, text: str) -> int:
     """Report why the turn could not start (config, provider, working directory) with the prompt kept."""
     eprint(f"zeph: error: {error}")
-    eprint(f"zeph: {_keep_unsent(store, conversation, text, options, loaded)}")
+    eprint(f"zeph: {_keep_unsent(store, conversation, text, str(error))}")
     return error.exit_code
 
 
-def _keep_unsent(
-    store: ConversationStore, conversation: Conversation | None, text: str, options: AskOptions, loaded: LoadedConfig
-) -> str:
-    """Store the prompt of a turn that never started and say where it is (`prompt_keeper.keep_prompt`)."""
-    llm = loaded.config.llm
-    try:
-        cwd = os.getcwd()
-    except OSError:
-        cwd = os.environ.get("PWD", "")
-    return keep_prompt(
-        store, conversation, text, provider=llm.provider, model=llm.model, cwd=cwd, system=options.system,
-        data_dir=data_dir(os.environ),
-    )
+def _failed_prompt(store: ConversationStore, conversation: Conversation, created: bool, failure: TurnFailed,
+                   text: str) -> str:
+    """Where the prompt of a failed turn is: with what arrived of the reply; else, in a session this command
+    started, in a file (the session goes: nothing of it is left for `-c` to continue); else in the session's
+    scroll-back, not sent by later turns."""
+    session = conversation.id
+    if not failure.prompt_withdrawn:
+        saved = " (the partial reply is saved too)" if failure.partial_message_id else ""
+        return f"your prompt is saved in session {session}{saved}: zeph sessions show {session}"
+    if created:
+        kept = rescue_prompt(text, data_dir(os.environ))
+        try:
+            store.delete_conversation(session)
+        except ZephError:
+            return f"{kept}; session {session}, which it started, could not be removed"
+        return kept
+    return unsent_in_session(session)
+
+
+def _keep_unsent(store: ConversationStore, conversation: Conversation | None, text: str, reason: str) -> str:
+    """Keep the prompt of a turn that never started and say where it is (`prompt_keeper.keep_prompt`)."""
+    return keep_prompt(store, conversation, text, reason=reason, data_dir=data_dir(os.environ))

@@ -52,6 +52,7 @@ class AskOutput(AgentEventHandler):
         self.stream, self.markdown = stream, markdown
         self.show_usage, self.json_output = show_usage, json_output
         self.exit_code = 0
+        self.failure: TurnFailed | None = None  # the turn ended on this error
         self.result: dict[str, Any] = {"session": session_id, "tool_calls": []}
         self.report = None  # the ContextReport of the latest request
         self.usage = ShownUsage()  # the turn's usage so far, estimates included
@@ -127,10 +128,9 @@ class AskOutput(AgentEventHandler):
 
     async def on_turn_failed(self, event: TurnFailed) -> None:
         self.end_reply_block()
-        saved = " (the partial reply is saved too)" if event.partial_message_id else ""
-        eprint(f"zeph: error: {event.error}")
-        eprint(f"zeph: your prompt is saved in session {self.session_id}{saved}: zeph sessions show {self.session_id}")
+        eprint(f"zeph: error: {event.error}")  # where the prompt is kept, the command says after the turn
         self.exit_code = event.error.exit_code
+        self.failure = event
 
     async def on_turn_finished(self, event: TurnFinished) -> None:
         self.end_reply_block()

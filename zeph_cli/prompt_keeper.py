@@ -1,11 +1,12 @@
 """Keeping the typed prompt of a `zeph ask` that could not start or store its turn.
 
-Invariant: the prompt ends up somewhere the user is told about — a session in
-the database when the store takes it, else a new file in the first of
-`unsaved-prompts/` beside the database, in the cache dir, in the temporary dir
-that takes all of it (never overwriting another, never left empty or cut) —
-and the returned sentence says where; only when every place fails does it say
-the prompt was lost. A reply shown but not stored is kept the same way.
+Invariant: the prompt ends up somewhere the user is told about — the scroll-back
+of the session it was typed for (marked unsent, never sent by later turns), else
+a new file in the first of `unsaved-prompts/` beside the database, in the cache
+dir, in the temporary dir that takes all of it (never overwriting another, never
+left empty or cut) — and the returned sentence says where; only when every place
+fails does it say the prompt was lost. No session is created for a prompt that
+got no reply. A reply shown but not stored is kept the same way.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .errors import StoreError
 from .messages import Message
 from .paths import cache_dir
 from .store import Conversation, ConversationStore
+from .store.conversations import UNSENT_KEY
 
 RESCUE_DIR_NAME = "unsaved-prompts"
 
@@ -28,21 +30,24 @@ def keep_prompt(
     conversation: Conversation | None,
     text: str,
     *,
-    provider: str,
-    model: str,
-    cwd: str,
-    system: str | None,
+    reason: str,
     data_dir: Path,
 ) -> str:
-    """Store `text` as a user message (in `conversation`, else a new session); say where it is kept."""
+    """Keep the prompt of a turn that never started; say where. In a session that exists (`-c`, `--session`) it
+    goes into the scroll-back, marked unsent, and later turns do not send it; without one it goes to a file,
+    so a command that failed leaves no session behind (for `-c` to continue)."""
+    if conversation is None:
+        return rescue_prompt(text, data_dir)
     try:
-        if conversation is None:
-            metadata = {"system": system} if system else {}
-            conversation = store.create_conversation(provider=provider, model=model, cwd=cwd, title=text, metadata=metadata)
-        store.add_message(conversation.id, Message.user(text))
+        store.add_message(conversation.id, Message.user(text), agent_visible=False, metadata={UNSENT_KEY: reason})
     except StoreError:
         return rescue_prompt(text, data_dir)
-    return f"your prompt is saved in session {conversation.id}: zeph sessions show {conversation.id}"
+    return unsent_in_session(conversation.id)
+
+
+def unsent_in_session(session_id: int) -> str:
+    return (f"your prompt is in session {session_id}'s scroll-back, marked unanswered; later turns will not send "
+            f"it (zeph sessions show {session_id})")
 
 
 def rescue_places(data_dir: Path, env: Mapping[str, str] | None = None) -> list[Path]:

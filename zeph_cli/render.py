@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .context.report import ContextReport
 from .messages import TextPart, ToolResultPart, part_to_dict
 from .store import Conversation, StoredMessage
+from .store.conversations import UNSENT_KEY
 from .tokens import is_bound_name
 from .usage_estimate import ShownUsage
 
@@ -70,6 +71,8 @@ def message_label(stored: StoredMessage) -> str:
     label = stored.role
     if stored.partial:
         label += f" (partial: {stored.metadata.get('error', 'interrupted')})"
+    elif stored.metadata.get(UNSENT_KEY):
+        label += f" (unanswered, not sent again: {stored.metadata[UNSENT_KEY]})"
     return label
 
 
@@ -92,7 +95,8 @@ def conversation_markdown(conversation: Conversation, messages: list[StoredMessa
             continue
         text = stored.message.content.rstrip()
         if text or not stored.message.tool_calls:
-            lines += ["", f"## {message_label(stored).capitalize()}", "", text]
+            label = message_label(stored)
+            lines += ["", f"## {label[:1].upper()}{label[1:]}", "", text]
         for call in stored.message.tool_calls:
             arguments = json.dumps(call.arguments, indent=2, ensure_ascii=False)
             lines += ["", f"## Tool call: {call.name}", "", fenced(arguments, "json")]

@@ -85,10 +85,12 @@ class AgentWarning:
 
 @dataclass(frozen=True)
 class TurnFailed:
-    """The turn ended on an error; a partial reply, if any, is stored under `partial_message_id`."""
+    """The turn ended on an error; a partial reply, if any, is stored under `partial_message_id`; a prompt that
+    got no reply at all is withdrawn from what later turns send (`prompt_withdrawn`)."""
 
     error: ZephError
     partial_message_id: int | None = None
+    prompt_withdrawn: bool = False  # nothing answered the prompt: later turns do not send it (the user still sees it)
 
 
 @dataclass(frozen=True)

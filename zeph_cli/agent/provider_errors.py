@@ -20,6 +20,7 @@ from ..said_once import first_time
 from ..side_jobs import record_response
 from ..store.windows import remember_window
 from .events import AgentEvent, AgentWarning, CompactionFinished, TurnFailed
+from .turn_loop import withdraw_unanswered
 
 if TYPE_CHECKING:
     from ..messages import ReplyBuilder
@@ -83,8 +84,9 @@ async def on_provider_error(
             status=exc.status,
         )
     partial_id = agent._save_partial(turn.conversation, builder, str(exc))
+    turn.answered = turn.answered or partial_id is not None
     turn.ended = True
-    yield TurnFailed(exc, partial_id)
+    yield TurnFailed(exc, partial_id, withdraw_unanswered(agent, turn, str(exc)))
 
 
 def learn_window(agent: Agent, exc: ProviderError) -> str | None:

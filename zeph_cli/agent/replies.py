@@ -71,6 +71,7 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
             ).id
         except StoreError as exc:  # shown but not kept: the caller keeps its text somewhere else
             raise ReplyNotStored(f"the reply could not be stored: {exc}", builder.content) from None
+        turn.answered = True
         if agent.learns_guidelines:
             agent.guidelines.after_reply(conversation, builder.content)
     elif not calls:
@@ -140,7 +141,9 @@ def calibrate(store: ConversationStore, provider: Provider, counter: TokenCounte
             log.warning("the token calibration could not be saved: %s", exc)
 
 
-SUSPECT_BYTES_PER_TOKEN = 5  # fewer tokens than a request's bytes over this: some of it was not counted
+# Bytes per token: a report below the request's bytes over the first left some of it uncounted; one below the
+# bytes without the tool schemas over the second is no real tokenizer's count of anything zeph sent.
+SUSPECT_BYTES_PER_TOKEN, MOST_BYTES_PER_TOKEN = 5, 10
 
 
 def dropped_tools(agent: Agent, turn: TurnState, usage: Usage) -> str | None:
@@ -151,8 +154,11 @@ def dropped_tools(agent: Agent, turn: TurnState, usage: Usage) -> str | None:
     if agent.tools_unavailable or report.block("tools") is None or usage.prompt_tokens <= 0:
         return None
     if bounded(agent.counter):  # counts are bytes for now: exact ones only when the server's count is suspect
+        rest_bytes = report.used_tokens - report.block("tools").tokens  # type: ignore[union-attr]
         if usage.prompt_tokens * SUSPECT_BYTES_PER_TOKEN >= report.used_tokens:
             return None  # no tokenizer packs the whole request into fewer tokens: it was all seen
+        if usage.prompt_tokens * MOST_BYTES_PER_TOKEN < rest_bytes:
+            return None  # fewer than even the request without its tools would take: a figure that tells nothing
         agent.counter.make_exact()
         report = agent.context_for(turn.conversation, turn.system, agent.offered_tools())[1]
     tools = report.block("tools")

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..context.invariant import budget_problem
-from ..errors import ContextBudgetExceeded, ProviderError
+from ..errors import ContextBudgetExceeded, ProviderError, ZephError
 from ..messages import Message, ReplyBuilder, TextDelta, ToolCallPart, Usage
 from ..providers.base import ChatRequest
 from .events import (
@@ -46,6 +46,8 @@ class TurnState:
     system: str | None
     stream: bool
     used_ids: set[str]  # tool call ids already in the conversation
+    prompt_id: int = 0  # the stored user message this turn answers
+    answered: bool = False  # something of a reply (text, tool calls) was stored this turn
     total: Usage = field(default_factory=Usage)
     rounds: int = 0  # tool rounds run
     context_retries: int = 0
@@ -76,7 +78,7 @@ async def turn_events(
     yield TurnStarted(conversation, user_message_id)
     for note in (*agent.turn_memory.notes, *agent._turn_notes):
         yield AgentWarning(note)
-    turn = TurnState(conversation, system, stream, agent._call_ids(conversation))
+    turn = TurnState(conversation, system, stream, agent._call_ids(conversation), prompt_id=user_message_id)
     # settled before the tool warnings, which then speak of exact counts where bounds cannot decide
     tools: ToolSet | None = agent._settled_tools(turn)
     for warning in agent._tool_warnings(conversation):
@@ -123,6 +125,18 @@ async def turn_events(
         tools = None
 
 
+def withdraw_unanswered(agent: Agent, turn: TurnState, reason: str) -> bool:
+    """A turn ending on an error before anything of a reply was stored: its prompt is withdrawn from what later
+    turns send (sending it again, as the user will, would put it in twice); whether it was."""
+    if turn.answered or not turn.prompt_id:
+        return False
+    try:
+        agent.store.withdraw_prompt(turn.prompt_id, reason)
+    except ZephError:  # the store failing too: the prompt stays as it was
+        return False
+    return True
+
+
 async def prepare(agent: Agent, turn: TurnState, tools: ToolSet) -> AsyncIterator[AgentEvent]:
     """Compaction as the context needs it, then the request's messages and report; ends the turn
     when the request cannot fit the budget (the one check before a request leaves)."""
@@ -144,7 +158,7 @@ async def prepare(agent: Agent, turn: TurnState, tools: ToolSet) -> AsyncIterato
     problem = budget_problem(turn.report)
     if problem is not None:
         turn.ended = True
-        yield TurnFailed(ContextBudgetExceeded(problem))
+        yield TurnFailed(ContextBudgetExceeded(problem), prompt_withdrawn=withdraw_unanswered(agent, turn, problem))
 
 
 async def send(agent: Agent, turn: TurnState, tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .search import SearchHit  # `zeph sessions search` only
 
 TITLE_LENGTH = 60
+UNSENT_KEY = "unsent"  # message metadata: a prompt no reply answered, and why (hidden from the agent)
 
 
 def now_iso() -> str:
@@ -348,6 +349,17 @@ class ConversationStore:
             history.append(_stored(row, parsed))
         self._last_read[conversation_id] = kept
         return history
+
+    def withdraw_prompt(self, message_id: int, reason: str) -> None:
+        """A prompt no reply answered: hidden from the agent (later turns do not send it again), kept in the
+        user's scroll-back marked `unsent` with why."""
+        with write_transaction(self.db):
+            row = self.db.execute("select metadata from messages where id = ?", [message_id]).fetchone()
+            if row is None:
+                raise NotFound(f"no message with id {message_id}")
+            metadata = {**json.loads(row[0] or "{}"), UNSENT_KEY: reason}
+            self.db.execute("update messages set agent_visible = 0, metadata = ? where id = ?",
+                            [json.dumps(metadata, ensure_ascii=False), message_id])
 
     def set_token_counts(self, counts: list[tuple[int, int, str]]) -> None:
         """Cache token counts: (message id, count, tokenizer name)."""
