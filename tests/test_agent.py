@@ -5,7 +5,6 @@ from __future__ import annotations
 from contextlib import aclosing
 from pathlib import Path
 
-import pytest
 
 from zeph_cli.agent import Agent, AgentWarning, ContextPrepared, ReplyDelta, TurnFailed, TurnFinished, TurnStarted
 from zeph_cli.config import load_config

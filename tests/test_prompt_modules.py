@@ -4,7 +4,6 @@ a project override reaching the model through the real `zeph` with the wire-leve
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from tests.cli_helpers import err, out, run_zeph

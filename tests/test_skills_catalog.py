@@ -4,7 +4,6 @@ without re-reading what did not change."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from zeph_cli.config import SkillsConfig
 from zeph_cli.skills.catalog import SkillCatalog

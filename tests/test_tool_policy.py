@@ -3,8 +3,6 @@ confinement, tool-call parsing and the [agent]/[tools] config keys."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 import pytest
 
@@ -14,7 +12,6 @@ from zeph_cli.errors import ConfigError
 from zeph_cli.messages import (
     Message,
     ReplyBuilder,
-    TextPart,
     ToolCallDelta,
     ToolResultPart,
     normalize_stop_reason,

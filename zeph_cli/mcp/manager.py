@@ -23,7 +23,6 @@ from .tools import McpTool, result_text
 
 if TYPE_CHECKING:
     from ..config import Config
-    from ..memory.embedders.base import Embedder
 
 
 class PromptError(Exception):

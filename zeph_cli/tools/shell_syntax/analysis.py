@@ -19,8 +19,8 @@ from .expansion import ASSIGNED_NAME, BracesTooComplex, first_brace_group, split
 from .lexer import MAX_DEPTH, Report, TooDeep
 from .parser import parse
 from .tree import Compound, For, Function, Group, List, Pipeline, Redirect, Simple, Word
-from .programs import STDIN_PATHS, interpreter_family, program_source
-from .wrappers import WRAPPERS, scripts_run_by, shell_reads_stdin
+from .programs import interpreter_family, program_source
+from .wrappers import WRAPPERS, scripts_run_by
 from .written import WrittenFiles, stdin_program
 
 MAX_BRACE_WORDS = 1024  # words one brace expansion may produce
