@@ -206,6 +206,13 @@ async def test_a_provider_error_shows_inline_and_the_app_keeps_running(fake_serv
             assert errors and "server had an error" in errors[0].text and "press ↑" in errors[0].text
             await send(pilot, app, "again")
             assert entries(app, AssistantEntry)[-1].text == "second try works"
+            sent = chat_bodies(fake_server)[-1]["messages"]
+            assert [m["content"] for m in sent if m["role"] == "user"][-1:] == ["again"]
+            assert "first" not in [m["content"] for m in sent]  # the unanswered message is not sent again
+            await app.load_transcript()  # read back: the user still sees it, marked
+            shown = app.transcript.entries()
+            assert [type(e) for e in shown][:3] == [UserEntry, Notice, UserEntry]
+            assert shown[1].text.startswith("unanswered, not sent again: ")
     finally:
         await session.aclose()
 

@@ -34,6 +34,7 @@ from ..paths import database_path
 from ..providers import Provider
 from ..render import compaction_metrics_lines, conversation_json, conversation_markdown
 from ..store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
+from ..store.conversations import UNSENT_KEY
 from ..store.memories import MemoryStore
 from ..tokens import count_message
 from ..tools.permissions import Approver
@@ -61,6 +62,7 @@ class UserItem:
     message_id: int
     text: str
     created_at: str
+    unanswered: str = ""  # why no reply answered it (it is not sent again), "" for a prompt that was answered
     kind: Literal["user"] = "user"
 
 
@@ -208,7 +210,7 @@ def build_transcript(history: list[StoredMessage], count: Callable[[Message], in
 def _row_items(index: int, row: StoredMessage, results: dict[str, deque], claimed: set[tuple[int, str]]) -> list[TranscriptItem]:
     message = row.message
     if row.role == "user":
-        return [UserItem(row.id, message.content, row.created_at)]
+        return [UserItem(row.id, message.content, row.created_at, str(row.metadata.get(UNSENT_KEY) or ""))]
     if row.role == "assistant":
         items: list[TranscriptItem] = []
         if message.content or not message.tool_calls:

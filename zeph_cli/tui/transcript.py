@@ -369,10 +369,13 @@ def _replica(entry: Any) -> Any:
 
 
 def entries_for(item) -> list[object]:
-    """The widgets for one transcript item of the session: its entry, and a notice under a length-cut reply."""
+    """The widgets for one transcript item of the session: its entry, and a notice under a length-cut reply or
+    a prompt no reply answered."""
     from ..render import length_cut_notice
 
     entry = entry_for(item)
+    if item.kind == "user" and item.unanswered:
+        return [entry, Notice(f"unanswered, not sent again: {item.unanswered}", "warning")]
     if item.kind == "assistant" and item.cut and not item.partial:
         return [entry, Notice(item.notice or length_cut_notice(0), "warning")]
     return [] if entry is None else [entry]
