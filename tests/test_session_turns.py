@@ -127,6 +127,8 @@ def test_a_second_ask_waits_visibly_and_answers_after_the_first(fake_server, com
     lines: list[str] = []
     reader = _stderr_lines(second, lines)
     _wait_for(lambda: any("waiting for another zeph's turn on session 1" in line for line in lines), "the waiting line")
+    waiting = next(line for line in lines if "waiting for" in line)
+    assert f"to end (pid {first.pid}, zeph ask, since " in waiting  # who holds it, to find it if it hangs
     assert not any(m["content"] == "second question" for m in db_rows("select content from messages"))
     release.set()
     stdout, stderr = first.communicate(timeout=60)
@@ -260,3 +262,90 @@ def test_deleting_a_session_removes_its_lock_file(fake_server, compatible):
     assert lock.exists()
     assert run_zeph("sessions", "rm", "1", env=compatible).returncode == 0
     assert not lock.exists()
+
+
+# ---- a turn that gets no reply, a session deleted under a turn ---------------------------------------
+
+
+def test_ctrl_c_before_any_reply_leaves_no_session_and_keeps_the_prompt(fake_server, compatible, held):
+    proc = _start("ask", "a question interrupted before its answer", env=compatible)
+    _wait_for(held.first_seen.is_set, "the request")
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr.decode()
+    line = stderr.decode().strip().splitlines()[-1]
+    assert line.startswith("zeph: interrupted before any reply; your prompt is not in the database; it is kept in ")
+    assert Path(line.rsplit(" ", 1)[1]).read_text() == "a question interrupted before its answer\n"
+    assert db_rows("select id from conversations") == []  # nothing for -c to continue
+
+
+def test_ctrl_c_before_any_reply_in_a_continued_session_is_not_sent_again(fake_server, compatible, held):
+    held.armed.clear()
+    assert run_zeph("ask", "first", env=compatible).returncode == 0
+    held.armed.set()
+    proc = _start("ask", "-c", "second, interrupted", env=compatible)
+    _wait_for(held.first_seen.is_set, "the request")
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "interrupted before any reply; your prompt is in session 1's scroll-back, marked unanswered" in stderr.decode()
+    held.release.set()
+    assert run_zeph("ask", "-c", "second, once more", env=compatible).returncode == 0
+    last = [r for r in fake_server.requests if r.path == "/v1/chat/completions"][-1].json["messages"]
+    assert [m["content"] for m in last if m["role"] == "user"] == ["first", "second, once more"]
+
+
+def test_a_session_cannot_be_deleted_under_a_running_turn(fake_server, compatible, held):
+    first = _start("ask", "a turn in progress", env=compatible)
+    _wait_for(held.first_seen.is_set, "the request")
+    refused = run_zeph("sessions", "rm", "1")
+    assert refused.returncode == 1 and err(refused).startswith("zeph: error: another zeph is running a turn on session 1")
+    held.release.set()
+    stdout, stderr = first.communicate(timeout=60)
+    assert first.returncode == 0 and stdout.decode().strip() == "answer to a turn in progress", stderr.decode()
+    assert run_zeph("sessions", "rm", "1").returncode == 0
+    assert not lock_path(Path(os.environ["ZEPH_HOME"]) / "zeph.db", 1).exists()
+
+
+def test_a_session_deleted_while_a_turn_waited_for_it_keeps_the_prompt(fake_server, compatible):
+    """The session goes while a turn waits for it (deleted under its lock): the waiting turn says so in one line
+    and keeps the prompt in a file."""
+    import sqlite3
+
+    fake_server.respond_with(_echo)
+    assert run_zeph("ask", "hello", env=compatible).returncode == 0
+    database = Path(os.environ["ZEPH_HOME"]) / "zeph.db"
+    holder = TurnLock(lock_path(database, 1))
+    assert holder.try_acquire()
+    waiting = _start("ask", "--session", "1", "typed for a session about to go", env=compatible)
+    lines: list[str] = []
+    reader = _stderr_lines(waiting, lines)
+    _wait_for(lambda: any("waiting for another zeph" in line for line in lines), "the waiting line")
+    with sqlite3.connect(database) as conn:  # as `zeph sessions rm 1` does, holding the lock
+        conn.execute("pragma foreign_keys = on")
+        conn.execute("delete from messages where conversation_id = 1")
+        conn.execute("delete from conversations where id = 1")
+    holder.remove()
+    assert waiting.wait(timeout=60) == 1
+    reader.join(timeout=10)
+    text = "".join(lines)
+    assert "Traceback" not in text and "internal error" not in text
+    assert "zeph: error: no session with id 1" in text
+    kept = text.split("it is kept in ", 1)[1].split()[0]
+    assert Path(kept).read_text() == "typed for a session about to go\n"
+
+
+def test_a_lock_taken_on_a_removed_file_does_not_count(tmp_path):
+    """A waiter that opened the lock file before the holder removed it must not hold it afterwards."""
+    database = tmp_path / "zeph.db"
+    holder, stale = TurnLock(lock_path(database, 4)), TurnLock(lock_path(database, 4))
+    assert holder.try_acquire()
+    import fcntl
+
+    fd = os.open(lock_path(database, 4), os.O_RDWR)  # a waiter's open file, from before the removal
+    holder.remove()
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # it gets the old file's lock ...
+    assert not stale._still_named(fd)  # ... which no longer names the lock
+    os.close(fd)
+    assert stale.try_acquire()  # a fresh file at the path
+    stale.release()

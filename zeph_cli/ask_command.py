@@ -18,12 +18,13 @@ from asyncio import CancelledError
 from contextlib import aclosing
 from dataclasses import dataclass
 
+from .agent.agent import Agent
 from .agent.factory import build_agent, close_agent
 from .approval_prompt import TerminalApprover
 from .ask_output import AskOutput
 from .closed_output import drop_further_output
 from .config import LoadedConfig
-from .errors import NotFound, ReplyNotStored, StoreError, ZephError
+from .errors import NotFound, ReplyNotStored, ZephError
 from .event_handler import dispatch
 from .agent.events import TurnFailed, TurnStarted
 from .models import reply_token_cap
@@ -133,7 +134,7 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
                     drop_further_output()
                     return 0
         if output.failure is not None:
-            eprint(f"zeph: {_failed_prompt(store, conversation, created, output.failure, text)}")
+            eprint(f"zeph: {_failed_prompt(store, conversation, created, output.failure, agent, text)}")
         if output.exit_code == 0:
             if agent.learns_guidelines:
                 await agent.guidelines.maybe_update()  # after the reply: learning never delays it
@@ -143,14 +144,16 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
 
                 spawn(agent.session_memory.pending, loaded, state.config_path, agent.cwd)
         return output.exit_code
-    except StoreError as exc:
+    except ZephError as exc:  # the store failed, or the session went (deleted while this waited for it)
         if output is not None:
             output.close()  # the reply so far first, then what became of it
         eprint(f"zeph: error: {exc}")
-        if isinstance(exc, ReplyNotStored):
+        if isinstance(exc, ReplyNotStored) and exc.text:
             eprint(f"zeph: {rescue_reply(exc.text, data_dir(os.environ))}")
-        elif not prompt_stored:
+        if not prompt_stored:
             eprint(f"zeph: {rescue_prompt(text, data_dir(os.environ))}")
+        elif agent.unanswered_prompt is not None and conversation is not None:
+            eprint(f"zeph: {_unanswered(store, conversation, created, text)}")
         return exc.exit_code
     except (KeyboardInterrupt, CancelledError):
         if output is not None:
@@ -159,9 +162,11 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             eprint("")  # off the line of a pending question or a partial reply
         if not prompt_stored:  # still waiting for another turn on the session: the prompt is not in it
             eprint(f"zeph: interrupted; {rescue_prompt(text, data_dir(os.environ))}")
-            return 130
-        saved = f" in session {conversation.id}" if conversation is not None else ""
-        eprint(f"zeph: interrupted; what was received is saved{saved}")
+        elif agent.unanswered_prompt is not None and conversation is not None:
+            eprint(f"zeph: interrupted before any reply; {_unanswered(store, conversation, created, text)}")
+        else:
+            saved = f" in session {conversation.id}" if conversation is not None else ""
+            eprint(f"zeph: interrupted; what was received is saved{saved}")
         return 130
     finally:
         if output is not None:
@@ -183,22 +188,27 @@ def _not_started(error: ZephError, store: ConversationStore, conversation: Conve
 
 
 def _failed_prompt(store: ConversationStore, conversation: Conversation, created: bool, failure: TurnFailed,
-                   text: str) -> str:
-    """Where the prompt of a failed turn is: with what arrived of the reply; else, in a session this command
-    started, in a file (the session goes: nothing of it is left for `-c` to continue); else in the session's
-    scroll-back, not sent by later turns."""
+                   agent: Agent, text: str) -> str:
+    """Where the prompt of a failed turn is: with what arrived of the reply, or, when nothing did, as
+    `_unanswered` says."""
+    if agent.unanswered_prompt is not None:
+        return _unanswered(store, conversation, created, text)
     session = conversation.id
-    if not failure.prompt_withdrawn:
-        saved = " (the partial reply is saved too)" if failure.partial_message_id else ""
-        return f"your prompt is saved in session {session}{saved}: zeph sessions show {session}"
-    if created:
-        kept = rescue_prompt(text, data_dir(os.environ))
-        try:
-            store.delete_conversation(session)
-        except ZephError:
-            return f"{kept}; session {session}, which it started, could not be removed"
-        return kept
-    return unsent_in_session(session)
+    saved = " (the partial reply is saved too)" if failure.partial_message_id else ""
+    return f"your prompt is saved in session {session}{saved}: zeph sessions show {session}"
+
+
+def _unanswered(store: ConversationStore, conversation: Conversation, created: bool, text: str) -> str:
+    """A prompt no reply answered (the agent withdrew it): from a session this command started, in a file, the
+    session removed (nothing of it is left for `-c` to continue); else in the session's scroll-back."""
+    if not created:
+        return unsent_in_session(conversation.id)
+    kept = rescue_prompt(text, data_dir(os.environ))
+    try:
+        store.delete_conversation(conversation.id)
+    except ZephError:  # another zeph took it up meanwhile (`-c`), or the disk refused
+        return f"{kept}; session {conversation.id}, which it started, stays"
+    return kept
 
 
 def _keep_unsent(store: ConversationStore, conversation: Conversation | None, text: str, reason: str) -> str:

@@ -29,6 +29,7 @@ from .agent.events import (
     UsageReported,
 )
 from .render import (
+    waiting_line,
     compaction_finished_line,
     compaction_started_line,
     length_cut_notice,
@@ -70,7 +71,7 @@ class AskOutput(AgentEventHandler):
     # ---- events ----------------------------------------------------------------------
 
     async def on_turn_queued(self, event: TurnQueued) -> None:
-        eprint(f"zeph: waiting for another zeph's turn on session {event.conversation_id} to end…")
+        eprint(waiting_line(event))
 
     async def on_turn_started(self, event: TurnStarted) -> None:
         self.result["user_message_id"] = event.user_message_id

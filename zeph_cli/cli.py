@@ -235,12 +235,13 @@ async def session_agent(loaded: "LoadedConfig", session_id: Optional[int]):
 async def _compact(loaded: "LoadedConfig", session_id: Optional[int]) -> int:
     """Exit status 1 when the probe rejected the summary (the originals are kept)."""
     from .agent.events import AgentWarning, CompactionFinished, CompactionStatus, TurnQueued
+    from .render import waiting_line
 
     status = 0
     async with session_agent(loaded, session_id) as (agent, conversation):
         async for event in agent.compact(conversation):
             if isinstance(event, TurnQueued):
-                eprint(f"zeph: waiting for another zeph's turn on session {event.conversation_id} to end…")
+                eprint(waiting_line(event))
             elif isinstance(event, CompactionStatus):
                 eprint(event.text)
             elif isinstance(event, AgentWarning):

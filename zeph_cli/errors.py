@@ -41,6 +41,12 @@ class NotFound(ZephError):
     exit_code = 1
 
 
+class SessionBusy(ZephError):
+    """Another zeph runs a turn on the session, and what was asked cannot wait for it."""
+
+    exit_code = 1
+
+
 class ContextBudgetExceeded(ZephError):
     """A request would leave above the context budget and nothing more can be dropped."""
 

@@ -19,6 +19,7 @@ from .tokens import is_bound_name
 from .usage_estimate import ShownUsage
 
 if TYPE_CHECKING:
+    from .agent.events import TurnQueued
     from .context.sent_text import SentSection
 
 
@@ -59,6 +60,12 @@ def context_fill(report: ContextReport) -> str:
 
 def _figure(tokens: int, estimated: bool) -> str:
     return f"~{tokens:,}" if estimated else f"{tokens:,}"
+
+
+def waiting_line(event: TurnQueued) -> str:
+    """What `zeph ask` and `zeph compact` say while another zeph's turn holds the session."""
+    who = f" ({event.holder})" if event.holder else ""
+    return f"zeph: waiting for another zeph's turn on session {event.conversation_id} to end{who}…"
 
 
 def length_cut_notice(limit: int) -> str:

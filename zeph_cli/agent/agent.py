@@ -55,8 +55,8 @@ from ..turn_extras import TurnExtras
 from ..workspace import environment_facts, find_project_files
 from ..worldbook_turn import Worldbook, WorldbookTurn
 from . import bounds, context_view, replies, tool_offer
-from .events import AgentEvent, AgentWarning, TurnQueued
-from .turn_loop import TurnState, call_ids, turn_events
+from .events import AgentEvent, AgentWarning, TurnQueued, TurnStarted
+from .turn_loop import TurnState, call_ids, turn_events, withdraw_unanswered
 
 if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools nor compaction
     from .compactor import Compactor
@@ -73,7 +73,7 @@ async def wait_for_session(lock: "TurnLock", conversation_id: int) -> AsyncItera
     """Take the session's turn lock, first saying `TurnQueued` when another turn holds it (the caller
     releases it, in a `finally` around this and what it guards)."""
     if not lock.try_acquire():
-        yield TurnQueued(conversation_id)
+        yield TurnQueued(conversation_id, lock.holder())
         await lock.acquire()
 
 
@@ -143,6 +143,7 @@ class Agent:
         self._tools_token_cache: dict[tuple[str, ...], int] = {}
         # The running turn's user message: it and its tool chain are sent verbatim (never trimmed or compacted).
         self.pinned_id: int | None = None
+        self.unanswered_prompt: int | None = None  # the last turn's prompt, when no reply answered it (withdrawn)
         # Recall and long-term memories: looked up once per turn, sent with every request of it.
         self.memory = memory
         self.turn_memory = TurnMemory()
@@ -457,6 +458,9 @@ class Agent:
     async def _turn(
         self, conversation: Conversation, prompt: str, system: str | None, stream: bool
     ) -> AsyncIterator[AgentEvent]:
+        """The turn, its session's lock held: `TurnStarted` as soon as the prompt is stored; a turn that ends in
+        any way before anything of a reply is stored withdraws its prompt (`unanswered_prompt` says which)."""
+        conversation = self.store.get_conversation(conversation.id)  # as the turn that held the lock left it
         user = Message.user(prompt)
         saved = self.store.add_message(
             conversation.id, user, token_count=count_message(self.counter, user), token_counter=self.counter.name
@@ -464,26 +468,41 @@ class Agent:
         if system and system != conversation.metadata.get("system"):
             self.store.update_conversation(conversation.id, metadata={**conversation.metadata, "system": system})
         conversation = self.store.get_conversation(conversation.id)
-        self.pinned_id = saved.id
+        turn = TurnState(conversation, system, stream, self._call_ids(conversation), prompt_id=saved.id)
+        self.unanswered_prompt = None
+        yield TurnStarted(conversation, saved.id)
+        try:
+            async with contextlib.aclosing(self._prepared_turn(turn, prompt)) as events:
+                async for event in events:
+                    yield event
+        except BaseException:  # cancelled, interrupted, the reply not storable, a bug: no reply, no prompt
+            withdraw_unanswered(self, turn, "interrupted before any reply")
+            raise
+        finally:
+            self.unanswered_prompt = saved.id if turn.withdrawn else None
+
+    async def _prepared_turn(self, turn: TurnState, prompt: str) -> AsyncIterator[AgentEvent]:
+        """What the turn brings in (worldbook, recall, skills and MCP), then its requests and replies."""
+        conversation, saved_id = turn.conversation, turn.prompt_id
+        self.pinned_id = saved_id
         self._turn_time = render_time(self.clock())
         history = self.agent_history(conversation)  # read once for the worldbook's triggers and recall
         self.turn_worldbook = self.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in history])
         self.turn_memory = TurnMemory()  # nothing of the previous turn's
-        if self.memory is not None and not self.turn_worldbook.drops("semantic recall"):
-            visible = {item.id for item in history}
-            self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
-        isolated = self.turn_worldbook.drops("MCP tools")  # no MCP server started, no skill matched for nothing
-        self._turn_notes = ([] if isolated else await self.prepare_extras(prompt)) + list(self.turn_worldbook.warnings)
-        turn = turn_events(self, conversation, saved.id, system, stream)
         try:
-            async for event in turn:
-                yield event
+            if self.memory is not None and not self.turn_worldbook.drops("semantic recall"):
+                visible = {item.id for item in history}
+                self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
+            isolated = self.turn_worldbook.drops("MCP tools")  # no MCP server started, no skill matched for nothing
+            self._turn_notes = ([] if isolated else await self.prepare_extras(prompt)) + list(self.turn_worldbook.warnings)
+            async with contextlib.aclosing(turn_events(self, turn)) as events:  # a caller that stops early
+                async for event in events:  # closes the turn's own steps in order
+                    yield event
         finally:
             self.pinned_id = None
             self._turn_time = None
-            await turn.aclose()  # a caller that stops early cancels the turn's own clean-up in order
             if self.memory is not None and not self.turn_worldbook.isolated:  # an isolated session stays out of recall
-                self.memory.index_in_background(saved.id)  # the turn's messages get vectors after the reply
+                self.memory.index_in_background(saved_id)  # the turn's messages get vectors after the reply
 
     # ---- the turn's steps (bounds, replies, provider_errors) ------------------------
 

@@ -24,7 +24,7 @@ from ..config import LoadedConfig
 from ..context.global_prompt import PROFILE_KEY, session_profile
 from ..context.report import ContextReport
 from ..context.sent_text import SentSection, sent_sections
-from ..errors import NotFound, UsageError, ZephError
+from ..errors import NotFound, SessionBusy, UsageError, ZephError
 from .events import AgentEvent, TurnStarted
 from ..log import get_logger, log_to
 from ..memory.long_term_access import LongTermMemory
@@ -442,7 +442,7 @@ class ChatSession:
             return 0
         lock = self.store.turn_lock(self.conversation.id)
         if not lock.try_acquire():
-            raise ZephError(f"another zeph is running a turn on session {self.conversation.id}: "
+            raise SessionBusy(f"another zeph is running a turn on session {self.conversation.id}: "
                               "/clear again when it has ended")
         try:
             hidden = CompactionStore(self.store.db).clear_agent_context(self.conversation.id)

@@ -23,6 +23,7 @@ class TurnQueued:
     stored yet."""
 
     conversation_id: int
+    holder: str = ""  # who holds the session's turn (`pid 1234, zeph ask, since 09:41:05`), when it said
 
 
 @dataclass(frozen=True)

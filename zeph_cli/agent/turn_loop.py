@@ -27,7 +27,6 @@ from .events import (
     ContextPrepared,
     ReplyDelta,
     TurnFailed,
-    TurnStarted,
 )
 from .replies import store_reply
 
@@ -48,6 +47,7 @@ class TurnState:
     used_ids: set[str]  # tool call ids already in the conversation
     prompt_id: int = 0  # the stored user message this turn answers
     answered: bool = False  # something of a reply (text, tool calls) was stored this turn
+    withdrawn: bool = False  # nothing was: the prompt is hidden from later turns (`withdraw_unanswered`)
     total: Usage = field(default_factory=Usage)
     rounds: int = 0  # tool rounds run
     context_retries: int = 0
@@ -71,14 +71,11 @@ def call_ids(store: ConversationStore, conversation_id: int) -> set[str]:
     }
 
 
-async def turn_events(
-    agent: Agent, conversation: Conversation, user_message_id: int, system: str | None, stream: bool
-) -> AsyncIterator[AgentEvent]:
+async def turn_events(agent: Agent, turn: TurnState) -> AsyncIterator[AgentEvent]:
     """prepare → send → store the reply → run its tool calls, until the model answers without tools."""
-    yield TurnStarted(conversation, user_message_id)
+    conversation = turn.conversation
     for note in (*agent.turn_memory.notes, *agent._turn_notes):
         yield AgentWarning(note)
-    turn = TurnState(conversation, system, stream, agent._call_ids(conversation), prompt_id=user_message_id)
     # settled before the tool warnings, which then speak of exact counts where bounds cannot decide
     tools: ToolSet | None = agent._settled_tools(turn)
     for warning in agent._tool_warnings(conversation):
@@ -130,10 +127,13 @@ def withdraw_unanswered(agent: Agent, turn: TurnState, reason: str) -> bool:
     turns send (sending it again, as the user will, would put it in twice); whether it was."""
     if turn.answered or not turn.prompt_id:
         return False
+    if turn.withdrawn:
+        return True
     try:
         agent.store.withdraw_prompt(turn.prompt_id, reason)
     except ZephError:  # the store failing too: the prompt stays as it was
         return False
+    turn.withdrawn = True
     return True
 
 
@@ -187,8 +187,8 @@ async def send(agent: Agent, turn: TurnState, tools: ToolSet, builder: ReplyBuil
         async for event in on_provider_error(agent, turn, request, builder, exc):
             yield event
     except (asyncio.CancelledError, KeyboardInterrupt):
-        agent._save_partial(turn.conversation, builder, "interrupted")
+        turn.answered = agent._save_partial(turn.conversation, builder, "interrupted") is not None or turn.answered
         raise
     except GeneratorExit:  # the caller stopped reading mid-reply (its output closed)
-        agent._save_partial(turn.conversation, builder, "stopped")
+        turn.answered = agent._save_partial(turn.conversation, builder, "stopped") is not None or turn.answered
         raise

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .sqlite import Database
 
-from ..errors import NotFound
+from ..errors import NotFound, SessionBusy
 from ..messages import Message
 from ..tokens import Calibration
 from .transactions import write_transaction
@@ -269,8 +269,22 @@ class ConversationStore:
                 raise NotFound(f"no session with id {conversation_id} (see `zeph sessions list`)")
 
     def delete_conversation(self, conversation_id: int) -> int:
-        """Delete a conversation and its messages; return how many messages went with it."""
+        """Delete a conversation and its messages; return how many messages went with it. Refused while a turn
+        runs on it (`SessionBusy`): the lock is held through the deletion and its file removed with it."""
         self.get_conversation(conversation_id)
+        lock = self.turn_lock(conversation_id)
+        if not lock.try_acquire():
+            raise SessionBusy(f"another zeph is running a turn on session {conversation_id}; "
+                              "delete it when that turn has ended")
+        try:
+            count = self._delete_rows(conversation_id)
+        except BaseException:
+            lock.release()
+            raise
+        lock.remove()
+        return count
+
+    def _delete_rows(self, conversation_id: int) -> int:
         with write_transaction(self.db):
             count = self.db.execute(
                 "select count(*) from messages where conversation_id = ?", [conversation_id]
@@ -279,8 +293,6 @@ class ConversationStore:
                 self.db.execute(f"delete from {table} where conversation_id = ?", [conversation_id])
             self.db.execute("delete from conversations where id = ?", [conversation_id])
         self._last_read.pop(conversation_id, None)
-        if self.db.path:  # its turns are over: the lock file goes with it
-            lock_path(Path(self.db.path), conversation_id).unlink(missing_ok=True)
         return count
 
     def turn_lock(self, conversation_id: int) -> TurnLock:

@@ -15,6 +15,7 @@ are imported where they are used.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -289,16 +290,21 @@ class ZephApp(App[int]):
         status.set_streaming(True)
         stored = False
         try:
-            async for event in self.session.run(text):
-                stored = stored or isinstance(event, TurnStarted)
-                await dispatch(event, view)
+            async with contextlib.aclosing(self.session.run(text)) as events:  # closed before any handler below
+                async for event in events:
+                    stored = stored or isinstance(event, TurnStarted)
+                    await dispatch(event, view)
         except asyncio.CancelledError:
             await view.cancelled()
-            if stored:
-                await self.notice("cancelled: what was received is kept", "warning")
-            else:  # it was waiting for another turn on the session: back into the box to send again
+            if not stored:  # it was waiting for another turn on the session: back into the box to send again
                 await self.notice("cancelled before it was sent: your message is back in the input box", "warning")
                 self.restore_input(text)
+            elif self.session.agent.unanswered_prompt is not None:  # no reply yet: withdrawn, not sent again
+                await self.notice("cancelled before any reply: your message is back in the input box "
+                                  "(the session keeps it, marked unanswered)", "warning")
+                self.restore_input(text)
+            else:
+                await self.notice("cancelled: what was received is kept", "warning")
             raise
         except ReplyNotStored as exc:  # shown in the transcript, not in the database: kept in a file
             await view.end_reply_block(partial="not stored")

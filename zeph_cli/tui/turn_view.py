@@ -75,7 +75,8 @@ class TurnView(AgentEventHandler):
     # ---- events ----------------------------------------------------------------------
 
     async def on_turn_queued(self, event: TurnQueued) -> None:
-        self.app.status.show_badge(f"waiting for another zeph's turn on session {event.conversation_id}…")
+        who = f" ({event.holder})" if event.holder else ""
+        self.app.status.show_badge(f"waiting for another zeph's turn on session {event.conversation_id}{who}…")
 
     async def on_turn_started(self, event: TurnStarted) -> None:
         self.app.status.show_badge("")
