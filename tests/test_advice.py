@@ -27,10 +27,14 @@ def test_a_reply_that_used_its_whole_cap_names_llm_max_tokens():
 
 
 def test_a_reply_the_server_stopped_short_of_its_cap_names_the_servers_context():
-    notice = length_stop_notice(_stop(reply_tokens=279, prompt_tokens=745))
+    notice = length_stop_notice(_stop(reply_tokens=279, prompt_tokens=745, kind="compatible"))
     assert notice.startswith("the server stopped the reply after about 279 tokens, short of its 1,024-token limit")
     assert "(1,024 tokens with the prompt, as it reported)" in notice
     assert "-c/--ctx-size" in notice and "--n_ctx" in notice and "llm.max_tokens" not in notice
+    ollama = length_stop_notice(_stop(reply_tokens=279, kind="ollama", budget=4_096, window=8_192))
+    assert "raise [memory] context_budget_tokens (zeph sends it as num_ctx)" in ollama  # zeph sets Ollama's window
+    local = length_stop_notice(_stop(reply_tokens=279, kind="local"))
+    assert "n_ctx of the local provider" in local and "llama-server" not in local
 
 
 def test_counted_replies_are_judged_with_room_for_another_tokenizer():
@@ -46,21 +50,23 @@ def test_a_cap_the_budget_squeezed_names_what_would_give_it_room():
     assert own_budget.startswith("the reply stopped at 300 tokens, all that the 1,024-token context budget left "
                                  "after the 700-token prompt")
     assert own_budget.endswith("raise [memory] context_budget_tokens (the model's window is 8,192)")
-    server = length_stop_notice(_stop(**squeezed, budget=1_024, window=1_024))
-    assert server.endswith("give the model's server a larger context") and "context_budget_tokens" not in server
+    server = length_stop_notice(_stop(**squeezed, budget=1_024, window=1_024, kind="compatible"))
+    assert server.endswith("or give the model's server a larger context (llama.cpp's llama-server: -c/--ctx-size; "
+                           "llama-cpp-python: --n_ctx)") and "context_budget_tokens" not in server
     guessed = length_stop_notice(_stop(**squeezed, budget=1_024, window=8_192, window_from_model=False))
     assert "if the model's server has a larger context, raise [memory] context_budget_tokens" in guessed
 
 
 def test_half_a_small_window_is_the_most_zeph_asks_for():
     notice = length_stop_notice(_stop(sent_cap=512, configured_cap=512, reply_tokens=512, window=1_024))
-    assert notice == ("the reply stopped at 512 tokens, half of the model's 1,024-token window, the most zeph asks "
-                      "for: give the model's server a larger context for longer replies")
+    assert notice.startswith("the reply stopped at 512 tokens, half of the model's 1,024-token window, the most zeph "
+                             "asks for: for longer replies, give the model's server a larger context")
 
 
 @pytest.mark.parametrize(("budget", "window", "source", "advice"), [
     (4_000, 8_192, "server: llama.cpp /props n_ctx", "raise [memory] context_budget_tokens (the model's window is 8,192)"),
-    (1_024, 1_024, "server: llama.cpp /props n_ctx", "give the model's server a larger context (llama.cpp: -c/--ctx-size"),
+    (1_024, 1_024, "server: llama.cpp /props n_ctx", "give the model's server a larger context (llama.cpp's llama-server"),
+    (8_192, 8_192, "server: ollama /api/show context_length 131072, capped at 8192", "give the model a larger num_ctx"),
     (1_024, 1_024, "learned: the server's context-length error", "give the model's server a larger context"),
     (2_048, 2_048, "local model n_ctx", "raise n_ctx of the local provider ([[llm.providers]] n_ctx)"),
     (200_000, 200_000, "model table", "use a model with a larger window"),
@@ -95,7 +101,7 @@ def test_tools_that_cannot_fit_a_servers_small_window_point_at_the_server(fake_s
     result = run_zeph("ask", "hello", env=compatible, cwd=tmp_path)
     assert result.returncode == 0, err(result)
     (warning,) = [line for line in err(result).splitlines() if "running without tools" in line]
-    assert "give the model's server a larger context (llama.cpp: -c/--ctx-size" in warning
+    assert "give the model's server a larger context (llama.cpp's llama-server: -c/--ctx-size" in warning
     assert "context_budget_tokens" not in warning
 
 

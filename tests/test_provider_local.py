@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -146,7 +147,7 @@ def test_without_the_local_extra_the_error_says_what_to_do(monkeypatch, capsys):
         resolve_settings(load_config(env={}).config, env={})
     message = str(info.value)
     clone = Path(__file__).resolve().parents[1]  # the suite runs from a clone, installed editable
-    assert f"pip install -e '{clone}[local]'" in message
+    assert f"{sys.executable} -m pip install -e '{clone}[local]'" in message
     assert "ANTHROPIC_API_KEY" in message and "OPENAI_API_KEY" in message and "ollama" in message
     assert main(["ask", "hello"]) == 2
     assert capsys.readouterr().err.startswith("zeph: error: the local provider needs llama-cpp-python")

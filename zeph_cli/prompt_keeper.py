@@ -86,8 +86,8 @@ def rescue_text(text: str, places: list[Path], *, suffix: str = "") -> tuple[Pat
     for folder in places:
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if hasattr(os, "getuid") and folder.stat().st_uid != os.getuid():
-                problems.append(f"{folder} belongs to another user")  # a shared temporary dir: not ours
+            if not _own_folder(folder):  # a shared temporary dir: a link, or someone else's folder
+                problems.append(f"{folder} is not a folder of this user's own")
                 continue
             path = _new_file(folder, stamp + suffix, data)
         except OSError as exc:
@@ -98,6 +98,14 @@ def rescue_text(text: str, places: list[Path], *, suffix: str = "") -> tuple[Pat
             continue
         return path, problems
     return None, problems
+
+
+def _own_folder(folder: Path) -> bool:
+    """`folder` is a real folder (not a link) that this user owns."""
+    import stat
+
+    info = folder.lstat()
+    return stat.S_ISDIR(info.st_mode) and (not hasattr(os, "getuid") or info.st_uid == os.getuid())
 
 
 def _new_file(folder: Path, stem: str, data: bytes) -> Path | None:

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..context.budget import server_room
 from ..context.tool_fit import server_left_out_tools, tools_left_out_notice
 from ..errors import ReplyNotStored, StoreError
 from ..log import get_logger
@@ -70,6 +71,7 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
                           **({"notice": notice} if notice else {})},
             ).id
         except StoreError as exc:  # shown but not kept: the caller keeps its text somewhere else
+            record_response(agent.dump, turn.dump_id, builder)
             raise ReplyNotStored(f"the reply could not be stored: {exc}", builder.content) from None
         turn.answered = True
         if agent.learns_guidelines:
@@ -153,6 +155,8 @@ def dropped_tools(agent: Agent, turn: TurnState, usage: Usage) -> str | None:
     assert report is not None
     if agent.tools_unavailable or report.block("tools") is None or usage.prompt_tokens <= 0:
         return None
+    if agent.provider.settings.kind != "compatible" or usage.cache_read_tokens or usage.cache_write_tokens:
+        return None  # hosted APIs and Ollama take tools or refuse them; cached tokens may be left out of a count
     if bounded(agent.counter):  # counts are bytes for now: exact ones only when the server's count is suspect
         rest_bytes = report.used_tokens - report.block("tools").tokens  # type: ignore[union-attr]
         if usage.prompt_tokens * SUSPECT_BYTES_PER_TOKEN >= report.used_tokens:
@@ -184,6 +188,7 @@ def length_stop(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> LengthS
         reply_tokens=reply, prompt_tokens=prompt, budget=turn.report.budget,
         window=agent.profile.context_window, window_from_model=not agent.profile.window_is_guess,
         reported=usage.output_tokens > 0 and usage.prompt_tokens > 0, max_tokens_setting=agent.config.llm.max_tokens,
+        kind=agent.provider.settings.kind,
     )
 
 
@@ -205,6 +210,7 @@ class LengthStop:
     window_from_model: bool  # the window is the server's or model's own, not a table guess
     reported: bool = False  # the provider reported the usage (else the figures are zeph's counts)
     max_tokens_setting: int = 0  # llm.max_tokens (0: the model's output limit decides)
+    kind: str = ""  # the provider's kind: where its window is set (`budget.server_room`)
 
     @property
     def server_cut_it(self) -> bool:
@@ -223,14 +229,13 @@ def length_stop_notice(stop: LengthStop) -> str:
         filled = f" ({stop.prompt_tokens + stop.reply_tokens:,} tokens with the prompt, as it reported)" if stop.reported else ""
         return (
             f"the server stopped the reply after about {stop.reply_tokens:,} tokens, short of its "
-            f"{stop.sent_cap:,}-token limit: its context window filled up{filled}. Give the server a larger "
-            "context (llama.cpp's server: -c/--ctx-size; llama-cpp-python's: --n_ctx; Ollama: num_ctx), or "
-            "compact the session (zeph compact, /compact)"
+            f"{stop.sent_cap:,}-token limit: its context window filled up{filled}. For longer replies, "
+            f"{server_room(stop.kind, stop.budget, stop.window)}, or compact the session (zeph compact, /compact)"
         )
     if not stop.squeezed:
         if not stop.max_tokens_setting and stop.window_from_model and stop.sent_cap >= stop.window // 2:
             return (f"the reply stopped at {stop.sent_cap:,} tokens, half of the model's {stop.window:,}-token "
-                    "window, the most zeph asks for: give the model's server a larger context for longer replies")
+                    f"window, the most zeph asks for: for longer replies, {server_room(stop.kind, 0, stop.window)}")
         return f"the reply stopped at its length limit of {stop.sent_cap:,} tokens: raise llm.max_tokens for longer replies"
     room = (f"all that the {stop.budget:,}-token context budget left after the {stop.prompt_tokens:,}-token prompt"
             if stop.budget else "all the room left after the prompt")
@@ -239,7 +244,7 @@ def length_stop_notice(stop: LengthStop) -> str:
     elif stop.budget and stop.budget < stop.window:
         larger = "or, if the model's server has a larger context, raise [memory] context_budget_tokens to it"
     elif stop.window_from_model:
-        larger = "or give the model's server a larger context"
+        larger = f"or {server_room(stop.kind, stop.budget, stop.window)}"
     else:
         larger = "or use a model with a larger window"
     return (f"the reply stopped at {stop.sent_cap:,} tokens, {room}: compact the session (zeph compact, /compact) "

@@ -86,7 +86,8 @@ def fit_tools(agent: Agent, tools: ToolSet) -> ToolSet:
     if left_out is None:  # the built-in tools alone do not fit
         agent.extras.mcp_left_out = len(droppable)
         assert agent.profile is not None
-        room = more_room(agent.budget().total, agent.profile.context_window, agent.profile.window_source)
+        room = more_room(agent.budget().total, agent.profile.context_window, agent.profile.window_source,
+                         agent.provider.settings.kind)
         agent._tools_dropped = no_tools_warning(capacity, agent._tools_tokens(without(len(droppable))[1]), room)
         return ToolSet()
     agent.extras.mcp_left_out = left_out

@@ -44,19 +44,38 @@ _LOCAL = "local model n_ctx"
 _GUESS = "default guess"
 
 
-def more_room(budget: int, window: int, window_source: str) -> str:
+_OLLAMA_CONTEXT = ("give the model a larger num_ctx (PARAMETER num_ctx in its Modelfile: zeph reads it, and "
+                   "without one uses at most 8,192 tokens)")
+_SERVER_CONTEXT = "give the model's server a larger context (llama.cpp's llama-server: -c/--ctx-size; llama-cpp-python: --n_ctx)"
+_LOCAL_CONTEXT = "raise n_ctx of the local provider ([[llm.providers]] n_ctx)"
+
+
+def more_room(budget: int, window: int, window_source: str, kind: str = "") -> str:
     """What gives a request more room, given where the limit is: zeph's own budget below the window, a
-    server's context setting, the embedded model's n_ctx, or the model itself (its window is what it is)."""
+    server's context setting (Ollama's: zeph sends the window as num_ctx), the embedded model's n_ctx, or the
+    model itself (its window is what it is). `kind`: the provider's (ollama, local, compatible…)."""
     guess = not window_source or window_source.startswith(_GUESS)
     if budget and budget < window:
         if guess:
             return "raise [memory] context_budget_tokens if the model's window is larger (zeph does not know it)"
         return f"raise [memory] context_budget_tokens (the model's window is {window:,})"
+    if kind == "ollama" or "ollama" in window_source:
+        return _OLLAMA_CONTEXT
+    if kind == "local" or window_source.startswith(_LOCAL):
+        return _LOCAL_CONTEXT
     if window_source.startswith(_SERVER_SET):
-        return "give the model's server a larger context (llama.cpp: -c/--ctx-size; llama-cpp-python: --n_ctx; Ollama: num_ctx)"
-    if window_source.startswith(_LOCAL):
-        return "raise n_ctx of the local provider ([[llm.providers]] n_ctx)"
+        return _SERVER_CONTEXT
     if guess:
         return (f"set [memory] context_budget_tokens to the model's window if it is larger than the {window:,} "
                 "tokens zeph assumes")
     return "use a model with a larger window"
+
+
+def server_room(kind: str, budget: int, window: int) -> str:
+    """What gives room when the server's own window ran out before zeph's budget did (it stopped a reply)."""
+    if kind == "ollama":  # zeph sends its budget as num_ctx: a larger budget is a larger window, up to the model's
+        return ("raise [memory] context_budget_tokens (zeph sends it as num_ctx)" if budget and budget < window
+                else _OLLAMA_CONTEXT)
+    if kind == "local":
+        return _LOCAL_CONTEXT
+    return _SERVER_CONTEXT

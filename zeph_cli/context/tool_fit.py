@@ -61,13 +61,13 @@ def mcp_trimmed_warning(left_out: int, mcp_tools: int, capacity: int) -> str:
 # A server that drops the tool schemas (llama-cpp-python's without a function-calling chat format) reports
 # about the request without them. Told apart from a tokenizer that merely counts fewer tokens than zeph's:
 # the schemas must be a good part of the request, and the report no more than this much above the rest.
-IGNORED_TOOLS_MIN_SHARE = 0.25
+IGNORED_TOOLS_MIN_SHARE = 0.35  # below, a tokenizer counting a fifth less than zeph's could look the same
 IGNORED_TOOLS_RANGE = (0.6, 1.15)  # the report over zeph's count of the request without its tool schemas
 
 
 def server_left_out_tools(request_tokens: int, tool_tokens: int, reported_prompt_tokens: int) -> bool:
     """Whether a server's reported prompt size says it never saw the request's tool schemas: the schemas
-    take at least a quarter of the request, and the report matches the request without them (from 60% of
+    take over a third of the request, and the report matches the request without them (from 60% of
     zeph's count, another tokenizer, to 15% above it); a report that matches neither tells nothing."""
     if tool_tokens <= 0 or reported_prompt_tokens <= 0 or tool_tokens < request_tokens * IGNORED_TOOLS_MIN_SHARE:
         return False

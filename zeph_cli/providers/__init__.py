@@ -59,18 +59,20 @@ def source_rank(source: str) -> int:
 
 
 def install_command(extra: str) -> str:
-    """The pip command that adds `extra` to zeph as it is installed here: zeph running from its clone (an
-    editable install) gets `pip install -e '<clone>[extra]'`, one installed from a folder that folder, one from a
+    """The pip command that adds `extra` to zeph as it is installed here, run by the Python zeph runs on: zeph
+    running from its clone (an editable install) gets `… -m pip install -e '<clone>[extra]'`, one installed from a folder that folder, one from a
     package index the package's name. Paths are absolute, so the advice works from any directory."""
     import shlex
+    import sys
 
+    pip = f"{shlex.quote(sys.executable)} -m pip install"  # the pip of the Python zeph runs on, whatever PATH says
     clone = Path(__file__).resolve().parents[2]
     if (clone / "pyproject.toml").is_file() and (clone / "zeph_cli").is_dir():
-        return f"pip install -e {shlex.quote(f'{clone}[{extra}]')}"
+        return f"{pip} -e {shlex.quote(f'{clone}[{extra}]')}"
     folder = _installed_from_folder()
     if folder:
-        return f"pip install {shlex.quote(f'{folder}[{extra}]')}"
-    return f"pip install 'zeph-cli[{extra}]'"
+        return f"{pip} {shlex.quote(f'{folder}[{extra}]')}"
+    return f"{pip} 'zeph-cli[{extra}]'"
 
 
 def _installed_from_folder() -> str:
