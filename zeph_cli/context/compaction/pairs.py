@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ...messages import TextPart
-from ..assembler import HistoryItem, message_groups
+from ..assembler import HistoryItem
 from .markers import TOOL_SUMMARY_PREFIX, deferred_summary, is_pruned
 
 TOOL_CALL_CUTOFF = 6  # spec default: "tool_call_cutoff = 6"

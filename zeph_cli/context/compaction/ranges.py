@@ -8,8 +8,7 @@ forward), not dropped.
 
 from __future__ import annotations
 
-from ..assembler import HistoryItem
-from .pairs import message_groups
+from ..assembler import HistoryItem, message_groups
 
 COMPACTION_PRESERVE_TAIL = 4  # spec default: "compaction_preserve_tail = 4"
 CHUNK_TOKENS = 4096  # spec: "split into ~4096-token chunks"
