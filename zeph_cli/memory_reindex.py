@@ -11,11 +11,16 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import typer
 
 from .errors import ZephError
 from .stderr import eprint
+
+if TYPE_CHECKING:
+    from .config import LoadedConfig
+    from .store import ConversationStore
 
 
 class ReindexError(ZephError):
@@ -23,9 +28,22 @@ class ReindexError(ZephError):
 
 
 def reindex(again: bool) -> None:
+    from .command_context import load, open_store
+
+    loaded = load()
+    store = open_store()
+    try:
+        print(index_messages(loaded, store, again))
+    finally:
+        store.close()
+
+
+def index_messages(loaded: "LoadedConfig", store: "ConversationStore", again: bool = False) -> str:
+    """Embed the messages that have no vector of the configured embedder yet (all of them with `again`),
+    with a progress bar on a terminal; the line saying what was done. `ReindexError` when the embedder or
+    the index fails (the batches stored before are kept)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from .command_context import load, open_store
     from .memory.embedders.base import EmbeddingError
     from .memory.embedders.select import describe_embedder, embedder_for
     from .memory.indexer import embed_pending
@@ -34,10 +52,8 @@ def reindex(again: bool) -> None:
     from .memory.vectors.factory import open_index
     from .providers import resolve_settings
 
-    loaded = load()
     config = loaded.config
     settings = resolve_settings(config, os.environ, loaded.sources)
-    store = open_store()
     try:
         embedder = embedder_for(config, settings, sources=loaded.sources)
         index = open_index(config, store.db, database_path(store.db))
@@ -53,12 +69,10 @@ def reindex(again: bool) -> None:
             task = bar.add_task("embedding", total=None)
             done = embed_pending(index, embedder, lambda n, total: bar.update(task, completed=n, total=total))
         elapsed = time.perf_counter() - started
-        print(f"indexed {done:,} message{'s' if done != 1 else ''} with {label} in {elapsed:.1f} s "
-              f"({config.memory.vector_backend} backend)")
+        return (f"indexed {done:,} message{'s' if done != 1 else ''} with {label} in {elapsed:.1f} s "
+                f"({config.memory.vector_backend} backend)")
     except (EmbeddingError, VectorIndexDown, ValueError) as exc:
         raise ReindexError(f"reindex stopped: {exc}") from None
-    finally:
-        store.close()
 
 
 def _stderr_console():

@@ -1,4 +1,4 @@
-"""`zeph sessions`: list, show, search, export and delete conversations (presentation only).
+"""`zeph sessions`: list, show, search, export, import and delete conversations (presentation only).
 
 Invariant: every command reads and writes through `ConversationStore` (`open_store`), imported only when
 `zeph sessions` is named on the command line; output on a terminal is rendered, elsewhere it is plain.
@@ -20,7 +20,7 @@ from .stderr import eprint
 if TYPE_CHECKING:
     from .store import Conversation, ConversationStore
 
-sessions_app = typer.Typer(help="List, show, search, export and delete conversations.", no_args_is_help=True)
+sessions_app = typer.Typer(help="List, show, search, export, import and delete conversations.", no_args_is_help=True)
 
 
 @sessions_app.command("list")
@@ -138,3 +138,12 @@ def sessions_rm(session_id: int = typer.Argument(..., metavar="ID")) -> None:
     """Delete a session and all its messages."""
     count = open_store().delete_conversation(session_id)
     eprint(f"deleted session {session_id} ({count} messages)")
+
+
+def _register_import() -> None:
+    from .sessions_import import register
+
+    register(sessions_app)
+
+
+_register_import()
