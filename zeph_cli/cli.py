@@ -346,6 +346,23 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
 
 
 @app.command()
+def recall(
+    query: Optional[str] = typer.Argument(None, help="What a new turn would ask; without it, one query per line of standard input."),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON: one object per recalled message."),
+    k: Optional[int] = typer.Option(None, "-k", metavar="N", help="Recall at most N messages (default: memory.semantic.recall_limit)."),
+    session: Optional[int] = typer.Option(None, "--session", help="As the next turn of session ID (its own messages excluded), not a new session's first."),
+) -> None:
+    """Show what recall would add to a new turn for QUERY: the past messages, best first, with scores.
+
+    Without QUERY, reads one query per line from standard input and prints one JSON line per query
+    ({"query", "route", "hits"}), so a whole set runs in one process.
+    """
+    from .recall_command import run_recall
+
+    raise typer.Exit(run_recall(query, json_output=json_output, k=k, session_id=session))
+
+
+@app.command()
 def audit(
     session: Optional[int] = typer.Option(None, "--session", help="Only this session's tool calls."),
     limit: int = typer.Option(50, "--limit", "-n", min=1, help="How many of the most recent calls to show."),

@@ -1,0 +1,117 @@
+"""`zeph recall` through the real executable, on an imported history: it prints exactly what a real turn
+recalls (the entries of the recall block the fake server receives, the ids `zeph context` reports), one
+JSON line per query for a set on standard input, and bad input as one-line errors. Nothing here pins a
+ranking: the lists are compared with what the turn recalled, and only unambiguous evidence is looked for."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli_helpers import assert_one_line_error, err, out, run_zeph
+from tests.fakes import openai_wire
+
+RECALL = "[semantic recall]"
+
+HISTORY = [
+    ("trip", "user", "We booked the Lisbon flight TP1234 for the 14th of June.", "t1"),
+    ("trip", "assistant", "Noted: flight TP1234 to Lisbon on June 14th.", "t2"),
+    ("trip", "user", "The hotel is the Memmo Alfama, check-in after 3 pm.", "t3"),
+    ("trip", "assistant", "Memmo Alfama, check-in from 15:00. Anything else for the trip?", "t4"),
+    ("food", "user", "My sister Maya is allergic to peanuts, keep them out of every recipe.", "f1"),
+    ("food", "assistant", "Understood: no peanuts in any recipe for Maya.", "f2"),
+    ("food", "user", "Tonight we are cooking a green curry with tofu for six people.", "f3"),
+    ("food", "assistant", "For six, use two cans of coconut milk and 600 g of tofu.", "f4"),
+    ("work", "user", "The staging database listens on port 6543 behind pgbouncer.", "w1"),
+    ("work", "assistant", "Got it: staging Postgres on 6543 via pgbouncer.", "w2"),
+    ("work", "user", "Deploys to production need two approvals in the release channel.", "w3"),
+    ("work", "assistant", "Two approvals in the release channel before a production deploy.", "w4"),
+    ("chat", "user", "Thanks, that was helpful!", "c1"),
+    ("chat", "assistant", "You're welcome!", "c2"),
+]
+QUERIES = ["Which flight did we book to Lisbon?", "TP1234", "what is my sister allergic to?", "pgbouncer port"]
+EVIDENCE = {"TP1234": "t1", "pgbouncer port": "w1"}  # one message holds these words: any ranker finds it
+HIT_FIELDS = {"rank", "session", "session_title", "message_id", "external_id", "role", "time", "text", "score",
+              "relevance", "legs", "entry"}
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> Path:
+    source = tmp_path / "history.jsonl"
+    lines = [{"session": s, "role": r, "content": c, "id": i, "timestamp": f"2024-03-{n // 4 + 1:02d}T10:{n:02d}:00Z"}
+             for n, (s, r, c, i) in enumerate(HISTORY)]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    imported = run_zeph("sessions", "import", str(source))
+    assert imported.returncode == 0, err(imported)
+    return source
+
+
+def _recall(query: str, *args: str, env: dict[str, str]) -> list[dict]:
+    result = run_zeph("recall", "--json", *args, query, env=env)
+    assert result.returncode == 0, err(result)
+    return json.loads(out(result))
+
+
+def _block_entries(request) -> list[str]:
+    blocks = [m["content"] for m in request.json["messages"] if m["role"] == "system" and m["content"].startswith(RECALL)]
+    assert len(blocks) <= 1
+    return blocks[0].splitlines()[1:] if blocks else []
+
+
+def test_recall_prints_the_list_a_real_turn_recalls(history, fake_server, compatible):
+    for query in QUERIES:
+        printed = _recall(query, env=compatible)
+        fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Noted."])))
+        asked = run_zeph("ask", query, env=compatible)
+        assert asked.returncode == 0, err(asked)
+        # the recall block the model got holds the entries zeph recall printed, in its order
+        sent = _block_entries(fake_server.requests_to("/v1/chat/completions")[-1])
+        assert sent == [hit["entry"] for hit in printed], query
+        # zeph context reports the same messages for the turn's message
+        context = json.loads(out(run_zeph("context", "--json", env=compatible)))
+        assert context["context"]["recalled_ids"] == [hit["message_id"] for hit in printed], query
+        # and so does zeph recall as the next turn of that session (its own messages excluded)
+        assert _recall(query, "--session", str(context["session"]), env=compatible) == printed, query
+        if query in EVIDENCE:
+            assert EVIDENCE[query] in [hit["external_id"] for hit in printed], (query, printed)
+    # imported messages carry the source's id; the ones zeph wrote itself (the turns above) none
+    later = [hit for q in QUERIES for hit in _recall(q, env=compatible)]
+    assert later and all((hit["external_id"] is None) == (hit["session"] > 4) for hit in later)
+
+
+def test_a_set_of_queries_runs_in_one_process_one_json_line_each(history, compatible):
+    single = {query: _recall(query, env=compatible) for query in QUERIES}
+    batch = run_zeph("recall", input="\n".join([*QUERIES, "", "hello there"]) + "\n", env=compatible)
+    assert batch.returncode == 0, err(batch)
+    assert "\x1b" not in err(batch)  # no progress bar on a pipe
+    rows = [json.loads(line) for line in out(batch).splitlines()]
+    assert [row["query"] for row in rows] == [*QUERIES, "", "hello there"]
+    for query, row in zip(QUERIES, rows):
+        assert row["hits"] == single[query], query
+    assert rows[len(QUERIES)]["hits"] == [] and rows[len(QUERIES)]["route"] is None
+
+
+def test_hits_carry_where_they_come_from(history, compatible):
+    hits = _recall("TP1234", env=compatible)
+    assert hits and all(set(hit) == HIT_FIELDS for hit in hits)
+    evidence = next(hit for hit in hits if hit["external_id"] == "t1")
+    assert evidence["role"] == "user" and evidence["time"] == "2024-03-01T10:00:00.000000+00:00"
+    assert evidence["text"] == HISTORY[0][2] and evidence["session_title"] == HISTORY[0][2][:60].rstrip()
+    assert evidence["legs"] and set(evidence["legs"]) <= {"vector", "keyword"}
+    assert [hit["rank"] for hit in hits] == list(range(1, len(hits) + 1))
+    assert len(_recall("Lisbon flight hotel trip", "-k", "1", env=compatible)) <= 1
+    shown = run_zeph("recall", "TP1234", env=compatible)
+    assert shown.returncode == 0 and "· id t1 ·" in out(shown) and HISTORY[0][2] in out(shown)
+
+
+def test_nothing_recalled_and_bad_input(history, compatible):
+    none = run_zeph("recall", "zyzzyva quux", env=compatible)
+    assert none.returncode == 1 and "nothing recalled" in err(none) and out(none) == ""
+    assert json.loads(out(run_zeph("recall", "--json", "zyzzyva quux", env=compatible))) == []
+    assert_one_line_error(run_zeph("recall", "-k", "101", "x", env=compatible), 2, "option -k", "recall_limit")
+    assert_one_line_error(run_zeph("recall", "--session", "99", "x", env=compatible), 1, "no session with id 99")
+    assert_one_line_error(run_zeph("recall", "  ", env=compatible), 2, "the query is empty")
+    off = {**compatible, "ZEPH_MEMORY_SEMANTIC_ENABLED": "false"}
+    assert_one_line_error(run_zeph("recall", "TP1234", env=off), 1, "semantic recall is off")
