@@ -28,7 +28,6 @@ import json
 import os
 import random
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys

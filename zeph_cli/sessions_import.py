@@ -65,10 +65,11 @@ def _stderr_console():
     return Console(stderr=True)
 
 
-def _bar(label: str):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+def _bar(label: str, *, in_bytes: bool = False):
+    from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    return Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+    count = DownloadColumn() if in_bytes else MofNCompleteColumn()
+    return Progress(TextColumn(label), BarColumn(), count, TimeRemainingColumn(),
                     console=_stderr_console(), transient=True, disable=not sys.stderr.isatty())
 
 
@@ -98,7 +99,7 @@ def read_source(source: str, file: Optional[str], skip_bad: bool) -> tuple[list[
 
 
 def _jsonl(read_jsonl, stream, name: str, size: int | None, skip_bad: bool):
-    with _bar("reading") as bar:
+    with _bar("reading", in_bytes=True) as bar:
         task = bar.add_task("reading", total=size)
         history = read_jsonl(stream, name, skip_bad=skip_bad, progress=lambda n: bar.advance(task, n))
     if not history.sessions and not history.skipped:
