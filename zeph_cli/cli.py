@@ -347,7 +347,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
 
 @app.command()
 def recall(
-    query: Optional[str] = typer.Argument(None, help="What a new turn would ask; without it, one query per line of standard input."),
+    query: Optional[str] = typer.Argument(None, metavar="QUERY", help="What a new turn would ask; without it, one query per line of standard input."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON: one object per recalled message."),
     k: Optional[int] = typer.Option(None, "-k", metavar="N", help="Recall at most N messages (default: memory.semantic.recall_limit)."),
     session: Optional[int] = typer.Option(None, "--session", help="As the next turn of session ID (its own messages excluded), not a new session's first."),
