@@ -27,7 +27,7 @@ STOPWORDS = frozenset(
     works working it's that's thats doesn't don't didn't isn't same other another way thing things something
     ok lgtm perfect nice cool yep nope yeah""".split()
 )
-_PARTS = re.compile(r"[.:/-]")
+PARTS = re.compile(r"[.:/-]")
 _TERM = re.compile(r"[A-Za-z0-9_]+(?:[.:/-][A-Za-z0-9_]+)*")
 
 
@@ -41,9 +41,9 @@ def keyword_coverage(query_terms: set[str], text: str) -> float:
     if not query_terms:
         return 0.0
     found = terms(text)
-    found |= {part for word in found for part in _PARTS.split(word) if part}  # a path's parts, as FTS5 splits it
+    found |= {part for word in found for part in PARTS.split(word) if part}  # a path's parts, as FTS5 splits it
     def present(term: str) -> bool:
-        parts = [p for p in _PARTS.split(term) if p]
+        parts = [p for p in PARTS.split(term) if p]
         return term in found or any(w.startswith(term) for w in found) or (len(parts) > 1 and all(p in found for p in parts))
 
     hits = sum(1 for t in query_terms if present(t))
