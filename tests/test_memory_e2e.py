@@ -197,3 +197,32 @@ def test_a_damaged_cache_segment_is_dropped_rebuilt_and_recall_still_finds_the_f
     assert _recall_line(run_zeph("context", "--json", env=compatible)).startswith("recall: route semantic (sqlite)")
     assert len([line for line in (Path(os.environ["ZEPH_HOME"]) / "zeph.log").read_text().splitlines()
                 if "cache" in line]) == 1
+
+
+def test_a_reply_that_repeats_an_injected_block_is_marked_reported_and_never_recalled(fake_server, compatible, tmp_path):
+    """A model that answers with its memory block verbatim (seen with small local models) must not feed
+    that text back through recall, and `zeph context` says which reply did it."""
+    fact = "The nightly ledger export runs at 03:15 and mails the finance team a CSV with every refund of the day"
+    assert run_zeph("memory", "add", "--scope", "user", fact, env=compatible, cwd=tmp_path).returncode == 0
+    _reply(fake_server, f"Here is what I know: {fact}.")  # the memory block, repeated word for word
+    echo = run_zeph("ask", "When does the nightly ledger export run?", env=compatible, cwd=tmp_path)
+    assert echo.returncode == 0, err(echo)
+    _reply(fake_server, "The refund CSV goes to finance after the nightly ledger export, which I scheduled myself.")
+    own = run_zeph("ask", "Who gets the refund CSV from the nightly ledger export?", env=compatible, cwd=tmp_path)
+    assert own.returncode == 0, err(own)
+    marked = db_rows("select id, metadata from messages where role = 'assistant' order by id")
+    assert json.loads(marked[0]["metadata"]).get("echo") == ["memory"]
+    assert "echo" not in json.loads(marked[1]["metadata"])
+
+    session = db_rows("select conversation_id from messages where id = ?", marked[0]["id"])[0]["conversation_id"]
+    shown = run_zeph("context", "--json", "--session", str(session), env=compatible, cwd=tmp_path)
+    assert shown.returncode == 0, err(shown)
+    lines = json.loads(out(shown))["memory"]
+    assert f"echo: reply #{marked[0]['id']} repeats the memory block verbatim; it is kept out of recall" in lines, lines
+
+    _reply(fake_server, "ok")
+    asked = run_zeph("ask", "What time does the nightly ledger export mail the refund CSV?", env=compatible, cwd=tmp_path)
+    assert asked.returncode == 0, err(asked)
+    recalled = "\n".join(_recall_blocks(_chat_requests(fake_server)[-1]))
+    assert "which I scheduled myself" in recalled  # a reply of its own is recalled
+    assert "Here is what I know" not in recalled  # the echo never is

@@ -130,3 +130,17 @@ def test_a_path_fragment_counts_as_found_in_a_longer_path():
     query = terms("staging.sqlite3")
     assert keyword_coverage(query, "the db lives at srv/data/orchid/staging.sqlite3") == 1.0
     assert keyword_coverage(query, "staging uses postgres") == 0.0
+
+
+def test_a_reply_echoes_a_block_it_repeats_not_one_it_quotes_a_line_of():
+    from zeph_cli.context.echo import echoed_blocks
+
+    profile = ("I'm here to help you with whatever your needs are. The user likes concise answers and works on a "
+               "Rust compiler in their spare time, mostly on weekends.")
+    blocks = {"user profile": profile, "semantic recall": "- [2024-01-02 · user] the staging db is on port 6543"}
+    assert echoed_blocks(profile + " </user_profile_memory>", blocks) == ("user profile",)
+    own = ("You work on a Rust compiler in their spare time, mostly on weekends, so here is a plan: first read the "
+           "borrow checker's tests, then pick an open issue labelled good-first-issue, then ask for a review early, "
+           "and keep each change small enough to land within a week of evenings.")
+    assert echoed_blocks(own, blocks) == ()  # one quoted run, then an answer of its own
+    assert echoed_blocks("ok", blocks) == ()
