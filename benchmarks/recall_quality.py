@@ -26,8 +26,9 @@ of 5 returns). Beside zeph's default:
 
 Evidence recall@k of a question: the share of its evidence groups with a turn
 in the top k (a fact said twice is one group; a two-hop question has two).
-The table gives the mean per question kind and over all kinds; "none"
-questions have no evidence and count the hits zeph returns for them. Then
+The table gives the mean per question kind and over all kinds; "none" and
+"unrelated" questions have no evidence and count the hits zeph returns for
+them. Then
 diagnostics of how the default fails (routes taken, names, small talk, the
 similarity cut, repeated questions) and the latency of `prepare` per question
 on these histories and on databases of `--sizes` messages (generated the same
@@ -242,10 +243,11 @@ def print_table(run: Run) -> dict[str, Any]:
             cells.append(" / ".join(f"{x:.1f}" for x in at))
         print(f"| {method} | " + " | ".join(cells) + " |")
     print("\n(each cell: evidence recall @5 / @10, in %)")
-    none = [a for a in run.asked if not a.evidence]
-    if none:
-        print(f"questions about nothing said ({len(none)}): zeph default returned {statistics.mean(a.hits for a in none):.1f} "
-              f"messages each on average, {sum(a.hits > 0 for a in none)} of them returned any")
+    for kind, what in (("none", "about something of theirs never said"), ("unrelated", "on topics never discussed")):
+        none = [a for a in run.asked if a.kind == kind]
+        if none:
+            print(f"questions {what} ({len(none)}): zeph default returned {statistics.mean(a.hits for a in none):.1f} "
+                  f"messages each on average; {sum(a.hits > 0 for a in none)} of them returned any")
     gap = figures["zeph default/all"][0] - figures["BM25/all"][0]
     print(f"goal: zeph default ≥ BM25 + 10 points at @5: {figures['zeph default/all'][0]:.1f} vs "
           f"{figures['BM25/all'][0]:.1f} ({gap:+.1f}): {'met' if gap >= 10 else 'not met'}")

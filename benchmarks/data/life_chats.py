@@ -28,8 +28,9 @@ assistant, as an imported chat log would be. Question kinds:
   word for word; the evidence is the answer, not the earlier question.
 - identifier: one of them is a developer; a file, port, flag or function
   named in a question, sometimes in backticks.
-- none: about something never mentioned (no evidence; measures what is
-  recalled for nothing).
+- none: about something of theirs never mentioned (no evidence; measures
+  what is recalled for nothing).
+- unrelated: a topic no history touches, in words none of them uses.
 """
 
 from __future__ import annotations
@@ -149,6 +150,12 @@ DEV_SLOTS = {
     "ver": ["2.1.2", "1.3.0", "0.9.4"], "job": ["nightly_ledger_export", "sync_refunds", "rebuild_search_index"],
 }
 
+UNRELATED = [  # topics no history touches: nothing should be recalled for them
+    "How do I roll back a helm release on kubernetes?", "What's a good mortgage refinance rate right now?",
+    "Explain photosynthesis in simple terms", "Which carburetor jets suit a 1970s motorcycle engine?",
+    "How do volcanoes form under the ocean?", "Summarize the causes of the Peloponnesian war",
+    "What is the derivative of arctangent?", "Recommend a torque wrench for bicycle carbon frames",
+]
 GREET = ["Hey {o}! How've you been?", "Hi {o}, long time no talk!", "Good morning {o}!", "Hey {o}, got a minute?",
          "Hi {o}! Hope your week is going well.", "{o}! It's been ages.", "Hey hey {o}, what's new?"]
 GREET_BACK = ["Hey {p}! Good to hear from you.", "Hi {p}! Doing well, thanks for asking.", "Morning, {p}!",
@@ -562,6 +569,8 @@ class _Builder:
                 session.turns.append(Turn(speaker, text, label))
                 index += 1
             sessions.append(session)
+        for text in random.Random(self.seed + 7).sample(UNRELATED, 3):  # own stream: the rest stays as it was
+            self.questions.append((text, "unrelated", [], "", ""))
         questions = [Question(text, kind, [[where[k] for k in group] for group in groups], answer, about)
                      for text, kind, groups, answer, about in self.questions]
         return History(self.seed, self.names, self.others, sessions, questions)
