@@ -116,16 +116,25 @@ class TermStats:
         self.db = db
         self.df: dict[str, int] = {}
         self.total = 0
+        self.counted_at = 0  # the message count when the cached counts were looked up
         self.ok = True
 
     def _open(self) -> None:
-        if self.total:
+        """The vocabulary table on first use; the message count each time (a look-up of the newest id).
+        Counts looked up are forgotten once the history grew by a tenth since they were."""
+        if not self.ok:
             return
         try:
-            self.db.execute("create virtual table if not exists temp.zeph_terms using fts5vocab(main, messages_fts, row)")
-            self.total = int(self.db.execute("select coalesce(max(rowid), 0) from messages").fetchone()[0]) or 1
+            if not self.total:
+                self.db.execute("create virtual table if not exists temp.zeph_terms using fts5vocab(main, messages_fts, row)")
+            total = int(self.db.execute("select coalesce(max(rowid), 0) from messages").fetchone()[0]) or 1
         except sqlite3.OperationalError:  # an SQLite without fts5vocab: every word counts as rare
             self.ok, self.total = False, 1
+            return
+        if total > self.counted_at * 1.1:
+            self.df.clear()
+            self.counted_at = total
+        self.total = total
 
     def seen(self, word: str) -> bool:
         """Whether `word` (or, for a compound word, one of its parts) occurs in any stored message."""
