@@ -48,6 +48,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ from tests.fakes.server import FakeServer  # noqa: E402
 from zeph_cli.config import Config  # noqa: E402
 from zeph_cli.memory.embedders.embedded import shared_embedded  # noqa: E402
 from zeph_cli.memory.recall import recall  # noqa: E402
-from zeph_cli.memory.routing import Route, route  # noqa: E402
+from zeph_cli.memory import routing  # noqa: E402
 from zeph_cli.memory.service import MemoryService, index_pending  # noqa: E402
 from zeph_cli.memory.vectors import open_index  # noqa: E402
 from zeph_cli.messages import Message  # noqa: E402
@@ -71,6 +72,23 @@ from zeph_cli.paths import database_path  # noqa: E402
 from zeph_cli.store import ConversationStore, open_database  # noqa: E402
 from zeph_cli.store.conversations import message_record  # noqa: E402
 from zeph_cli.store.transactions import write_transaction  # noqa: E402
+
+class Route(str, Enum):
+    """The shape of a query (both legs run for every one; the groups of the figures): code, an identifier
+    or at most 3 words; a question or 6 words or more; in between."""
+    KEYWORD = "keyword"
+    SEMANTIC = "semantic"
+    HYBRID = "hybrid"
+
+
+def route(query: str) -> Route:
+    found = routing.words(query)
+    if routing.route(query) is routing.Route.KEYWORD or len(found) <= 3:
+        return Route.KEYWORD
+    if query.strip().endswith("?") or (found and found[0].lower() in routing.QUESTION_WORDS) or len(found) >= 6:
+        return Route.SEMANTIC
+    return Route.HYBRID
+
 
 ZEPH = str(Path(sys.executable).parent / "zeph")
 GOAL_RECALL_MS = 50.0

@@ -51,7 +51,7 @@ def test_a_fact_from_one_session_is_recalled_in_a_fresh_one(fake_server, compati
     assert hello.returncode == 0, err(hello)
     assert _recall_blocks(_chat_requests(fake_server)[-1]) == []
 
-    # a keyword query (an identifier) finds it through FTS5
+    # a one-word query finds it through both legs
     _reply(fake_server, "ok")
     keyword = run_zeph("ask", "pgbouncer", env=compatible)
     assert keyword.returncode == 0, err(keyword)
@@ -66,7 +66,7 @@ def test_a_fact_from_one_session_is_recalled_in_a_fresh_one(fake_server, compati
     shown = run_zeph("context", "--json", env=compatible)
     assert shown.returncode == 0, err(shown)
     report = json.loads(out(shown))
-    assert any(line.startswith("recall: route keyword") for line in report["memory"]), report["memory"]
+    assert any(line.startswith("recall: route hybrid (sqlite+fts5)") for line in report["memory"]), report["memory"]
     assert report["context"]["recalled_ids"]
 
 
@@ -183,7 +183,7 @@ def test_a_damaged_cache_segment_is_dropped_rebuilt_and_recall_still_finds_the_f
     assert "Warning" not in err(asked) and "Traceback" not in err(asked), err(asked)
     blocks = _recall_blocks(_chat_requests(fake_server)[-1])
     assert len(blocks) == 1 and "6543" in blocks[0], _sent(_chat_requests(fake_server)[-1])
-    assert _recall_line(run_zeph("context", "--json", env=compatible)).startswith("recall: route semantic (sqlite)")
+    assert _recall_line(run_zeph("context", "--json", env=compatible)).startswith("recall: route hybrid (sqlite+fts5)")
     log = (Path(os.environ["ZEPH_HOME"]) / "zeph.log").read_text()
     assert [line for line in log.splitlines() if damaged in line] == [line for line in log.splitlines() if "cache" in line]
     assert len([line for line in log.splitlines() if damaged in line]) == 1, log
@@ -194,6 +194,82 @@ def test_a_damaged_cache_segment_is_dropped_rebuilt_and_recall_still_finds_the_f
     again = run_zeph("ask", "What port is the staging database on?", env=compatible)
     assert again.returncode == 0 and "Warning" not in err(again), err(again)
     assert "6543" in _recall_blocks(_chat_requests(fake_server)[-1])[0]
-    assert _recall_line(run_zeph("context", "--json", env=compatible)).startswith("recall: route semantic (sqlite)")
+    assert _recall_line(run_zeph("context", "--json", env=compatible)).startswith("recall: route hybrid (sqlite+fts5)")
     assert len([line for line in (Path(os.environ["ZEPH_HOME"]) / "zeph.log").read_text().splitlines()
                 if "cache" in line]) == 1
+
+
+def test_a_reply_that_repeats_an_injected_block_is_marked_reported_and_never_recalled(fake_server, compatible, tmp_path):
+    """A model that answers with its memory block verbatim (seen with small local models) must not feed
+    that text back through recall, and `zeph context` says which reply did it."""
+    fact = "The nightly ledger export runs at 03:15 and mails the finance team a CSV with every refund of the day"
+    assert run_zeph("memory", "add", "--scope", "user", fact, env=compatible, cwd=tmp_path).returncode == 0
+    _reply(fake_server, f"Here is what I know: {fact}.")  # the memory block, repeated word for word
+    echo = run_zeph("ask", "When does the nightly ledger export run?", env=compatible, cwd=tmp_path)
+    assert echo.returncode == 0, err(echo)
+    _reply(fake_server, "The refund CSV goes to finance after the nightly ledger export, which I scheduled myself.")
+    own = run_zeph("ask", "Who gets the refund CSV from the nightly ledger export?", env=compatible, cwd=tmp_path)
+    assert own.returncode == 0, err(own)
+    marked = db_rows("select id, metadata from messages where role = 'assistant' order by id")
+    assert json.loads(marked[0]["metadata"]).get("echo") == ["memory"]
+    assert "echo" not in json.loads(marked[1]["metadata"])
+
+    session = db_rows("select conversation_id from messages where id = ?", marked[0]["id"])[0]["conversation_id"]
+    shown = run_zeph("context", "--json", "--session", str(session), env=compatible, cwd=tmp_path)
+    assert shown.returncode == 0, err(shown)
+    lines = json.loads(out(shown))["memory"]
+    assert f"echo: reply #{marked[0]['id']} repeats the memory block verbatim; it is kept out of recall" in lines, lines
+
+    _reply(fake_server, "ok")
+    asked = run_zeph("ask", "What time does the nightly ledger export mail the refund CSV?", env=compatible, cwd=tmp_path)
+    assert asked.returncode == 0, err(asked)
+    recalled = "\n".join(_recall_blocks(_chat_requests(fake_server)[-1]))
+    assert "which I scheduled myself" in recalled  # a reply of its own is recalled
+    assert "Here is what I know" not in recalled  # the echo never is
+
+
+def test_a_question_naming_a_friend_recalls_what_was_said_not_the_small_talk_around_the_name(fake_server, compatible):
+    """Greetings and thanks that carry a friend's name are most of what names them; a question about that
+    friend must bring back what was said, and a backtick in a question must not leave recall empty."""
+    for text in ("Thanks, Melanie!", "Hey Melanie, how are you?", "Bye Melanie!", "Thanks so much Melanie!"):
+        _reply(fake_server, "You're welcome!")
+        assert run_zeph("ask", text, env=compatible).returncode == 0
+    _reply(fake_server, "Congrats to her!")
+    told = run_zeph("ask", "Guess what, my sister adopted a beagle from the shelter and called him Biscuit.", env=compatible)
+    assert told.returncode == 0, err(told)
+    _reply(fake_server, "Noted.")
+    assert run_zeph("ask", "We decided to deploy with deploy.sh every Tuesday from now on.", env=compatible).returncode == 0
+
+    _reply(fake_server, "Biscuit.")
+    asked = run_zeph("ask", "What is the name of Melanie's sister's dog?", env=compatible)
+    assert asked.returncode == 0, err(asked)
+    [block] = _recall_blocks(_chat_requests(fake_server)[-1])
+    entries = [line for line in block.splitlines() if line.startswith("- [")]
+    assert "Biscuit" in entries[0], block  # first, before any of the small talk naming Melanie
+
+    _reply(fake_server, "Tuesdays.")
+    asked = run_zeph("ask", "On which days do we run `deploy.sh`?", env=compatible)
+    assert asked.returncode == 0, err(asked)
+    [block] = _recall_blocks(_chat_requests(fake_server)[-1])
+    assert "every Tuesday" in block.splitlines()[1], block
+
+
+def test_a_question_asked_again_recalls_its_earlier_answer_not_itself(fake_server, compatible):
+    _reply(fake_server, "Run make dist, then push a signed tag like v1.4.0; the CI publish job uploads the wheel to PyPI.")
+    assert run_zeph("ask", "How do I publish a release of the parser library?", env=compatible).returncode == 0
+    _reply(fake_server, "I'm not sure.")
+    assert run_zeph("ask", "Which licence does the parser library use?", env=compatible).returncode == 0
+
+    _reply(fake_server, "As before: make dist and a signed tag.")
+    asked = run_zeph("ask", "How do I publish a release of the parser library?", env=compatible)
+    assert asked.returncode == 0, err(asked)
+    [block] = _recall_blocks(_chat_requests(fake_server)[-1])
+    assert "signed tag like v1.4.0" in block.splitlines()[1], block  # the answer, in the question's place
+    bodies = [line.split("] ", 1)[1] for line in block.splitlines()[1:]]
+    assert "How do I publish a release of the parser library?" not in bodies  # the same question adds nothing
+
+    _reply(fake_server, "Still not sure.")
+    asked = run_zeph("ask", "Which licence does the parser library use?", env=compatible)
+    assert asked.returncode == 0, err(asked)
+    bodies = [line.split("] ", 1)[1] for b in _recall_blocks(_chat_requests(fake_server)[-1]) for line in b.splitlines()[1:]]
+    assert not {"Which licence does the parser library use?", "I'm not sure."} & set(bodies), bodies  # nor its empty answer

@@ -15,28 +15,30 @@ from zeph_cli.memory.fusion import (
     reciprocal_rank_fusion,
     terms,
 )
-from zeph_cli.memory.routing import Route, route
+from zeph_cli.memory.routing import KEYWORD_FAVOUR, Route, leg_weights, route
 from zeph_cli.messages import Message
 from zeph_cli.tokens import default_counter
 
 
-# Zeph spec, "Query-Aware Memory Routing".
+# The router only weighs the two legs: code, paths, identifiers and quoted text favour the keyword leg.
 @pytest.mark.parametrize(
     "query, expected",
     [
         ("zeph_cli::agent", Route.KEYWORD),  # code pattern ::
-        ("src/main.rs", Route.KEYWORD),  # code pattern /
-        ("load_history_filtered", Route.KEYWORD),  # pure snake_case identifier
-        ("pgbouncer port", Route.KEYWORD),  # short, no question word
-        ("what port does the staging database use", Route.SEMANTIC),  # question word
-        ("the staging database port was changed last week somehow", Route.SEMANTIC),  # >= 6 words
-        ("staging database port number", Route.HYBRID),  # medium, no clear signal
-        ("how is the cache related to the scheduler", Route.HYBRID),  # relationship wins (graph → hybrid)
-        ("opinion on tabs", Route.HYBRID),
+        ("src/main.rs", Route.KEYWORD),  # a path
+        ("load_history_filtered", Route.KEYWORD),  # a snake_case identifier
+        ("why does `parse_invoice` fail on empty rows?", Route.KEYWORD),  # a backtick, an identifier inside a question
+        ('what did we say about "blue-green deploys"', Route.KEYWORD),  # quoted text
+        ("what is in deploy.sh", Route.KEYWORD),  # a file name
+        ("pgbouncer port", Route.HYBRID),  # short: both legs, the configured weights
+        ("what port does the staging database use", Route.HYBRID),
+        ("how is the cache related to the scheduler", Route.HYBRID),
     ],
 )
-def test_routes_follow_the_spec_heuristic(query, expected):
+def test_routes_weigh_the_keyword_leg_for_code_paths_and_quotes(query, expected):
     assert route(query) is expected
+    vector, keyword = leg_weights(expected, 0.7, 0.3)
+    assert vector == 0.7 and keyword == pytest.approx(0.3 * (KEYWORD_FAVOUR if expected is Route.KEYWORD else 1))
 
 
 def test_reciprocal_rank_fusion_weights_each_ranking():
@@ -128,3 +130,17 @@ def test_a_path_fragment_counts_as_found_in_a_longer_path():
     query = terms("staging.sqlite3")
     assert keyword_coverage(query, "the db lives at srv/data/orchid/staging.sqlite3") == 1.0
     assert keyword_coverage(query, "staging uses postgres") == 0.0
+
+
+def test_a_reply_echoes_a_block_it_repeats_not_one_it_quotes_a_line_of():
+    from zeph_cli.context.echo import echoed_blocks
+
+    profile = ("I'm here to help you with whatever your needs are. The user likes concise answers and works on a "
+               "Rust compiler in their spare time, mostly on weekends.")
+    blocks = {"user profile": profile, "semantic recall": "- [2024-01-02 · user] the staging db is on port 6543"}
+    assert echoed_blocks(profile + " </user_profile_memory>", blocks) == ("user profile",)
+    own = ("You work on a Rust compiler in their spare time, mostly on weekends, so here is a plan: first read the "
+           "borrow checker's tests, then pick an open issue labelled good-first-issue, then ask for a review early, "
+           "and keep each change small enough to land within a week of evenings.")
+    assert echoed_blocks(own, blocks) == ()  # one quoted run, then an answer of its own
+    assert echoed_blocks("ok", blocks) == ()

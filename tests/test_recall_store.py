@@ -50,25 +50,25 @@ def _recall(store, index, query, conversation_id, **memory):
     return recall(store.db, query, config, conversation_id=conversation_id, embedder=shared_embedded(), index=index)
 
 
-def test_each_route_finds_the_fact_in_another_session(world):
+def test_both_legs_run_for_every_query_and_find_the_fact_in_another_session(world):
     store, index, ids, _, now = world
-    semantic = _recall(store, index, "Which port does the staging database listen on?", now.id)
-    assert semantic.route is Route.SEMANTIC and semantic.searched == ("sqlite",)
-    assert semantic.hits[0].message_id == ids[FACTS[0]] and semantic.hits[0].via == "vector"
+    question = _recall(store, index, "Which port does the staging database listen on?", now.id)
+    assert question.route is Route.HYBRID and question.searched == ("sqlite", "fts5")
+    assert question.hits[0].message_id == ids[FACTS[0]] and question.hits[0].via == "both"
     keyword = _recall(store, index, "pgbouncer", now.id)
-    assert keyword.route is Route.KEYWORD and keyword.searched == ("fts5",)
-    assert [h.message_id for h in keyword.hits] == [ids[FACTS[0]]]
+    assert keyword.searched == ("sqlite", "fts5")
+    assert keyword.hits[0].message_id == ids[FACTS[0]]
+    identifier = _recall(store, index, "what runs `deploy.sh`?", now.id)  # a backtick weighs, never empties
+    assert identifier.route is Route.KEYWORD and identifier.hits[0].message_id == ids[FACTS[1]]
     hybrid = _recall(store, index, "blue-green deploy script schedule", now.id)
-    assert hybrid.route is Route.HYBRID and set(hybrid.searched) == {"sqlite", "fts5"}
-    assert hybrid.hits[0].message_id == ids[FACTS[1]] and hybrid.hits[0].via == "both"
-    assert all(h.relevance >= Config().memory.cross_session_score_threshold for h in hybrid.hits)
+    assert hybrid.route is Route.HYBRID and hybrid.hits[0].message_id == ids[FACTS[1]] and hybrid.hits[0].via == "both"
 
 
 def test_unrelated_and_excluded_and_compacted_messages_are_not_recalled(world):
     store, index, ids, past, now = world
     for follow_up in ("hello there", "continue", "go ahead", "fix it", "run the tests", "looks good"):
         assert _recall(store, index, follow_up, now.id).hits == (), follow_up  # they name no topic
-    assert _recall(store, index, "kubernetes helm", now.id).hits == ()  # keyword route, no such words
+    assert _recall(store, index, "kubernetes helm", now.id).hits == ()  # no such words, nothing close
     target = ids[FACTS[0]]
     excluded = recall(store.db, "pgbouncer", Config().memory, conversation_id=now.id, exclude_ids={target},
                       embedder=shared_embedded(), index=index)
@@ -94,7 +94,7 @@ def test_vectors_of_another_model_are_never_compared(world):
 
     result = recall(store.db, "Which port does the staging database listen on?", Config().memory,
                     conversation_id=now.id, embedder=Other(), index=index)
-    assert result.hits == ()  # nothing is indexed for "other/model"
+    assert all(h.via == "keyword" for h in result.hits)  # nothing is indexed for "other/model"
 
 
 def test_a_down_qdrant_degrades_to_keywords_with_a_note(world):
@@ -102,7 +102,7 @@ def test_a_down_qdrant_degrades_to_keywords_with_a_note(world):
     down = QdrantVectorIndex(store.db, closed_port_url())
     result = recall(store.db, "staging database port pgbouncer", Config().memory, conversation_id=now.id,
                     embedder=shared_embedded(), index=down)
-    assert result.route is Route.HYBRID and result.searched == ("fts5",)
+    assert result.searched == ("fts5",)
     assert result.note.startswith("semantic recall fell back to keyword search: qdrant at")
     assert result.hits and result.hits[0].message_id == ids[FACTS[0]]
 
@@ -115,7 +115,7 @@ def test_qdrant_local_mode_serves_the_same_recall(world):
     embed_pending(index, shared_embedded())
     result = recall(store.db, "Which port does the staging database listen on?", Config().memory,
                     conversation_id=now.id, embedder=shared_embedded(), index=index)
-    assert result.searched == ("qdrant",) and result.hits[0].message_id == ids[FACTS[0]]
+    assert result.searched == ("qdrant", "fts5") and result.hits[0].message_id == ids[FACTS[0]]
 
 
 def test_decay_and_mmr_change_the_order(world):
@@ -129,11 +129,13 @@ def test_decay_and_mmr_change_the_order(world):
     assert old in [h.message_id for h in plain.hits]
     rank = lambda r: [h.message_id for h in r.hits].index(old) if old in [h.message_id for h in r.hits] else 99  # noqa: E731
     assert rank(decayed) > rank(plain)
-    query = "Refactored the parser module, deploy script and staging database"
+    query = "Refactored module number renamed variable parser pytest"
     plain = _recall(store, index, query, now.id, recall_limit=3)
     diverse = _recall(store, index, query, now.id, mmr_enabled=True, mmr_lambda=0.3, recall_limit=3)
-    noise = lambda r: sum(h.content.startswith("Refactored") for h in r.hits)  # noqa: E731
-    assert noise(plain) == 3 and noise(diverse) < 3  # near-duplicates give way to different facts
+    # 30 near-duplicates of little information never crowd out the one distinct fact (the information
+    # prior), with or without MMR (whose arithmetic test_recall_logic checks)
+    for result in (plain, diverse):
+        assert result.hits[0].content == FACTS[2] and len(result.hits) == 3
 
 
 @pytest.mark.parametrize("port", ["12", "21"])
@@ -152,5 +154,5 @@ def test_numbers_the_embedder_cannot_tell_apart_are_told_apart_by_their_words(tm
     vectors = shared_embedded().embed([f"The staging database listens on port {n}." for n in ("12", "21")])
     assert float(vectors[0] @ vectors[1]) == pytest.approx(1.0, abs=1e-6)
     result = _recall(store, index, query.format(port), now.id, recall_limit=1)
-    assert result.route in (Route.SEMANTIC, Route.HYBRID) and "sqlite" in result.searched
+    assert "sqlite" in result.searched
     assert [h.message_id for h in result.hits] == [said[port]]

@@ -286,6 +286,7 @@ async def preview_memory(agent, conversation) -> tuple[str, int]:
 async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_output: bool, text: bool = False) -> None:
     from .context.sent_text import sent_sections
     from .memory.describe import memory_lines
+    from .memory.service import echoing_replies
     from .render import (
         compaction_metrics_lines,
         context_head_lines,
@@ -303,7 +304,8 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
         extras = agent.extras.lines()  # while the MCP servers still run
-    memory = memory_lines(agent.turn_memory, report, embedder, backlog)
+        echoes = echoing_replies(agent.store, conversation.id)
+    memory = memory_lines(agent.turn_memory, report, embedder, backlog, echoes)
     if agent.turn_worldbook.isolated:  # none of them is sent: the report's `worldbook isolation` block says so
         memory, extras = [], ["worldbook isolation: no long-term memory, recall, skills or MCP tools are sent"]
     if json_output:

@@ -73,8 +73,8 @@ class SemanticConfig:
     """[memory.semantic]: recall of relevant past messages."""
     enabled: bool = setting(True, "Semantic recall of relevant past messages.")
     recall_limit: int = setting(5, "Max semantically relevant messages to inject.", lo=0, hi=100)
-    vector_weight: float = setting(0.7, "Weight of vector ranks in hybrid recall (reciprocal rank fusion).", lo=0.0, hi=1.0)
-    keyword_weight: float = setting(0.3, "Weight of keyword (FTS5) ranks in hybrid recall.", lo=0.0, hi=1.0)
+    vector_weight: float = setting(0.7, "Weight of the vector leg's ranks in recall's reciprocal rank fusion.", lo=0.0, hi=1.0)
+    keyword_weight: float = setting(0.3, "Weight of the keyword (FTS5) leg's ranks in recall's reciprocal rank fusion (times 3 for code, paths, identifiers, quoted text).", lo=0.0, hi=1.0)
     temporal_decay_enabled: bool = setting(False, "Attenuate recall scores by message age.")
     temporal_decay_half_life_days: float = setting(30.0, "Half-life for temporal decay, in days.", lo=0.01, hi=36500.0, kind=float)
     mmr_enabled: bool = setting(False, "Maximal Marginal Relevance re-ranking.")
@@ -164,7 +164,7 @@ class MemoryConfig:
     compaction_preserve_tail: int = setting(4, "Keep the last N messages during compaction.", lo=0, hi=10_000)
     compaction_cooldown_turns: int = setting(2, "Turns to wait after an automatic LLM compaction before the next one (trimming keeps the budget meanwhile).", lo=0, hi=1000)  # noqa: E501
     prune_protect_tokens: int = setting(40000, "Protect the most recent N tokens from tool-output pruning.", lo=0, hi=100_000_000)
-    cross_session_score_threshold: float = setting(0.35, "Minimum relevance for cross-session results.", lo=0.0, hi=1.0)
+    cross_session_score_threshold: float = setting(0.35, "A message from another session is recalled when its fused score is at least this share of the query's best hit's.", lo=0.0, hi=1.0)
     tool_call_cutoff: int = setting(6, "Summarize the oldest tool pair when visible pairs exceed this.", lo=1, hi=10_000)
     vector_backend: str = setting("sqlite", "Where message vectors live: sqlite (this database) or qdrant.", choices=VECTOR_BACKENDS)
     qdrant_url: str = setting("http://localhost:6333", "Qdrant server, for vector_backend = \"qdrant\".")

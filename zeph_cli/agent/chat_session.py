@@ -580,12 +580,14 @@ class ChatSession:
         """The sandbox state, what the last turn recalled, then the session's compaction metrics, one line
         each (none before the first prompt)."""
         from ..memory.describe import memory_lines
+        from ..memory.service import echoing_replies
 
         sandbox = [self.agent.sandbox.state().line()]
         if self.conversation is None:
             return sandbox
         memory = self.agent.memory
-        recalled = memory_lines(self.agent.turn_memory, self.context_report(), memory.embedder_label() if memory else "")
+        recalled = memory_lines(self.agent.turn_memory, self.context_report(), memory.embedder_label() if memory else "",
+                                echoes=echoing_replies(self.agent.store, self.conversation.id))
         return sandbox + recalled + self.agent.extras.lines() + compaction_metrics_lines(
             CompactionStore(self.agent.store.db).metrics(self.conversation.id)
         )

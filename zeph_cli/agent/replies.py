@@ -59,6 +59,9 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
     stored_calls = [as_stored(call) for call in calls]  # the calls run with the real arguments
     reply_parts: list = ([TextPart(builder.content)] if builder.content else []) + stored_calls
     message_id = None
+    echo = echoed(turn, builder.content)
+    if echo:
+        log.info("the reply repeats the %s block verbatim: kept out of recall", ", ".join(echo))
     if reply_parts:
         reply = Message("assistant", tuple(reply_parts))
         try:
@@ -68,7 +71,7 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
                 token_count=count_message(agent.counter, reply),
                 token_counter=agent.counter.name,
                 metadata={"usage": usage.to_dict(), "stop_reason": stop_reason, "model": agent.model_label,
-                          **({"notice": notice} if notice else {})},
+                          **({"notice": notice} if notice else {}), **({"echo": list(echo)} if echo else {})},
             ).id
         except StoreError as exc:  # shown but not kept: the caller keeps its text somewhere else
             record_response(agent.dump, turn.dump_id, builder)
@@ -146,6 +149,20 @@ def calibrate(store: ConversationStore, provider: Provider, counter: TokenCounte
 # Bytes per token: a report below the request's bytes over the first left some of it uncounted; one below the
 # bytes without the tool schemas over the second is no real tokenizer's count of anything zeph sent.
 SUSPECT_BYTES_PER_TOKEN, MOST_BYTES_PER_TOKEN = 5, 10
+
+
+def echoed(turn: TurnState, text: str) -> tuple[str, ...]:
+    """The injected blocks of the turn's last request (recall, memories, profile, session summaries) that
+    the reply repeats verbatim: such a reply is marked and never recalled."""
+    if not text or turn.report is None or len(turn.report.sent_blocks) != len(turn.messages):
+        return ()
+    from ..context.echo import ECHO_BLOCKS, echoed_blocks
+
+    blocks: dict[str, str] = {}
+    for name, message in zip(turn.report.sent_blocks, turn.messages):
+        if name in ECHO_BLOCKS:
+            blocks[name] = f"{blocks.get(name, '')}\n{message.content}"
+    return echoed_blocks(text, blocks) if blocks else ()
 
 
 def dropped_tools(agent: Agent, turn: TurnState, usage: Usage) -> str | None:

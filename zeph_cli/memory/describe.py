@@ -6,11 +6,19 @@ exactly what was sent (recalled ids that did not fit the block are not listed).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..context.report import ContextReport
 from .service import CATCH_UP_MESSAGES, TurnMemory
 
+ECHOES_SHOWN = 3  # the newest echoing replies listed; older ones are counted
 
-def memory_lines(turn: TurnMemory, report: ContextReport, embedder: str = "", backlog: int = 0) -> list[str]:
+
+def memory_lines(
+    turn: TurnMemory, report: ContextReport, embedder: str = "", backlog: int = 0,
+    echoes: Sequence[tuple[int, Sequence[str]]] = (),
+) -> list[str]:
+    """`echoes`: the session's replies (id, blocks) that repeated an injected block verbatim."""
     lines: list[str] = []
     if backlog:
         lines.append(f"recall index: {backlog:,} stored message{'s have' if backlog != 1 else ' has'} no vector yet; "
@@ -32,6 +40,12 @@ def memory_lines(turn: TurnMemory, report: ContextReport, embedder: str = "", ba
             text = " ".join(hit.content.split())
             text = text if len(text) <= 70 else text[:69] + "…"
             lines.append(f"  #{hit.message_id} session {hit.conversation_id} ({hit.role}, relevance {hit.relevance:.2f}, {hit.via}): {text}")
+    for message_id, blocks in echoes[-ECHOES_SHOWN:]:
+        lines.append(f"echo: reply #{message_id} repeats the {' and '.join(blocks)} block verbatim; "
+                     "it is kept out of recall")
+    if len(echoes) > ECHOES_SHOWN:
+        lines.append(f"  ({len(echoes) - ECHOES_SHOWN} earlier echoing repl{'y' if len(echoes) - ECHOES_SHOWN == 1 else 'ies'} "
+                     "not listed)")
     if turn.memory_ids:
         lines.append(f"memory: {len(turn.memory_ids)} saved memor{'y' if len(turn.memory_ids) == 1 else 'ies'} sent "
                      f"(ids {', '.join(map(str, turn.memory_ids))})")

@@ -27,7 +27,7 @@ STOPWORDS = frozenset(
     works working it's that's thats doesn't don't didn't isn't same other another way thing things something
     ok lgtm perfect nice cool yep nope yeah""".split()
 )
-_PARTS = re.compile(r"[.:/-]")
+PARTS = re.compile(r"[.:/-]")
 _TERM = re.compile(r"[A-Za-z0-9_]+(?:[.:/-][A-Za-z0-9_]+)*")
 
 
@@ -40,14 +40,22 @@ def keyword_coverage(query_terms: set[str], text: str) -> float:
     """Share of the query's content words that `text` contains (0..1): the relevance of a keyword hit."""
     if not query_terms:
         return 0.0
-    found = terms(text)
-    found |= {part for word in found for part in _PARTS.split(word) if part}  # a path's parts, as FTS5 splits it
-    def present(term: str) -> bool:
-        parts = [p for p in _PARTS.split(term) if p]
-        return term in found or any(w.startswith(term) for w in found) or (len(parts) > 1 and all(p in found for p in parts))
+    found = with_parts(terms(text))
+    return sum(1 for t in query_terms if term_present(t, found)) / len(query_terms)
 
-    hits = sum(1 for t in query_terms if present(t))
-    return hits / len(query_terms)
+
+def with_parts(found: set[str]) -> set[str]:
+    """`found` and the parts of its compound words (a path's parts, as FTS5 splits it)."""
+    return found | {part for word in found for part in PARTS.split(word) if part}
+
+
+def term_present(term: str, found: set[str]) -> bool:
+    """Whether a query word is among a text's words (`with_parts(terms(text))`): itself, as a prefix of
+    one (run in running), or, for a compound word, every one of its parts."""
+    if term in found or any(w.startswith(term) for w in found):
+        return True
+    parts = [p for p in PARTS.split(term) if p]
+    return len(parts) > 1 and all(p in found for p in parts)
 
 
 def reciprocal_rank_fusion(rankings: Sequence[tuple[Sequence[int], float]], k: int = RRF_K) -> dict[int, float]:

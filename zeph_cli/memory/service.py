@@ -3,10 +3,10 @@
 Invariant: a turn never waits for embedding its own or earlier messages —
 new messages are embedded on a background thread with its own database
 connection, after the reply; a turn waits for the embedder only when its
-query is routed to vectors, and loading the embedder starts at once in the
-background so it overlaps the rest of start-up. `on_demand` (one-shot `zeph
-ask`) loads it only for a query routed to vectors (from start-up, as the prompt
-is known then: `embeds_for`): a turn that did not load it
+query names something (both recall legs run for such a query), and loading
+the embedder starts at once in the background so it overlaps the rest of
+start-up. `on_demand` (one-shot `zeph ask`) loads it only for such a query
+(from start-up, as the prompt is known then: `embeds_for`): a turn that did not load it
 leaves its messages unembedded, and the next turn that loads it embeds the
 recent ones (`CATCH_UP_MESSAGES`) with its own. Every failure of the memory
 layer (an index down, an embedder failing) degrades recall and is reported
@@ -24,17 +24,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..context.recall_block import RecallEntry, render_entry
-from .recall import RECALLED_ROLES, RecallResult, recall
-from .routing import Route, route as route_of
+from .fusion import terms
+from .recall import RECALLED_ROLES, RecallResult, dense_query, recall
 
 if TYPE_CHECKING:
+    from ..store import ConversationStore
     from ..store.sqlite import Database
 
     from ..config import Config
     from .embedders.base import Embedder
     from .vectors.base import VectorIndex
 
-WARM_WAIT_SECS = 30.0  # a vector-routed query waits at most this long for the embedder to load
+WARM_WAIT_SECS = 30.0  # a query waits at most this long for the embedder to load
 FINISH_WAIT_SECS = 5.0  # at exit, the last turn's vectors get this long to be stored
 # An on-demand turn that loads the embedder also embeds what the turns before it (which did not load
 # it) left unembedded, up to this many messages back; an older backlog is `zeph memory reindex`'s.
@@ -56,6 +57,12 @@ class TurnMemory:
 def database_path(db: "Database") -> Path | None:
     row = next((r for r in db.execute("pragma database_list").fetchall() if r[1] == "main"), None)
     return Path(row[2]) if row and row[2] else None
+
+
+@dataclass(frozen=True)
+class _QueryVectors:
+    memory: object  # the query's own vector (ranks saved memories)
+    recall: object  # what recall's vector leg searches with (see recall.dense_query)
 
 
 @dataclass
@@ -91,7 +98,7 @@ class MemoryService:
         self._said: set[str] = set()
         self.last = TurnMemory()
         self.index_problem = ""
-        self.on_demand = False  # load the embedder only for a query routed to vectors (see the invariant)
+        self.on_demand = False  # load the embedder only for a query that names something (see the invariant)
 
     @property
     def semantic_on(self) -> bool:
@@ -102,8 +109,9 @@ class MemoryService:
         return self.config.memory.long_term.enabled
 
     def embeds_for(self, query: str) -> bool:
-        """Whether a turn on `query` loads the embedder (semantic recall on, the query routed to vectors)."""
-        return self.semantic_on and route_of(query) is not Route.KEYWORD
+        """Whether a turn on `query` loads the embedder: semantic recall on, and a query that names something
+        (both legs run for every such query; "continue" or "hello there" recalls nothing)."""
+        return self.semantic_on and bool(terms(query))
 
     # ---- loading -------------------------------------------------------------
 
@@ -152,7 +160,7 @@ class MemoryService:
         self, conversation_id: int, query: str, exclude_ids: Collection[int], memory_chars: int | None = None
     ) -> TurnMemory:
         """Recall and memories for `query` (the `<memory>` block within `memory_chars` too); the embedder
-        is awaited only for a vector-routed query. Never raises: a failure sends neither, with a note."""
+        is awaited only for a query that names something. Never raises: a failure sends neither, with a note."""
         try:
             return await self._prepare(conversation_id, query, exclude_ids, memory_chars)
         except Exception as exc:  # noqa: BLE001 — the memory layer never breaks a turn
@@ -179,7 +187,8 @@ class MemoryService:
             from .embedders.base import EmbeddingError
 
             try:
-                query_vector = (await asyncio.to_thread(embedder.embed, [query]))[0]
+                dense = dense_query(self.db, query)  # on this thread: the connection is this thread's
+                query_vector = await asyncio.to_thread(self._query_vectors, embedder, query, dense)
             except EmbeddingError as exc:
                 self._loaded.embedder, self._loaded.problem = None, f"semantic recall uses keyword search only: {exc}"
                 self._say_once(notes, self._loaded.problem)
@@ -195,7 +204,7 @@ class MemoryService:
                 exclude_ids=exclude_ids,
                 embedder=embedder if index is not None else None,
                 index=index,
-                query_vector=query_vector,
+                query_vector=query_vector.recall if query_vector is not None else None,
             )
             self._say_once(notes, result.note)
             entries = tuple(
@@ -203,9 +212,18 @@ class MemoryService:
             )
         memory_text, memory_ids = "", ()
         if self.long_term_on:
-            memory_text, memory_ids = self._memories(conversation_id, query, embedder, query_vector, memory_chars, notes)
+            memory_text, memory_ids = self._memories(conversation_id, query, embedder,
+                                                     query_vector.memory if query_vector is not None else None,
+                                                     memory_chars, notes)
         self.last = TurnMemory(query, result, entries, memory_text, memory_ids, tuple(notes))
         return self.last
+
+    @staticmethod
+    def _query_vectors(embedder: "Embedder", query: str, dense: str) -> "_QueryVectors":
+        """The query's vector for memories and, when a common name was left out of it (`dense`), for
+        recall's vector leg: one call to the embedder either way."""
+        rows = embedder.embed([query] if dense == query else [query, dense])
+        return _QueryVectors(rows[0], rows[-1])
 
     def _memories(
         self, conversation_id: int, query: str, embedder: "Embedder | None", query_vector, max_chars: int | None,
@@ -303,6 +321,12 @@ class MemoryService:
             await asyncio.sleep(0.02)
             waited += 0.02
         self._stopping.set()
+
+
+def echoing_replies(store: "ConversationStore", conversation_id: int) -> list[tuple[int, list[str]]]:
+    """The session's replies marked as repeating an injected block verbatim (id, blocks), oldest first."""
+    return [(row.id, [str(b) for b in row.metadata["echo"]]) for row in store.history(conversation_id)
+            if row.role == "assistant" and isinstance(row.metadata.get("echo"), list) and row.metadata["echo"]]
 
 
 def index_pending(

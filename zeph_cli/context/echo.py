@@ -1,0 +1,48 @@
+"""Whether a reply repeats an injected block verbatim (recall, saved memories, the user profile, session
+summaries): such a reply is the block coming back, not something the user or the model said.
+
+Invariant: pure. Text is compared as lower-cased words; a reply echoes a block when runs of at least
+RUN_WORDS consecutive words found in that block cover at least ECHO_SHARE of the reply's words, or one
+such run is at least LONG_RUN words long. A reply that quotes a line of a block and goes on with its
+own answer is not an echo.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+# The per-turn blocks whose text a reply must not bring back into recall.
+ECHO_BLOCKS = ("semantic recall", "memory", "user profile", "recent conversations")
+RUN_WORDS = 8
+ECHO_SHARE = 0.5
+LONG_RUN = 40
+_WORD = re.compile(r"\w+")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def echoed_blocks(reply: str, blocks: Mapping[str, str]) -> tuple[str, ...]:
+    """The names of the blocks (name → text) that `reply` repeats verbatim, in `blocks` order."""
+    said = _words(reply)
+    if len(said) < RUN_WORDS:
+        return ()
+    found = []
+    for name, text in blocks.items():
+        words = _words(text)
+        if len(words) < RUN_WORDS:
+            continue
+        grams = {tuple(words[i : i + RUN_WORDS]) for i in range(len(words) - RUN_WORDS + 1)}
+        covered = [False] * len(said)
+        for i in range(len(said) - RUN_WORDS + 1):
+            if tuple(said[i : i + RUN_WORDS]) in grams:
+                covered[i : i + RUN_WORDS] = [True] * RUN_WORDS
+        longest = run = 0
+        for c in covered:
+            run = run + 1 if c else 0
+            longest = max(longest, run)
+        if sum(covered) >= ECHO_SHARE * len(said) or longest >= LONG_RUN:
+            found.append(name)
+    return tuple(found)
