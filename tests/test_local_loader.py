@@ -252,11 +252,12 @@ def test_ctrl_c_while_the_model_loads_keeps_the_prompt(tmp_path):
            **held_import_env(tmp_path / "site", "llama_cpp.llama", 90, marker=marker, hold_class="Llama")}
     proc = subprocess.Popen([ZEPH, "ask", "a question typed with care"], env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    database = Path(os.environ["ZEPH_HOME"]) / "zeph.db"  # opened once the command line is parsed and imported
     deadline = time.time() + 60
-    while not marker.exists() and time.time() < deadline:
+    while not (marker.exists() and database.exists()) and time.time() < deadline:
         time.sleep(0.02)
-    assert marker.exists()
-    time.sleep(0.5)  # zeph reaches the point where it waits for the model
+    assert marker.exists() and database.exists()
+    time.sleep(0.5)  # zeph goes on to wait for the model (a signal before that keeps the prompt the same way)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=30)  # zeph leaves without waiting for the held load to end
     assert proc.returncode == 130, stderr
