@@ -227,10 +227,13 @@ def test_cutting_a_summary_keeps_identifiers_paths_and_numbers_first_in_their_or
         "The release code is FACT-R2D2 and ships on 2026-12-01.",
         "Everyone agreed it was a nice conversation overall.",
     ])
+    cut = cut_summary(text, 54, COUNTER)
+    assert COUNTER.count(cut) <= 54
+    assert cut.splitlines() == ["The parser lives in src/parser/lexer.rs and was rewritten.",
+                                "The release code is FACT-R2D2 and ships on 2026-12-01.",
+                                "[cut to fit the summary's slot: 3 of 5 lines left out]"]  # never silently
     cut = cut_summary(text, 40, COUNTER)
-    assert COUNTER.count(cut) <= 40
-    assert cut.splitlines() == ["- The parser lives in src/parser/lexer.rs and was rewritten.",
-                                "- The release code is FACT-R2D2 and ships on 2026-12-01."]
+    assert COUNTER.count(cut) <= 40 and cut.splitlines()[0] == "The release code is FACT-R2D2 and ships on 2026-12-01."
 
 
 def test_a_preserved_tail_too_big_for_the_soft_threshold_gives_its_oldest_groups_to_the_summary():
