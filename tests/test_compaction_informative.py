@@ -12,6 +12,7 @@ from zeph_cli.context.assembler import HistoryItem
 from zeph_cli.context.compaction.extractive import CUT_NOTE, cut_summary, extractive_summary
 from zeph_cli.context.compaction.informative import CARRIED_HEADER, carry_facts, strip_repeated
 from zeph_cli.context.compaction.markers import COMPACTION_SUMMARY, SUMMARY_MARKER
+from zeph_cli.context.compaction.slot import summary_cap, summary_slot
 from zeph_cli.context.compaction.summarizer import summarize_range
 from zeph_cli.messages import Message
 from zeph_cli.tokens import count_message, default_counter
@@ -154,3 +155,27 @@ async def test_summarizing_a_range_with_an_earlier_summary_keeps_the_fact_lines_
     outcome = await summarize_range(items, forgetful, counter=COUNTER)
     assert outcome.method == "single"
     assert outcome.text.endswith(f"{CARRIED_HEADER}\n- FACT-K007 = teal-3\n- deploy_key: ABC-123")
+
+
+# ---- the summary slot ---------------------------------------------------------------------------------
+
+
+def test_the_summary_slot_takes_what_the_kept_history_leaves_below_the_soft_line():
+    capacity, fixed = 6400, 2000
+    floor = summary_cap(capacity, fixed, 4000)
+    assert floor == int(4400 * 0.15)  # the spec's 15% share: the floor
+    # 3,840 below the soft line (60%), minus the fixed layers, the history kept and a little slack
+    assert summary_slot(capacity, fixed, 4000, soft_threshold=0.6, hard_threshold=0.9, kept_tokens=400) == 3840 - 2000 - 400 - 16
+    assert summary_slot(capacity, fixed, 4000, soft_threshold=0.6, hard_threshold=0.9, kept_tokens=1500) == floor  # never below it
+    assert summary_slot(capacity, fixed, 1000, soft_threshold=0.6, hard_threshold=0.9, kept_tokens=0) == 1000  # max_summary_tokens
+    # tool outputs are pruned as newer ones come, but with them the context stays below the hard line
+    slot = summary_slot(capacity, fixed, 4000, soft_threshold=0.6, hard_threshold=0.9, kept_tokens=1700,
+                        prunable_tokens=1500)
+    assert slot == 3840 - 2000 - 200 - 16
+    slot = summary_slot(capacity, fixed, 4000, soft_threshold=0.6, hard_threshold=0.9, kept_tokens=2600,
+                        prunable_tokens=2500)
+    assert slot == 5440 - 2000 - 2600 - 16  # 5% of the budget below the hard line
+    slot = summary_slot(capacity, fixed, 4000, soft_threshold=0.6, hard_threshold=0.9, kept_tokens=4000,
+                        prunable_tokens=3900)
+    assert slot == floor
+    assert summary_slot(0, fixed, 4000, soft_threshold=0.6, hard_threshold=0.9, kept_tokens=0) == 4000  # no budget
