@@ -4,6 +4,8 @@ Budgets 2k / 4k / 8k / 32k (`ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS`) × workloads
 {chat: 100 plain turns; tools: 100 turns that each read a file, a ~20 KB one
 every third turn} × summarizers {faithful, barely-compressing, failing}, plus
 rows against a server that under-reports usage (no tool schemas, no template).
+Every user turn also states one short distinct fact on a line of its own
+(`FACT-K037 = teal-3`) among its filler.
 Every turn runs through the real `Agent.run_turn` and the real openai SDK
 against a local fake OpenAI-compatible server whose window is the cell's
 budget: it counts each request's prompt tokens over everything sent, reports
@@ -12,7 +14,8 @@ real context_length_exceeded error.
 
 Invariant: figures only, nothing asserted; every figure comes from what the
 fake server received (tokens, requests over budget, summary calls, facts in
-the final request, the turn's question in tool rounds) or from the store's
+the final request, fact lines and tokens in the last request answered, the
+turn's question in tool rounds) or from the store's
 compaction events and the agent's own events (prune events, failed turns),
 never from zeph's reports about itself.
 """
@@ -67,12 +70,16 @@ CHAT_PATH = "/v1/chat/completions"
 TARGETS = (
     "peak ÷ budget ≤ 1.00 · 0 requests over budget · summary calls per 100 turns ≤ 20 (tools) / ≤ 10 (chat) · "
     "prune events > 0 (tools) · planted facts in the final request 100% (faithful) / ≥ 80% (failing) · "
+    "fact lines in the final request 100% (chat) / ≥ 95% (tools), faithful, 8k and up · "
     "tool rounds carrying their question 100%"
 )
+FACT_LINES_FROM_BUDGET = 8_000  # the fact-line targets hold from this budget up (a faithful summarizer)
 
 LEGEND = (
     f"✗: misses its target. Planted facts: {PLANTED_FACTS} FACT- codes in user messages across the session, "
-    "looked for in the last chat request the server answered (none answered: 0%). Tool rounds: chat requests "
+    "looked for in the last chat request the server answered (none answered: 0%). Fact lines: the turn's "
+    "`FACT-K037 = teal-3` line, key and value verbatim, in that same request; beside them the tokens it "
+    "took (the server's count) and the prompt budget (the budget minus the 20% reply reserve). Tool rounds: chat requests "
     "that answer tool results, refused ones included; '–' when there were none. Summary calls: compaction "
     "summaries (single, chunk and merge calls); tool-pair summaries are counted apart below. Over budget: "
     "requests the server refused with context_length_exceeded, summary requests included. Prune events: soft "
@@ -135,18 +142,29 @@ def fact_turns(turns: int) -> dict[int, str]:
     return {round(k * turns / PLANTED_FACTS): fact for k, fact in enumerate(codes)}
 
 
+COLOURS = ("red", "blue", "green", "amber", "violet", "teal", "ochre", "slate")
+
+
+def fact_line(turn: int) -> str:
+    """The short distinct fact a turn states on a line of its own: a key and its value."""
+    return f"FACT-K{turn:03d} = {COLOURS[turn % len(COLOURS)]}-{(turn * 7919) % 1000}"
+
+
 def session_plans(workload: str, turns: int) -> list[TurnPlan]:
     rng = random.Random(7)
     facts = fact_turns(turns)
     plans = []
     for turn in range(turns):
         planted = f" Remember this code for later: {facts[turn]}." if turn in facts else ""
+        stated = f"\n{fact_line(turn)}\n"
         if workload == CHAT:
-            plans.append(TurnPlan(f"Turn {turn}: " + prose(rng, 240) + planted, None, prose(rng, 900)))
+            prompt = f"Turn {turn}: " + prose(rng, 160) + stated + prose(rng, 80) + planted
+            plans.append(TurnPlan(prompt, None, prose(rng, 900)))
             continue
         path = f"big_{turn % 4}.py" if turn % 3 == 1 else f"small_{turn % 6}.py"
         call = (f"read{turn}", "read_file", {"path": path})
-        plans.append(TurnPlan(f"Turn {turn}: look at {path}. " + prose(rng, 160) + planted, call, prose(rng, 500)))
+        prompt = f"Turn {turn}: look at {path}. " + prose(rng, 100) + stated + prose(rng, 60) + planted
+        plans.append(TurnPlan(prompt, call, prose(rng, 500)))
     return plans
 
 
@@ -189,6 +207,7 @@ class SessionModel:
     plan: TurnPlan | None = None
     turn: int = -1
     last_chat_text: str = ""  # every message's text in the latest chat request the server answered
+    last_chat_tokens: int = 0  # ... and its prompt tokens, by the server's count
     _called: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -216,6 +235,7 @@ class SessionModel:
             if kind == "chat":
                 if rejection is None:
                     self.last_chat_text = "\n".join(message_text(m) for m in messages)
+                    self.last_chat_tokens = prompt.total
                 record.tool_round = bool(messages) and messages[-1].get("role") == "tool"
                 question = plan.prompt if plan else ""
                 record.carries_question = any(
@@ -256,6 +276,8 @@ class CellResult:
     prune_events: int = 0
     facts_planted: int = 0
     facts_kept: int = 0
+    fact_lines_kept: int = 0  # the turns' FACT-K… lines, verbatim, in the last request answered
+    last_tokens: int = 0  # the prompt tokens of the last request answered
     tool_rounds: int = 0
     tool_rounds_with_question: int = 0
     turns_failed: int = 0
@@ -275,6 +297,15 @@ class CellResult:
     @property
     def facts_pct(self) -> float:
         return 100 * self.facts_kept / self.facts_planted if self.facts_planted else 0.0
+
+    @property
+    def fact_lines_pct(self) -> float:
+        return 100 * self.fact_lines_kept / self.turns if self.turns else 0.0
+
+    @property
+    def capacity(self) -> int:
+        """The prompt budget: the budget minus the reply's reserve (20%)."""
+        return self.cell.budget - self.cell.budget // 5
 
     @property
     def question_pct(self) -> float | None:
@@ -396,6 +427,8 @@ async def run_session(cell: Cell, turns: int, tmp: Path) -> CellResult:
     planted = set(fact_turns(turns).values())
     result.facts_planted = len(planted)
     result.facts_kept = len(planted & set(FACT.findall(model.last_chat_text)))
+    result.fact_lines_kept = sum(fact_line(turn) in model.last_chat_text for turn in range(turns))
+    result.last_tokens = model.last_chat_tokens
     result.compactions = dict(Counter(r.kind for r in finished if not getattr(r, "skipped", "")))
     return result
 
@@ -446,6 +479,7 @@ def table_row(r: CellResult) -> list[str]:
     tools = cell.workload == TOOLS
     over = f"{r.over_budget}" + (f" ({r.over_budget_side} summary)" if r.over_budget_side else "")
     facts_target = {FAITHFUL: 100.0, FAILING: 80.0}.get(cell.summarizer)
+    lines_target = (95.0 if tools else 100.0) if cell.summarizer == FAITHFUL and cell.budget >= FACT_LINES_FROM_BUDGET else None
     question = r.question_pct
     return [
         f"{cell.budget:,}",
@@ -457,6 +491,8 @@ def table_row(r: CellResult) -> list[str]:
         _mark(f"{r.summary_per_100:.0f}", r.summary_per_100 > (20 if tools else 10)),
         _mark(str(r.prune_events), tools and r.prune_events == 0) if tools else str(r.prune_events),
         _mark(f"{r.facts_pct:.0f}%", facts_target is not None and r.facts_pct < facts_target),
+        _mark(f"{r.fact_lines_kept}/{r.turns}", lines_target is not None and r.fact_lines_pct < lines_target),
+        f"{r.last_tokens:,} of {r.capacity:,}",
         _mark(f"{question:.0f}%", question < 100) if question is not None else "–",
         _mark(f"{r.turns_failed}/{r.turns}", r.turns_failed > 0),
         f"{r.wall_s:.1f}",
@@ -473,6 +509,8 @@ HEADER = [
     "summary calls /100 turns",
     "prune events",
     "facts kept",
+    "fact lines kept",
+    "tokens sent (last request)",
     "tool rounds with question",
     "failed turns",
     "wall s",

@@ -4,8 +4,9 @@ It answers from the request, so a test can run many turns without queueing
 replies in the exact order compaction happens to ask for them:
 - streamed chat requests get the next scripted reply (a text or tool calls);
 - non-streamed requests are side jobs: a tool-pair summary, a compaction
-  summary (which keeps every FACT-… token it was shown, like a good summarizer),
-  or the probe's questions and answers.
+  summary (which keeps every FACT-… token it was shown, like a good summarizer,
+  and the short line stating it, `FACT-K7 = blue-12`, verbatim), or the probe's
+  questions and answers.
 Every request is kept, and how it was classified, so tests can assert on both.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 from tests.fakes import openai_wire
 from tests.fakes.server import FakeResponse, RecordedRequest
+from tests.fakes.summarizers import fact_lines
 
 FACT = re.compile(r"FACT-[A-Z0-9]+")
 CHAT_PATH = "/v1/chat/completions"
@@ -106,10 +108,11 @@ class ScriptedModel:
         if self.summary_failures > 0:
             self.summary_failures -= 1
             return openai_wire.server_error()
-        facts = sorted(set(FACT.findall(prompt)))
+        facts = fact_lines(prompt)
         return completion(
             "1. User Intent: a long test session.\n"
             f"3. Files & Code: notes.txt.\n"
-            f"6. User Messages: the user planted these facts: {', '.join(facts) or 'none'}.\n"
-            "9. Next Step: answer the next question."
+            "6. User Messages: the user planted these facts:"
+            + ("".join(f"\n- {fact}" for fact in facts) if facts else " none.")
+            + "\n9. Next Step: answer the next question."
         )

@@ -146,11 +146,42 @@ async def test_a_summarizer_that_barely_compresses_never_grows_the_summary_past_
         await session.before_request()
         report = session.report(session.conversation)
         peaks.append(report.used_tokens)
-        cap = summary_cap(report.capacity, report.fixed_tokens, session.config.memory.compression.max_summary_tokens)
+        # the slot: what the budget has below the soft line after the fixed layers, at least the 15% share
+        below_soft = int(report.capacity * session.config.memory.soft_compaction_threshold) - report.fixed_tokens
+        cap = max(summary_cap(report.capacity, report.fixed_tokens, session.config.memory.compression.max_summary_tokens),
+                  below_soft)
         for summary in session.summaries():
             assert count_message(COUNTER, summary.message) - 4 <= cap  # 4: the message framing
     assert session.summaries(), "compaction never ran"
     assert max(peaks) <= session.report(session.conversation).capacity
+    # what it copied states no fact: it shares the slot's floor, and the summary says what it left out
+    report = session.report(session.conversation)
+    floor = summary_cap(report.capacity, report.fixed_tokens, session.config.memory.compression.max_summary_tokens)
+    (summary,) = session.summaries()[-1:]
+    assert count_message(COUNTER, summary.message) - 4 <= floor
+    note = summary.message.content.splitlines()[-1]
+    assert note.startswith("[cut to fit the summary's slot:") and "zeph sessions show" in note
+
+
+async def test_condensing_a_summary_keeps_the_fact_lines_the_condensed_one_dropped(session_factory):
+    facts = [f"- FACT-K{n:03d} = amber-{n * 7}" for n in range(30)]
+
+    async def verbose(prompt: str, max_tokens: int) -> str:
+        if prompt.startswith("The conversation summary below is too long"):
+            return "1. User Intent: a long session."  # condensed: the facts are gone
+        return "\n".join(["1. User Intent: a long session.", *facts, *(["Filler about nothing much at all."] * 3),
+                          *[f"- step {n}: " + "we talked a while about the weather " * 6 for n in range(40)]])
+
+    session = session_factory(4000, verbose)
+    for i in range(12):
+        session.turn(i)
+    events = [e async for e in session.compactor.compact(session.conversation)]
+    assert any(isinstance(e, CompactionFinished) and e.result.summary_id for e in events)
+    assert any(p.startswith("The conversation summary below is too long") for p in session.calls)
+    (summary,) = session.summaries()
+    lines = summary.message.content.splitlines()
+    assert [line for line in lines if line.startswith("- FACT-")] == facts  # verbatim, in order
+    assert "Filler about nothing much at all." not in lines
 
 
 async def test_compaction_waits_for_its_cooldown_instead_of_running_every_turn(session_factory):
@@ -227,10 +258,13 @@ def test_cutting_a_summary_keeps_identifiers_paths_and_numbers_first_in_their_or
         "The release code is FACT-R2D2 and ships on 2026-12-01.",
         "Everyone agreed it was a nice conversation overall.",
     ])
+    cut = cut_summary(text, 54, COUNTER)
+    assert COUNTER.count(cut) <= 54
+    assert cut.splitlines() == ["The parser lives in src/parser/lexer.rs and was rewritten.",
+                                "The release code is FACT-R2D2 and ships on 2026-12-01.",
+                                "[cut to fit the summary's slot: 3 of 5 lines left out]"]  # never silently
     cut = cut_summary(text, 40, COUNTER)
-    assert COUNTER.count(cut) <= 40
-    assert cut.splitlines() == ["- The parser lives in src/parser/lexer.rs and was rewritten.",
-                                "- The release code is FACT-R2D2 and ships on 2026-12-01."]
+    assert COUNTER.count(cut) <= 40 and cut.splitlines()[0] == "The release code is FACT-R2D2 and ships on 2026-12-01."
 
 
 def test_a_preserved_tail_too_big_for_the_soft_threshold_gives_its_oldest_groups_to_the_summary():
@@ -350,7 +384,8 @@ async def test_a_provisional_summary_is_redone_from_its_originals_once_the_summa
     state = {"down": True}
     recovering = down_while(state)
 
-    session = session_factory(4000, recovering, compaction_cooldown_turns=2)
+    # The hard line high enough that no hard compaction takes the provisional summary in before its redo.
+    session = session_factory(4000, recovering, compaction_cooldown_turns=2, hard_compaction_threshold=0.97)
     turn = 0
     while not session.summaries():
         session.turn(turn)

@@ -202,13 +202,19 @@ def test_a_compaction_summary_is_always_sent_first_and_history_gets_the_rest():
     assert report.block("history").tokens > int(shared * 0.60)
 
 
-def test_a_summary_larger_than_its_share_is_still_sent_and_noted():
-    summary = summary_item("[compaction summary] " + "fact " * 400)
+def test_a_summary_past_the_soft_line_is_still_sent_and_noted():
+    summary = summary_item("[compaction summary] " + "fact " * 600)
     history = [summary, item(Message.user("latest"))]
     budget = compute_budget(configured_tokens=1000, auto_budget=True, window=64_000, soft_threshold=0.6, hard_threshold=0.9)
     messages, report = assemble([PromptLayer("base prompt", "B")], history, budget, COUNTER, window=64_000)
     assert [m.content[:21] for m in messages[1:]] == ["[compaction summary] ", "latest"]
-    assert any("more than its 15% share" in note for note in report.notes)
+    assert any("more than its 15% share (118) and the 472 below the soft compaction line" in note
+               for note in report.notes), report.notes
+    # within the room below the soft line, a summary over its share is how the slot works: no note
+    summary = summary_item("[compaction summary] " + "fact " * 300)
+    report = assemble([PromptLayer("base prompt", "B")], [summary, item(Message.user("latest"))], budget, COUNTER,
+                      window=64_000)[1]
+    assert report.block("compaction summary").tokens > 118 and not report.notes
 
 
 def test_without_a_budget_there_is_no_allocation():

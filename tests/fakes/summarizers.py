@@ -1,11 +1,13 @@
 """Summarizers behind a fake OpenAI-compatible server: faithful, barely-compressing, failing.
 
 Invariant: a summarizer answers from what it was sent, never from a script.
-`faithful` keeps every FACT-… token it was shown and compresses its input to
-about a quarter; `barely` returns about 90% of its input (as small local
-models often do); `failing` answers every summary request with the API's
-HTTP 500 body. Replies respect the request's max_tokens (cut and marked
-`length`, as a real server does), so only what fits comes back.
+`faithful` keeps every FACT-… token it was shown (with the short line stating
+it, `FACT-K7 = blue-12`, verbatim, as a summarizer that follows instructions
+keeps a key and its value) and compresses its input to about a quarter;
+`barely` returns about 90% of its input (as small local models often do);
+`failing` answers every summary request with the API's HTTP 500 body.
+Replies respect the request's max_tokens (cut and marked `length`, as a real
+server does), so only what fits comes back.
 """
 
 from __future__ import annotations
@@ -46,13 +48,27 @@ def material(prompt: str) -> str:
     return "\n".join(blocks) if blocks else prompt
 
 
+FACT_LINE_CHARS = 60  # a line this short that carries a FACT- code is the fact itself: kept verbatim
+
+
+def fact_lines(text: str) -> list[str]:
+    """Each FACT- code once, in order: the short line that states it, verbatim, else the code alone."""
+    facts: dict[str, str] = {}
+    for line in text.splitlines():
+        stated = line.strip().lstrip("-*• ").strip()
+        for code in FACT.findall(line):
+            facts.setdefault(code, stated if len(stated) <= FACT_LINE_CHARS else code)
+    return list(dict.fromkeys(facts.values()))
+
+
 def faithful_summary(text: str, count: Callable[[str], int], share: float = 0.25) -> str:
-    """Every FACT- token first, then evenly spaced lines of the input up to `share` of its tokens."""
-    facts = sorted(set(FACT.findall(text)))
+    """Every FACT- line first, then evenly spaced lines of the input up to `share` of its tokens."""
+    facts = fact_lines(text)
     head = (
         "## 1. User Intent\nA long working session.\n"
-        f"## 6. User Messages\nThe user planted these facts: {', '.join(facts) or 'none'}.\n"
-        "## 8. Current Work\n"
+        "## 6. User Messages\nThe user planted these facts:"
+        + ("".join(f"\n- {fact}" for fact in facts) if facts else " none.")
+        + "\n## 8. Current Work\n"
     )
     target = max(int(count(text) * share), count(head) + 20)
     lines = [line for line in text.splitlines() if line.strip()]

@@ -12,6 +12,7 @@ cannot make progress.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -35,13 +36,17 @@ from ..context.compaction import (
     pruned_message,
     summarize_range,
     summary_cap,
+    summary_slot,
     tool_pair_prompt,
 )
 from ..config import Config
 from ..context.compaction import provisional
 from ..context.compaction.guidelines import with_guidelines
+from ..context.compaction.informative import CARRIED_HEADER, normalized, states_fact
+from ..context.compaction.prompts import render_transcript
 from ..context.compaction.ranges import SUMMARY_PROMPT_TOKENS, chunk_size, newest_round
 from ..context.compaction.result import CompactionResult
+from ..context.compaction.summarizer import carry_earlier_facts
 from ..context.probe import VALIDATING_MESSAGE, blocks_compaction, run_probe
 from ..context.assembler import HistoryItem, pinned_index
 from ..context.report import ContextReport
@@ -57,6 +62,8 @@ log = get_logger("compaction")
 __all__ = ["CompactionDeps", "CompactionResult", "Compactor"]
 
 HARD_SUMMARY_TOKENS = 4096  # reply cap of one hard-compaction summary call
+# Lines of the transcript the summarizer was shown, copied into a summary: tool calls, results, placeholders.
+TRANSCRIPT_MARKS = ("[tool call]", "[tool result]", "[tool output pruned", "[user]", "[assistant]", "[system]")
 HISTORY_BLOCKS = ("history", "compaction summary")
 ORIGINALS_GONE = "the provisional summary's originals are gone"
 EXPANSION_CHUNKS = 6  # a provisional summary's originals are read again up to this many summary chunks
@@ -67,6 +74,14 @@ Summarize = Callable[..., Awaitable[str]]  # (prompt, *, max_tokens, purpose) ->
 
 def _nothing(*_args, **_kwargs) -> None:
     return None
+
+
+@dataclass(frozen=True)
+class _Room:
+    """How a summary fills its slot: what states no fact takes `others` tokens at most (the slot's floor)."""
+
+    others: int | None
+    facts: Callable[[str], bool]
 
 
 @dataclass
@@ -417,7 +432,15 @@ class Compactor:
             )
             return
         report = self._report(conversation)
-        cap = summary_cap(report.capacity, report.fixed_tokens, limit_tokens or deps.config.memory.compression.max_summary_tokens)
+        factor = self._calibration(report)
+        max_summary = limit_tokens or deps.config.memory.compression.max_summary_tokens
+        slot = summary_slot(
+            report.capacity, report.fixed_tokens, max_summary,
+            soft_threshold=deps.config.memory.soft_compaction_threshold,
+            hard_threshold=deps.config.memory.hard_compaction_threshold,
+            **self._kept_tokens(conversation, visible, report),
+        )
+        cap = int(slot / factor)  # the slot is in the report's (calibrated) tokens, the summary in the tokenizer's
         # The reply and its marker line fit the slot: a summary cut at max_tokens needs no condensing call.
         reply_cap = max(min(HARD_SUMMARY_TOKENS, cap - deps.counter().count(SUMMARY_MARKER + "\n") - 2), 1)
         chunk_tokens, window = await self._chunk_tokens(purpose, reply_cap, report.budget)
@@ -451,11 +474,13 @@ class Compactor:
         if fallback and redo is not None:
             yield CompactionResult(kind, before, before, skipped="the summarizer still does not answer")
             return
+        room = self._room(report, middle, max_summary)
         if fallback:
             log.warning("%s: every summary call failed, so the metadata summary keeps their most telling sentences until the summarizer answers again", kind)
-            outcome = dataclasses.replace(outcome, text=f"{SUMMARY_MARKER}\n{extractive_summary(middle, cap, deps.counter())}")
+            text = extractive_summary(middle, cap, deps.counter(), others_tokens=room.others)
+            outcome = dataclasses.replace(outcome, text=f"{SUMMARY_MARKER}\n{text}")
         else:
-            outcome = dataclasses.replace(outcome, text=await self._fit_slot(outcome.text, cap, purpose))
+            outcome = dataclasses.replace(outcome, text=await self._fit_slot(outcome.text, cap, purpose, room))
         probe_config = deps.config.memory.compression.probe
         verdict, score = None, None
         if probe_config.enabled and not fallback:
@@ -516,28 +541,70 @@ class Compactor:
         yield CompactionResult(kind, before, after, len(middle if redo else visible), outcome.method, stored.id,
                                probe_verdict=verdict, probe_score=score)
 
+    def _kept_tokens(self, conversation: Conversation, summarized: list[HistoryItem], report: ContextReport) -> dict:
+        """`summary_slot`'s `kept_tokens` (the history that stays verbatim beside a summary of `summarized`)
+        and `prunable_tokens` (the tool outputs among it), calibrated as the report's blocks are."""
+        gone = {item.id for item in summarized}
+        kept = [item for item in self.deps.history(conversation) if item.id not in gone]
+        factor = self._calibration(report)
+        return {
+            "kept_tokens": math.ceil(sum(item.tokens for item in kept) * factor),
+            "prunable_tokens": int(sum(item.tokens for item in kept if item.message.tool_results) * factor),
+        }
+
+    @staticmethod
+    def _calibration(report: ContextReport) -> float:
+        """The factor the report's blocks were calibrated by (its tokens over the tokenizer's)."""
+        return report.used_tokens / report.raw_tokens if report.raw_tokens else 1.0
+
+    def _room(self, report: ContextReport, middle: list[HistoryItem], max_summary_tokens: int) -> _Room:
+        """What may fill the slot above its floor: facts, not text copied from the tool outputs summarized
+        (those can be read again); the floor in the tokenizer's tokens (None without a budget)."""
+        copied = {normalized(line) for item in middle for result in item.message.tool_results
+                  for line in result.content.splitlines()}
+        copied |= {normalized(line) for item in middle if item.message.tool_calls
+                   for line in render_transcript([item]).splitlines()}  # the calls as the summarizer saw them
+        floor = summary_cap(report.capacity, report.fixed_tokens, max_summary_tokens)
+        return _Room(
+            int(floor / self._calibration(report)) if report.capacity else None,
+            lambda line: (states_fact(line) and normalized(line) not in copied
+                          and not line.lstrip("-*• ").startswith(TRANSCRIPT_MARKS)),
+        )
+
     async def _chunk_tokens(self, purpose: str, reply_cap: int, budget: int = 0) -> tuple[int, int]:
         """`chunk_size` for the summarizer `purpose` uses, within the context budget."""
         window = await self.deps.summarizer_window(purpose) if self.deps.summarizer_window else 0
         return chunk_size(window, budget, reply_cap)
 
-    async def _fit_slot(self, text: str, cap: int, purpose: str) -> str:
-        """`text` (a summary starting with its marker line) within `cap` tokens: as it is when it fits, else
-        condensed by the summarizer, else cut to its most telling sentences. Never longer than the cap."""
+    async def _fit_slot(self, text: str, cap: int, purpose: str, room: _Room) -> str:
+        """`text` (a summary starting with its marker line) within `cap` tokens, what states no fact within
+        the slot's floor (`room`): as it is when it fits, else condensed by the summarizer when it is over the
+        cap, else cut, least informative lines first. Never longer than the cap."""
         counter = self.deps.counter()
-        if counter.count(text) <= cap:
-            return text
         body = text.removeprefix(SUMMARY_MARKER).strip()
+        own = text.partition(f"\n\n{CARRIED_HEADER}")[0]
+        if counter.count(own) <= cap:  # within the cap, or only facts carried from an earlier summary are over
+            return self._cut(text, body, cap, room)
         try:
             shorter = (await self.deps.summarize(condense_prompt(body, cap), max_tokens=cap, purpose=purpose)).strip()
         except Exception as exc:  # whatever the summarizer does, the summary is cut instead
             log.warning("condensing an over-long summary failed, it is cut instead: %s", exc)
             shorter = ""
-        candidate = f"{SUMMARY_MARKER}\n{shorter}"
-        if shorter and counter.count(candidate) <= cap:
-            return candidate
-        room = cap - counter.count(SUMMARY_MARKER + "\n") - 2
-        return f"{SUMMARY_MARKER}\n{cut_summary(shorter or body, room, counter)}"
+        if shorter:  # condensing is summarizing again: the facts it dropped come back verbatim
+            shorter = carry_earlier_facts([body], shorter)
+        return self._cut(text, shorter or body, cap, room)
+
+    def _cut(self, text: str, body: str, cap: int, room: _Room) -> str:
+        """`body` with its marker line within `cap` tokens, what states no fact within `room.others` (`text`:
+        the summary as it came)."""
+        counter = self.deps.counter()
+        marker = counter.count(SUMMARY_MARKER + "\n") + 2
+        others = None if room.others is None else room.others - marker
+        cut = cut_summary(body, cap - marker, counter, facts=room.facts, others_tokens=others)
+        if cut is not body:
+            log.info("a summary of %d tokens was cut to fit its %d-token slot: %s", counter.count(text), cap,
+                     cut.splitlines()[-1])
+        return f"{SUMMARY_MARKER}\n{cut}"
 
     async def compact(
         self, conversation: Conversation, kind: str = "manual", purpose: str = "summary"

@@ -144,8 +144,9 @@ def assemble(
     """Block tokens in the report are calibrated (what the provider will count);
     `raw_tokens` is the uncalibrated estimate, for learning the calibration.
 
-    Compaction summaries (metadata `compaction_summary`) fill the summaries slot
-    and are always sent, first; recent history gets the rest of the allowance.
+    Compaction summaries (metadata `compaction_summary`) are always sent, first, whatever their
+    size (compaction sizes them: their share of the allocation is a floor, the soft line their ceiling);
+    recent history gets the rest of the allowance.
     `pinned_id` is the stored id of the running turn's user message.
     `context_layers` (long-term memory) follow the prompt layers as `context`
     messages; `recall` entries fill the semantic-recall block after them.
@@ -203,10 +204,13 @@ def assemble(
                 recall, min(allocation.for_slot(RECALL_SLOT), free), counter, calibration
             )
             raw_recall = counter.count(recall_text) + MESSAGE_OVERHEAD if recall_text else 0
-        if summaries and shared and summary_tokens > allocation.for_slot("summaries"):
+        # The summaries share is the slot's floor: a summary takes what history leaves below the soft line.
+        below_soft = int(budget.available * budget.soft_threshold) - fixed
+        if summaries and shared and summary_tokens > max(allocation.for_slot("summaries"), below_soft):
             notes.append(
                 f"the compaction summary uses {summary_tokens:,} tokens, more than its "
-                f"{allocation.shares['summaries']:.0%} share ({allocation.for_slot('summaries'):,})"
+                f"{allocation.shares['summaries']:.0%} share ({allocation.for_slot('summaries'):,}) and the "
+                f"{max(below_soft, 0):,} below the soft compaction line"
             )
         recall_tokens = calibration.apply(raw_recall) if recall_text else 0
         allowance = max(shared - summary_tokens - recall_tokens - ROUNDING_SLACK, 0)

@@ -5,7 +5,8 @@ and always returns a summary starting with "[compaction summary]". Order:
 chunked (at most `concurrency` calls at once) then merged, else one pass over
 the whole range; on a context-length error the range is retried with 10%,
 20%, 50%, 100% of tool responses removed middle-out; when nothing works, the
-metadata-only summary.
+metadata-only summary. Summarizing a summary again loses none of its fact
+lines: those the summarizer dropped follow its summary verbatim.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from ...errors import ContextLengthExceeded, is_context_length_message
 from ...tokens import TokenCounter
 from ..assembler import HistoryItem
 from .anchored import anchored_merge_prompt, anchored_prompt, parse_anchored, render, validate
+from .extractive import NOT_CONTENT
 from .fallback import metadata_summary
-from .markers import SUMMARY_MARKER
+from .informative import carry_facts
+from .markers import SUMMARY_MARKER, is_compaction_summary
 from .prompts import chunk_prompt, compaction_prompt, merge_prompt, render_transcript
 from .ranges import CHUNK_TOKENS, chunks
 from .removal import TIERS, remove_middle_out, removal_count, tool_responses
@@ -37,6 +40,12 @@ class SummaryOutcome:
     removal_fraction: float = 0.0  # share of tool responses removed before the summary succeeded
     anchored: bool = False  # the text is an anchored summary (JSON sections rendered)
     errors: tuple[str, ...] = ()  # one line per failed call or unusable reply, for the log
+
+
+def carry_earlier_facts(earlier: list[str], body: str) -> str:
+    """`body`, a new summary of a range holding the `earlier` summaries, followed by the fact lines of
+    theirs it no longer states (informative.carry_facts), verbatim and in their order."""
+    return carry_facts(earlier, body, skip=lambda line: line.startswith(NOT_CONTENT))
 
 
 class _CallFailed(Exception):
@@ -145,8 +154,12 @@ async def summarize_range(
     """
     run = _Run(summarize, counter, chunk_tokens, concurrency, anchored, limit_tokens, single_fallback)
 
+    earlier = [item.message.content for item in items if is_compaction_summary(item)]
+
     def outcome(body: str, method: str, fraction: float = 0.0) -> SummaryOutcome:
         anchored_text = run.produced_anchored and method != "metadata"
+        if method != "metadata":
+            body = carry_earlier_facts(earlier, body)
         return SummaryOutcome(f"{SUMMARY_MARKER}\n{body}", method, run.attempts, fraction, anchored_text, tuple(run.errors))
 
     if not items:
