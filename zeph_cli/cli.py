@@ -186,15 +186,23 @@ def ask(
     options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes, stdout_is_terminal(), enhance, profile_choice(profile))
     try:
         store = open_store()
+        exit_code = asyncio.run(run_ask(loaded, text, options, store))
     except StoreError as exc:  # the database cannot be used at all: the prompt goes to a file instead
-        from .paths import data_dir
-        from .prompt_keeper import rescue_prompt
-
         eprint(f"zeph: error: {exc}")
-        eprint(f"zeph: {rescue_prompt(text, data_dir(os.environ))}")
+        eprint(f"zeph: {_rescued(text)}")
         raise typer.Exit(exc.exit_code) from None
-    exit_code = asyncio.run(run_ask(loaded, text, options, store))
+    except KeyboardInterrupt:  # Ctrl+C before run_ask could take it (opening the store, starting the loop)
+        eprint(f"zeph: interrupted; {_rescued(text)}")
+        raise typer.Exit(130) from None
     raise typer.Exit(exit_code)
+
+
+def _rescued(text: str) -> str:
+    """Keep a prompt that never reached a turn in a file; say where (`prompt_keeper.rescue_prompt`)."""
+    from .paths import data_dir
+    from .prompt_keeper import rescue_prompt
+
+    return rescue_prompt(text, data_dir(os.environ))
 
 
 @app.command()
