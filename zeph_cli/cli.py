@@ -293,6 +293,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         sent_text_lines,
     )
     from .store import CompactionStore
+    from .tools.registry import LOAD_SKILL
 
     async with session_agent(loaded, session_id) as (agent, conversation):
         embedder, backlog = await preview_memory(agent, conversation)
@@ -302,7 +303,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         metrics = CompactionStore(agent.store.db).metrics(conversation.id)
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
-        extras = agent.extras.lines()  # while the MCP servers still run
+        extras = agent.extras.lines(loadable=LOAD_SKILL in tools.tools)  # while the MCP servers still run
     memory = memory_lines(agent.turn_memory, report, embedder, backlog)
     if agent.turn_worldbook.isolated:  # none of them is sent: the report's `worldbook isolation` block says so
         memory, extras = [], ["worldbook isolation: no long-term memory, recall, skills or MCP tools are sent"]

@@ -580,13 +580,15 @@ class ChatSession:
         """The sandbox state, what the last turn recalled, then the session's compaction metrics, one line
         each (none before the first prompt)."""
         from ..memory.describe import memory_lines
+        from ..tools.registry import LOAD_SKILL
 
         sandbox = [self.agent.sandbox.state().line()]
         if self.conversation is None:
             return sandbox
         memory = self.agent.memory
         recalled = memory_lines(self.agent.turn_memory, self.context_report(), memory.embedder_label() if memory else "")
-        return sandbox + recalled + self.agent.extras.lines() + compaction_metrics_lines(
+        loadable = LOAD_SKILL in self.agent.offered_tools().tools
+        return sandbox + recalled + self.agent.extras.lines(loadable=loadable) + compaction_metrics_lines(
             CompactionStore(self.agent.store.db).metrics(self.conversation.id)
         )
 
