@@ -134,3 +134,10 @@ def test_what_was_stored_before_the_checks_is_checked_on_the_text_alone():
     assert not check_stored(ECHOED_PROFILE, what="profile", instructions=instructions()).ok
     assert not check_stored(LAST_REPLY, instructions=instructions()).ok
     assert check_stored("- Data engineer who mostly writes Python", what="profile", instructions=instructions()).ok
+
+
+def test_a_profile_update_may_keep_the_current_profile_word_for_word():
+    current = "- Prefers short answers in German\n- Reviews Rust code at work"
+    said = Said(["How do I fix a lifetime error?"], ["Add a lifetime parameter."], instructions(), known=[current])
+    assert check_generated(current, said, what="profile").ok
+    assert not check_generated(current, Said(["How do I fix a lifetime error?"], [], instructions()), what="profile").ok

@@ -304,7 +304,8 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
         extras = agent.extras.lines(loadable=LOAD_SKILL in tools.tools)  # while the MCP servers still run
-    memory = memory_lines(agent.turn_memory, report, embedder, backlog)
+        generated = agent.session_memory.status_lines()
+    memory = memory_lines(agent.turn_memory, report, embedder, backlog) + generated
     if agent.turn_worldbook.isolated:  # none of them is sent: the report's `worldbook isolation` block says so
         memory, extras = [], ["worldbook isolation: no long-term memory, recall, skills or MCP tools are sent"]
     if json_output:

@@ -587,6 +587,7 @@ class ChatSession:
             return sandbox
         memory = self.agent.memory
         recalled = memory_lines(self.agent.turn_memory, self.context_report(), memory.embedder_label() if memory else "")
+        recalled += self.agent.session_memory.status_lines()
         loadable = LOAD_SKILL in self.agent.offered_tools().tools
         return sandbox + recalled + self.agent.extras.lines(loadable=loadable) + compaction_metrics_lines(
             CompactionStore(self.agent.store.db).metrics(self.conversation.id)

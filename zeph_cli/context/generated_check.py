@@ -91,12 +91,15 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Said:
-    """What the text may draw on: the user's messages and the replies (each whole), and the instructions it
-    was made with (the summarizer's prompt without the data it was given, the blocks' prefaces)."""
+    """What the text may draw on: the user's messages and the replies (each whole), the instructions it
+    was made with (the summarizer's prompt without the data it was given, the blocks' prefaces), and text
+    already accepted about the user (the current profile: its words count as the user's, and keeping it
+    is no copy)."""
 
     user: Sequence[str]
     replies: Sequence[str] = ()
     instructions: Sequence[str] = ()
+    known: Sequence[str] = ()
 
 
 def words(text: str) -> list[str]:
@@ -243,7 +246,7 @@ def check_generated(text: str, said: Said, *, what: str = "summary") -> Verdict:
     rejected = _form(text, what)
     if rejected is not None:
         return rejected
-    found, total = grounding(text, said.user)
+    found, total = grounding(text, [*said.user, *said.known])
     if total < MIN_CONTENT_WORDS:
         return Verdict(False, f"says nothing about the user ({total} content word{'s' * (total != 1)}): “{_quote(text)}”")
     if found < total * GROUNDED_SHARE:
