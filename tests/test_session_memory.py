@@ -51,7 +51,7 @@ def store(db_path: Path):
 def session(store: ConversationStore, title: str, user_turns: int, cwd: str = "/work/app") -> int:
     conversation = store.create_conversation(provider="p", model="m", cwd=cwd, title=title)
     for n in range(user_turns):
-        store.add_message(conversation.id, Message.user(f"{title}: question {n} about the parser"))
+        store.add_message(conversation.id, Message.user(f"{title}: question {n} about the parser lookahead in Rust; I prefer short answers"))
         store.add_message(conversation.id, Message.assistant(f"Answer {n}: the parser needs a lookahead."))
     return conversation.id
 
@@ -216,7 +216,7 @@ class FakeSummarizer:
     async def __call__(self, prompt: str, *, max_tokens: int = 2048, purpose: str = "summary") -> str:
         assert purpose == "summary"
         self.prompts.append(prompt)
-        reply = self.replies.pop(0) if self.replies else "The user works on the parser."
+        reply = self.replies.pop(0) if self.replies else "The user works on a Rust parser and its lookahead."
         if isinstance(reply, Exception):
             raise reply
         return reply
@@ -251,7 +251,7 @@ def test_a_session_is_summarized_from_six_user_turns_and_at_most_once_per_interv
     assert run(memory.digest(conversation)) is True
     assert "Title: Parser work" in summarizer.prompts[0] and "User: Parser work: question 0" in summarizer.prompts[0]
     stored = DigestStore(store.db).get(sid)
-    assert (stored.text, stored.user_turns, stored.project) == ("The user works on the parser.", 6, "/work/app")
+    assert (stored.text, stored.user_turns, stored.project) == ("The user works on a Rust parser and its lookahead.", 6, "/work/app")
     clock.advance(minutes=119)
     assert run(memory.digest(conversation)) is False  # nothing new yet
     add_turn(store, sid)
@@ -265,7 +265,7 @@ def test_a_session_is_summarized_from_six_user_turns_and_at_most_once_per_interv
 @pytest.mark.parametrize("reply", ["", "<think>long reasoning that never ends", RuntimeError("connection refused"), "y" * 20_000])
 def test_a_bad_summarizer_reply_stores_nothing_and_waits_the_interval(store, reply):
     clock = Clock()
-    summarizer = FakeSummarizer(reply, "Fine now.")
+    summarizer = FakeSummarizer(reply, "Now fine: the Rust parser has its lookahead.")
     memory = service(store, summarizer, clock)
     sid = session(store, "S", 6)
     DigestStore(store.db).save(session(store, "Other", 1), "/work/app", "Other digest.", 6)
@@ -276,18 +276,20 @@ def test_a_bad_summarizer_reply_stores_nothing_and_waits_the_interval(store, rep
     assert run(memory.digest(store.get_conversation(sid))) is False and len(summarizer.prompts) == 1
     clock.advance(minutes=120)
     assert run(memory.digest(store.get_conversation(sid))) is True
-    assert DigestStore(store.db).get(sid).text == "Fine now."
+    assert DigestStore(store.db).get(sid).text == "Now fine: the Rust parser has its lookahead."
 
 
 def test_the_profile_is_made_from_digests_at_most_once_a_day_and_starts_from_a_users_edit(store):
     clock = Clock()
-    summarizer = FakeSummarizer("Digest of A.", "- Prefers short answers", "Digest of B.", "- Prefers short answers\n- Writes Rust")
+    summarizer = FakeSummarizer("Session A: the Rust parser and its lookahead.", "- Prefers short answers\n- Writes a Rust parser",
+                                "Session B: the Rust parser and its lookahead again.",
+                                "- Prefers short answers in German\n- Writes a Rust parser with lookahead")
     memory = service(store, summarizer, clock)
     assert memory.profile_due() is False  # no digest yet
     a = session(store, "A", 6)
     run(memory.run_due(store.get_conversation(a)))
-    assert memory.profile().text == "- Prefers short answers" and memory.profile().source == "auto"
-    assert "Digest of A." in summarizer.prompts[1] and "(empty)" in summarizer.prompts[1]
+    assert memory.profile().text == "- Prefers short answers\n- Writes a Rust parser" and memory.profile().source == "auto"
+    assert "Session A: the Rust parser" in summarizer.prompts[1] and "(empty)" in summarizer.prompts[1]
     memory.set_profile("- Prefers short answers in German")
     b = session(store, "B", 6)
     clock.advance(hours=3)
@@ -296,8 +298,8 @@ def test_the_profile_is_made_from_digests_at_most_once_a_day_and_starts_from_a_u
     clock.advance(hours=21)
     assert memory.profile_due() is True
     assert run(memory.update_profile()) is True
-    assert "- Prefers short answers in German" in summarizer.prompts[3] and "Digest of B." in summarizer.prompts[3]
-    assert memory.profile().text.endswith("- Writes Rust") and memory.profile().source == "auto"
+    assert "- Prefers short answers in German" in summarizer.prompts[3] and "Session B: the Rust parser" in summarizer.prompts[3]
+    assert memory.profile().text.endswith("- Writes a Rust parser with lookahead") and memory.profile().source == "auto"
     clock.advance(hours=48)
     assert memory.profile_due() is False  # no digest since
 
@@ -319,6 +321,120 @@ def test_switched_off_or_isolated_nothing_is_made_or_sent(store):
     config = MemoryConfig()
     config.cross_session.max_summaries = 0
     assert [layer.name for layer in service(store, summarizer, Clock(), config).layers(store.get_conversation(sid), 8000)] == [PROFILE_LAYER]
+
+
+# ---- what a summarizer wrote is checked ----------------------------------------------------------
+
+
+BOILERPLATE = "I'm here to help you with whatever your needs are. Feel free to ask me anything!"
+CODE_REPLY = "```rust\nfn peek(&self) -> Option<&Token> {\n    self.tokens.get(self.pos + 1)\n}\n```"
+
+
+def coding_session(store: ConversationStore, title: str) -> int:
+    """Six turns whose last reply is a code block."""
+    sid = session(store, title, 5)
+    store.add_message(sid, Message.user("How do I peek at the next token of the Rust parser?"))
+    store.add_message(sid, Message.assistant(CODE_REPLY))
+    return sid
+
+
+def test_a_summary_that_copies_the_last_reply_is_discarded_with_its_reason_and_not_tried_again_on_the_same_turns(store):
+    clock = Clock()
+    memory = service(store, FakeSummarizer(CODE_REPLY, "The user peeks at the next token of a Rust parser."), clock)
+    sid = coding_session(store, "Peeking")
+    assert run(memory.run_due(store.get_conversation(sid))) is None
+    digests = DigestStore(store.db)
+    assert digests.get(sid).text == "" and digests.all() == [] and memory.profile_due() is False
+    (discarded,) = digests.discards()
+    assert discarded.conversation_id == sid and discarded.discarded.startswith("copies a reply of the session")
+    assert discarded.discarded_at == T0.isoformat(timespec="microseconds")
+    clock.advance(hours=5)
+    assert memory.digest_due(sid) is None  # the same turns would make the same summary
+    add_turn(store, sid)
+    assert run(memory.digest(store.get_conversation(sid))) is True
+    assert digests.get(sid).discarded == "" and digests.discards() == []  # a stored text clears the record
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (BOILERPLATE, "generic assistant text"),
+        ("ACK: You maintain a short profile of a user…", "repeats its own instructions"),
+        ("You maintain a short profile of a user for an assistant: stable preferences (language, tone, tools).",
+         "repeats its own instructions"),
+    ],
+)
+def test_a_profile_update_that_is_boilerplate_or_echoes_its_instructions_is_refused(store, reply, reason):
+    clock = Clock()
+    memory = service(store, FakeSummarizer("Session A: the Rust parser and its lookahead.", reply), clock)
+    memory.set_profile("- Prefers short answers")
+    run(memory.run_due(store.get_conversation(session(store, "A", 6))))
+    profile = memory.profile()
+    assert (profile.text, profile.source) == ("- Prefers short answers", "user")  # unchanged, like an empty reply
+    assert profile.discarded.startswith(reason) and profile.attempted_at == T0.isoformat(timespec="microseconds")
+
+
+def test_a_stored_automatic_text_that_fails_the_checks_is_not_sent_and_zeph_context_says_why(store):
+    memory = service(store, FakeSummarizer(), Clock())
+    digests = DigestStore(store.db)
+    good, bad = session(store, "Good", 1), session(store, "Bad", 1)
+    digests.save(good, "/work/app", "The Rust parser's lookahead, for the grammar rules.", 6, "2026-11-20T10:00:00+00:00")
+    digests.save(bad, "/work/app", CODE_REPLY, 6, "2026-11-21T10:00:00+00:00")  # stored before the checks existed
+    digests.set_profile(BOILERPLATE, "auto")
+    now = store.get_conversation(session(store, "Now", 1))
+    layers = {layer.name: layer for layer in memory.layers(now, 8000)}
+    assert "Rust parser's lookahead" in layers[RECENT_LAYER].text and "fn peek" not in layers[RECENT_LAYER].text
+    assert layers[RECENT_LAYER].detail == "1 session, 1 failing the checks not sent (zeph profile sessions)"
+    assert PROFILE_LAYER not in layers
+    (line,) = memory.status_lines()
+    assert line.startswith("user profile: not sent, it fails the checks: generic assistant text")
+    memory.set_profile(BOILERPLATE)  # the user's own text is theirs to keep
+    assert PROFILE_LAYER in {layer.name for layer in memory.layers(now, 8000)} and memory.status_lines() == []
+
+
+def test_with_the_small_embedded_summarizer_summaries_and_the_profile_are_off_unless_set(store):
+    def small(config: MemoryConfig | None = None) -> SessionMemory:
+        deps = SessionMemoryDeps(store, config or MemoryConfig(), FakeSummarizer(), lambda: COUNTER, "/work/app", Clock(),
+                                 small_summarizer=lambda: "SmolLM2-135M-Instruct.Q4_1.gguf")
+        return SessionMemory(deps)
+
+    sid = session(store, "S", 6)
+    DigestStore(store.db).save(session(store, "Other", 1), "/work/app", "The Rust parser and its lookahead.", 6)
+    DigestStore(store.db).set_profile("- Writes a Rust parser", "auto")
+    memory = small()
+    assert memory.digest_due(sid) is None and memory.profile_due() is False
+    assert memory.layers(store.get_conversation(sid), 8000) == []
+    (line,) = memory.status_lines()
+    assert line.startswith("session summaries and the user profile: off — the summary model is the small embedded one "
+                           "(SmolLM2-135M-Instruct.Q4_1.gguf)")
+    assert '[llm] summary_model = "ollama/llama3.2"' in line and "[llm.summary_provider]" in line
+    config = MemoryConfig()
+    config.profile.enabled = True  # set: the embedded model makes it anyway
+    chosen = small(config)
+    assert [layer.name for layer in chosen.layers(store.get_conversation(sid), 8000)] == [PROFILE_LAYER]
+    assert chosen.status_lines()[0].startswith("session summaries: off — the summary model is the small embedded one")
+    assert service(store, FakeSummarizer(), Clock()).status_lines() == []  # another summarizer: on, nothing to say
+
+
+def test_an_older_database_gets_the_record_of_discards_and_keeps_its_rows(tmp_path):
+    import sqlite3
+
+    from zeph_cli.store.migrations import migrate
+    from zeph_cli.store.sqlite import Database
+
+    db = Database(sqlite3.connect(tmp_path / "old.db"))
+    migrate(db, upto="m012_session_digests_and_user_profile")
+    db.execute("insert into conversations (title, created_at, updated_at, provider, model, cwd) "
+               "values ('A', '2026-01-01', '2026-01-01', 'p', 'm', '/w')")
+    db.execute("insert into session_digests values (1, '/w', 'About the parser.', 6, '2026-01-01', '2026-01-01')")
+    db.execute("insert into user_profile values (1, '- Likes Rust', 'auto', '2026-01-01', '2026-01-01')")
+    migrate(db)
+    digests = DigestStore(db)
+    assert digests.get(1).text == "About the parser." and digests.get(1).discarded == ""
+    assert digests.profile().text == "- Likes Rust" and digests.profile().discarded == ""
+    digests.discard_profile("empty", "2026-02-01T00:00:00+00:00")
+    assert digests.profile().text == "- Likes Rust" and digests.profile().discarded == "empty"
+    db.close()
 
 
 def test_the_background_job_runs_after_the_reply_and_a_slow_one_is_cut_at_the_wait(store):

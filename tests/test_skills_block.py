@@ -133,3 +133,35 @@ def test_no_skills_no_layer():
     messages, report = assemble([PromptLayer("base prompt", "x")], [], budget, COUNTER, window=8000,
                                 skills=SkillsInput((), ()))
     assert report.block("skills") is None and len(messages) == 1
+
+
+# ---- a model not offered load_skill --------------------------------------------------------------
+
+
+def test_without_load_skill_matched_skills_go_in_full_or_not_at_all_and_nothing_points_to_it():
+    unloadable = SkillsInput((DEPLOY, REVIEW), OTHERS, "compact", loadable=False)
+    roomy = fit_skills(unloadable, mode="compact", allowance=5000, measure=measure)
+    assert roomy.full == ("deploy", "code-review") and roomy.compact == () and roomy.listed == ()
+    assert "./deploy.sh staging" in roomy.text and "Read the diff twice." in roomy.text
+    assert "load_skill" not in roomy.text and "<other_skills>" not in roomy.text and "skill-0" not in roomy.text
+    lint = S("lint", "Lint the code.", ("lint",), "Run `ruff check .` and fix what it finds.")
+    lint_alone = measure(fit_skills(SkillsInput((lint,), (), loadable=False), mode="full", allowance=5000,
+                                    measure=measure).text)
+    tight = fit_skills(SkillsInput((REVIEW, lint), OTHERS, loadable=False), mode="compact", allowance=lint_alone + 5,
+                       measure=measure)
+    assert tight.full == ("lint",) and tight.left_out == ("code-review",)  # the longer one goes, not compact
+    assert "matched left out" in tight.detail and measure(tight.text) <= lint_alone + 5
+    none = fit_skills(unloadable, mode="full", allowance=20, measure=measure)
+    assert none.text == "" and none.left_out == ("deploy", "code-review")
+
+
+@pytest.mark.parametrize("budget_tokens", [0, 6000])
+def test_a_small_budget_without_load_skill_still_sends_the_matched_skill_whole(budget_tokens):
+    budget = compute_budget(configured_tokens=budget_tokens, auto_budget=False, window=200_000,
+                            soft_threshold=0.6, hard_threshold=0.9)
+    history = [HistoryItem(Message.user("deploy it please"), 6, 1)]
+    messages, report = assemble([PromptLayer("base prompt", "You are Zeph.")], history, budget, COUNTER,
+                                window=200_000, skills=SkillsInput((DEPLOY,), (REVIEW,), "auto", loadable=False))
+    skills = next(m for m in messages if m.role == "system" and m.content.startswith("<available_skills>"))
+    assert "./deploy.sh staging" in skills.content and "load_skill" not in skills.content
+    assert report.skills_shown == (("deploy", "full"),)

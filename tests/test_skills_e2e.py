@@ -174,3 +174,25 @@ def test_load_skill_reads_a_file_of_a_user_skill_outside_the_workspace(fake_serv
     assert len(results) == 2
     assert "- the changelog is updated" in results[0]
     assert "may not leave the skill's folder" in results[1]
+
+
+LOCAL = {"ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MAX_TOKENS": "2"}  # the embedded model: no tool calling
+
+
+def test_a_matched_skill_reaches_the_embedded_model_in_full_never_as_a_pointer_to_load_skill(tmp_path):
+    """Its 8k window leaves under 8,192 tokens, where `auto` goes compact: a compact skill says to call
+    load_skill, which a model without tool calling is never offered."""
+    _skill(_user_skills(), "deploy", DEPLOY)
+    _skill(_user_skills(), "sql-migrations", MIGRATIONS)
+    dump = tmp_path / "dump"
+    result = run_zeph("ask", "--debug-dump", str(dump), "Please deploy the api to staging", env=LOCAL, cwd=tmp_path,
+                      timeout=600)
+    assert result.returncode == 0, err(result)
+    request = json.loads(sorted(dump.glob("*-request.json"))[0].read_text())
+    sent = "\n".join(m["content"] for m in request["wire"]["body"]["messages"])
+    available = sent[sent.index("<available_skills>"): sent.index("</available_skills>")]
+    assert "./scripts/deploy.sh staging" in available  # the whole skill
+    assert "load_skill" not in sent and "<other_skills>" not in sent and "sql-migrations" not in sent
+    shown = run_zeph("context", env=LOCAL, cwd=tmp_path, timeout=600)
+    assert shown.returncode == 0, err(shown)
+    assert "sent in full, as many as fit, and no other listed: the model is not offered load_skill" in out(shown)

@@ -56,7 +56,8 @@ NOT_FOR_A_PLAIN_REPLY = {
     # features with nothing stored here: no skill folder, worldbook entry, memory, session digest or learned guideline
     "zeph_cli.skills.service", "zeph_cli.skills.model", "zeph_cli.context.skills_block",
     "zeph_cli.context.worldbook_block", "zeph_cli.context.memory_block", "zeph_cli.memory.long_term",
-    "zeph_cli.context.session_memory_blocks", "zeph_cli.agent.guidelines_learner", "zeph_cli.store.guidelines",
+    "zeph_cli.context.session_memory_blocks", "zeph_cli.context.generated_check", "snowballstemmer",
+    "zeph_cli.agent.guidelines_learner", "zeph_cli.store.guidelines",
     "zeph_cli.providers.local_loader",  # the embedded model's early load, for another provider
     "logging.handlers",  # the log file is set up at its first record
     "zeph_cli.store.tool_log",  # the audit trail of tool calls

@@ -399,6 +399,13 @@ async def test_profile_lists_and_switches_the_global_prompt(fake_server, model, 
             assert "user profile (updated" in entries(app, Notice)[-1].text and "by you" in entries(app, Notice)[-1].text
             await send(pilot, app, "/profile SHOW")
             assert "user profile (updated" in entries(app, Notice)[-1].text
+            from zeph_cli.store.digests import DigestStore
+
+            DigestStore(session.agent.store.db).discard_profile("generic assistant text (“feel free to”)")
+            await send(pilot, app, "/profile")
+            listing = entries(app, Notice)[-1].text
+            assert "Prefers tabs over spaces." in listing
+            assert "the last automatic update was discarded: generic assistant text (“feel free to”)" in listing
             await send(pilot, app, "/profile clear")
             assert entries(app, Notice)[-1].text == "user profile cleared"
             assert session.agent.session_memory.profile() is None or not session.agent.session_memory.profile().text

@@ -302,6 +302,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         sent_text_lines,
     )
     from .store import CompactionStore
+    from .tools.registry import LOAD_SKILL
 
     async with session_agent(loaded, session_id) as (agent, conversation):
         embedder, backlog = await preview_memory(agent, conversation)
@@ -311,9 +312,10 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         metrics = CompactionStore(agent.store.db).metrics(conversation.id)
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
-        extras = agent.extras.lines()  # while the MCP servers still run
+        extras = agent.extras.lines(loadable=LOAD_SKILL in tools.tools)  # while the MCP servers still run
         echoes = echoing_replies(agent.store, conversation.id)
-    memory = memory_lines(agent.turn_memory, report, embedder, backlog, echoes)
+        generated = agent.session_memory.status_lines()
+    memory = memory_lines(agent.turn_memory, report, embedder, backlog, echoes) + generated
     if agent.turn_worldbook.isolated:  # none of them is sent: the report's `worldbook isolation` block says so
         memory, extras = [], ["worldbook isolation: no long-term memory, recall, skills or MCP tools are sent"]
     if json_output:

@@ -131,7 +131,12 @@ class LongTermConfig:
 @dataclass
 class CrossSessionConfig:
     """[memory.cross_session]: summaries of other sessions sent to this one."""
-    enabled: bool = setting(True, "Summarize sessions in the background and send other sessions' summaries as <recent_conversation_memory>.")
+    enabled: bool | None = setting(
+        None,
+        "Summarize sessions in the background and send other sessions' summaries as <recent_conversation_memory>; "
+        "unset = on, unless the summary model is the small embedded one (configure [llm] summary_model).",
+        kind=bool,
+    )
     max_summaries: int = setting(5, "Summaries of other sessions sent per turn (this project's first); 0 = none sent.", lo=0, hi=50)
     min_user_turns: int = setting(6, "User turns a session needs before it is summarized.", lo=1, hi=10_000)
     min_interval_minutes: int = setting(120, "Minutes between two summaries of the same session.", lo=1, hi=525_600)
@@ -140,7 +145,12 @@ class CrossSessionConfig:
 @dataclass
 class ProfileConfig:
     """[memory.profile]: the user profile kept from session summaries."""
-    enabled: bool = setting(True, "Keep a user profile (zeph profile) from the session summaries and send it as <user_profile_memory>.")
+    enabled: bool | None = setting(
+        None,
+        "Keep a user profile (zeph profile) from the session summaries and send it as <user_profile_memory>; "
+        "unset = on, unless the summary model is the small embedded one (configure [llm] summary_model).",
+        kind=bool,
+    )
     update_interval_hours: int = setting(24, "Hours between two automatic updates of the profile.", lo=1, hi=8760)
 
 

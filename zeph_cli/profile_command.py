@@ -4,6 +4,8 @@ session summaries (`<recent_conversation_memory>`) it is made from.
 Invariant: presentation only — every command goes through `DigestStore` (imported inside
 the command, so `zeph --help` stays light); bad input, an editor that fails or saves
 nothing leaves the profile unchanged and ends as one `zeph:` line with a non-zero exit.
+What is not sent is said, with why: switched off (or off by default with the small embedded
+summary model), discarded by the checks on generated text, or stored before them and failing them.
 """
 
 from __future__ import annotations
@@ -34,33 +36,73 @@ def _store() -> "DigestStore":
     return DigestStore(open_store().db)
 
 
-def _when(stamp: str) -> str:
+def _when(stamp: str | None) -> str:
     from .render import short_time
 
     return short_time(stamp) + " UTC" if stamp else "never"
 
 
+def _off(section: str, enabled: bool | None, small: str) -> str:
+    """Why the section's text is neither made nor sent ("" when it is on)."""
+    if enabled is False:
+        return f"[memory.{section}] enabled = false"
+    if enabled is None and small:
+        return (f"the summary model is the small embedded one ({small}); configure a summary provider to turn it on "
+                "(zeph context says how)")
+    return ""
+
+
+def _small_summarizer(loaded) -> str:
+    import os
+
+    from .providers.summary import small_summarizer
+
+    return small_summarizer(loaded.config, os.environ, loaded.sources)
+
+
+def _failing(text: str, what: str) -> str:
+    """Why a stored automatic text is not sent ("" when it passes the checks)."""
+    from .context.generated_check import check_stored
+    from .context.session_memory_blocks import instructions
+
+    return check_stored(text, what=what, instructions=instructions()).reason
+
+
 @profile_app.command("show")
 def profile_show(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Print the profile's text; when it was updated and by whom (auto or user) go to standard error."""
-    profile = _store().profile()
+    from .command_context import load
+
+    store = _store()
+    profile = store.profile()
+    loaded = load()
+    enabled = loaded.config.memory.profile.enabled
+    off = _off("profile", enabled, _small_summarizer(loaded) if enabled is None else "")
+    failing = _failing(profile.text, "profile") if profile is not None and profile.source == "auto" else ""
     if json_output:
         data = None if profile is None else {
             "text": profile.text, "source": profile.source, "updated_at": profile.updated_at,
-            "auto_update_attempted_at": profile.attempted_at,
+            "auto_update_attempted_at": profile.attempted_at, "sent": bool(profile.text.strip()) and not off and not failing,
+            "not_sent_because": off or failing, "last_update_discarded": profile.discarded or None,
+            "last_update_discarded_at": profile.discarded_at,
         }
         print(json.dumps(data, indent=2, ensure_ascii=False))
         return
     if profile is None or not profile.text.strip():
         eprint("no user profile yet: it is made from the session summaries (see zeph profile sessions) at most "
-               "once a day, or write one with zeph profile edit")
-        return
-    from .command_context import load
-
-    who = "by you" if profile.source == "user" else "automatically from the session summaries"
-    off = "" if load().config.memory.profile.enabled else "; not sent: [memory.profile] enabled = false"
-    eprint(f"updated {_when(profile.updated_at)}, {who} ({profile.source}){off}")
-    print(profile.text)
+               "once a day, or write one with zeph profile edit" + (f"; not made: {off}" if off else ""))
+    else:
+        who = "by you" if profile.source == "user" else "automatically from the session summaries"
+        why = off or (f"it fails the checks on generated text: {failing}" if failing else "")
+        eprint(f"updated {_when(profile.updated_at)}, {who} ({profile.source})" + (f"; not sent: {why}" if why else ""))
+    if profile is not None and profile.discarded:
+        eprint(f"the last automatic update ({_when(profile.discarded_at)}) was discarded: {profile.discarded}")
+    discarded = len(store.discards())
+    if discarded:
+        eprint(f"{discarded} session summar{'y was' if discarded == 1 else 'ies were'} discarded: zeph profile sessions "
+               "says why")
+    if profile is not None and profile.text.strip():
+        print(profile.text)
 
 
 def _edit_in_editor(content: str) -> str:
@@ -126,24 +168,46 @@ def profile_sessions(json_output: bool = typer.Option(False, "--json", help="Pri
     from .command_context import load
     from .tools.confinement import workspace_root
 
-    config = load().config.memory.cross_session
+    loaded = load()
+    config = loaded.config.memory.cross_session
+    off = _off("cross_session", config.enabled, _small_summarizer(loaded) if config.enabled is None else "")
     store = _store()
     project = str(workspace_root(Path.cwd()))
-    limit = config.max_summaries if config.enabled else 0
-    sent = {d.conversation_id for d in store.recent(project=project, exclude=None, limit=limit)}
+    limit = 0 if off else config.max_summaries
+    failing = {d.conversation_id: _failing(d.text, "summary") for d in store.all()}
+    candidates = store.recent(project=project, exclude=None, limit=limit * 2)
+    sent = set([d.conversation_id for d in candidates if not failing.get(d.conversation_id)][:limit])
     digests = store.all()
+    discards = store.discards()
     if json_output:
         print(json.dumps(
             [{"session": d.conversation_id, "title": d.title, "project": d.project, "user_turns": d.user_turns,
-              "updated_at": d.updated_at, "text": d.text, "sent_here": d.conversation_id in sent} for d in digests],
+              "updated_at": d.updated_at, "text": d.text, "sent_here": d.conversation_id in sent,
+              "not_sent_because": off or failing.get(d.conversation_id) or None,
+              "last_summary_discarded": d.discarded or None, "last_summary_discarded_at": d.discarded_at}
+             for d in digests]
+            + [{"session": d.conversation_id, "title": d.title, "project": d.project, "user_turns": d.user_turns,
+                "updated_at": None, "text": "", "sent_here": False, "not_sent_because": None,
+                "last_summary_discarded": d.discarded, "last_summary_discarded_at": d.discarded_at}
+               for d in discards if not d.text],
             indent=2, ensure_ascii=False,
         ))
         return
-    if not digests:
+    if not digests and not discards:
         eprint(f"no session summaries yet: a session is summarized after {config.min_user_turns} user turns"
-               + ("" if config.enabled else " ([memory.cross_session] enabled = false: none are made)"))
+               + (f"; none are made: {off}" if off else ""))
         return
+    if off:
+        eprint(f"session summaries are off (none are made or sent): {off}")
     for d in digests:
         mark = "*" if d.conversation_id in sent else " "
         print(f"{mark} #{d.conversation_id}\t{_when(d.updated_at)}\t{d.user_turns} turns\t{d.title}\t{d.project}")
         print(f"    {d.text}")
+        if failing.get(d.conversation_id):
+            print(f"    not sent: it fails the checks on generated text: {failing[d.conversation_id]}")
+        if d.discarded:
+            print(f"    a newer summary ({_when(d.discarded_at)}) was discarded: {d.discarded}")
+    for d in discards:
+        if not d.text:
+            print(f"  #{d.conversation_id}\t{_when(d.discarded_at)}\t{d.user_turns} turns\t{d.title}\t{d.project}")
+            print(f"    no summary: the one made was discarded: {d.discarded}")

@@ -6,11 +6,15 @@ stored, as a task of its own, one at a time (`detached`, in `zeph ask` and in th
 embedded model on the CPU: in a worker process, session_memory_worker, which delays neither the reply
 nor the exit and leaves the conversation the model holds alone); its failure (provider error, a reply the
 checks reject) moves only the attempt's clock and is written to the log file, never
-shown. A session is summarized once it has `min_user_turns` user turns, at most once
+shown. Nothing generated goes in unchecked: a summary or profile update that fails
+`generated_check` (not about what the user wrote, a copied message, code, a question, assistant
+boilerplate, its own instructions) is discarded, its reason kept for `zeph profile`; a stored
+automatic text that fails the checks needing no sources is not sent. A session is summarized once it has `min_user_turns` user turns, at most once
 per `min_interval_minutes`, and only when turns came since; the profile at most once per
 `update_interval_hours`, only when digests came since, starting from the current text
 (a user's edit included). Disabled ([memory.cross_session] or
-[memory.profile] enabled = false) or isolated: nothing is made or sent.
+[memory.profile] enabled = false; unset and the summary model the small embedded one) or isolated:
+nothing is made or sent.
 """
 
 from __future__ import annotations
@@ -38,6 +42,14 @@ SUMMARY_REPLY_TOKENS = 1024  # room for a small model's reasoning before the few
 PROFILE_SOURCE_DIGESTS = 10  # the newest digests an automatic profile update reads
 
 
+def _stored_verdict(text: str, what: str):
+    """The checks a stored automatic text passes before it is sent (those that need only the text)."""
+    from .context.generated_check import check_stored
+    from .context.session_memory_blocks import instructions
+
+    return check_stored(text, what=what, instructions=instructions())
+
+
 def _utc(moment: datetime) -> datetime:
     return moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
@@ -62,6 +74,9 @@ class SessionMemoryDeps:
     counter: Callable[[], TokenCounter]
     project: str
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+    # The small embedded model's file name when it is the summary model (else ""): what it writes is
+    # boilerplate or a copied reply more often than a summary, so summaries and the profile are off unless set.
+    small_summarizer: Callable[[], str] = field(default=lambda: "")
 
 
 class SessionMemory:
@@ -76,11 +91,37 @@ class SessionMemory:
 
     @property
     def summaries_on(self) -> bool:
-        return self.deps.config.cross_session.enabled
+        enabled = self.deps.config.cross_session.enabled
+        return enabled if enabled is not None else not self.deps.small_summarizer()
 
     @property
     def profile_on(self) -> bool:
-        return self.deps.config.profile.enabled
+        enabled = self.deps.config.profile.enabled
+        return enabled if enabled is not None else not self.deps.small_summarizer()
+
+    def status_lines(self) -> list[str]:
+        """What `zeph context` and `/context` say about the two blocks beyond their rows: that they are off
+        because the summary model is the small embedded one (and how to turn them on), and a stored text
+        that is not sent because it fails the checks."""
+        lines: list[str] = []
+        off = [name for name, key in (("session summaries", self.deps.config.cross_session.enabled),
+                                      ("the user profile", self.deps.config.profile.enabled)) if key is None]
+        small = self.deps.small_summarizer() if off else ""
+        if small:
+            lines.append(
+                f"{' and '.join(off)}: off — the summary model is the small embedded one ({small}), whose summaries "
+                "are mostly assistant boilerplate or copied replies; to turn them on, configure a summary provider: "
+                '[llm] summary_model = "ollama/llama3.2" (any "type/model") or an [llm.summary_provider] table '
+                "(enabled = true in [memory.cross_session] / [memory.profile] uses the embedded model anyway)"
+            )
+        if self.profile_on:
+            profile = self.digests.profile()
+            if profile is not None and profile.source == "auto" and profile.text.strip():
+                verdict = _stored_verdict(profile.text, "profile")
+                if not verdict.ok:
+                    lines.append(f"user profile: not sent, it fails the checks: {verdict.reason} "
+                                 "(zeph profile edit or zeph profile clear)")
+        return lines
 
     def _now(self) -> datetime:
         return _utc(self.deps.clock())
@@ -95,23 +136,31 @@ class SessionMemory:
         layers: list[PromptLayer] = []
         limit = self.deps.config.cross_session.max_summaries
         if self.summaries_on and limit > 0:
-            found = self.digests.recent(project=self.deps.project, exclude=conversation.id or None, limit=limit)
+            # a few more than sent: one stored before the checks existed that fails them is not sent
+            found = self.digests.recent(project=self.deps.project, exclude=conversation.id or None, limit=limit * 2)
             text = detail = ""
             if found:  # the blocks' module loads when there is something to render
                 from .context.session_memory_blocks import DigestEntry, block_cap, render_recent_conversations
 
+                usable = [d for d in found if _stored_verdict(d.text, "summary").ok]
+                failing = len(found) - len(usable)
+                usable = usable[:limit]
                 entries = [
-                    DigestEntry(d.title, d.updated_at[:10], d.text, d.project == self.deps.project) for d in found
+                    DigestEntry(d.title, d.updated_at[:10], d.text, d.project == self.deps.project) for d in usable
                 ]
                 block = render_recent_conversations(entries, block_cap(available_tokens), self.deps.counter().count)
                 text = block.text
                 detail = f"{block.shown} session{'s' * (block.shown != 1)}"
                 if block.dropped:
                     detail += f", {block.dropped} left out for room"
+                if failing:
+                    detail += f", {failing} failing the checks not sent (zeph profile sessions)"
             layers.append(PromptLayer(RECENT_LAYER, text, detail if text else ""))
         if self.profile_on:
             profile = self.digests.profile()
-            if profile is not None and profile.text.strip():
+            if profile is not None and profile.text.strip() and (
+                profile.source == "user" or _stored_verdict(profile.text, "profile").ok
+            ):
                 from .context.session_memory_blocks import block_cap, render_user_profile
 
                 block = render_user_profile(profile.text, block_cap(available_tokens), self.deps.counter().count)
@@ -144,13 +193,13 @@ class SessionMemory:
         if turns is None:
             return False
         rows = self.deps.store.history(conversation.id, user_visible=True)
-        said = [
+        spoken = [
             (row.message.role, "".join(p.text for p in row.message.parts if isinstance(p, TextPart)))
             for row in rows
         ]
         from .context.session_memory_blocks import clean_digest, digest_prompt, transcript_excerpt
 
-        excerpt = transcript_excerpt(said)
+        excerpt = transcript_excerpt(spoken)
         project = self._project_of(conversation)
         stamp = self._now().isoformat(timespec="microseconds")
         # The attempt counts from here: one cut short (a failure, `zeph ask` exiting) waits the interval too.
@@ -164,9 +213,19 @@ class SessionMemory:
             return False
         text = clean_digest(reply, source_chars=len(excerpt), count=self.deps.counter().count)
         if text is None:
-            log.warning("the summary of session %s was unusable (empty, markup only or no shorter than the "
-                        "session): %r", conversation.id, reply[:200])
+            reason = "empty, markup only or no shorter than the session"
+        else:
+            from .context.generated_check import Said, check_generated
+            from .context.session_memory_blocks import instructions
+
+            said = Said([t for r, t in spoken if r == "user"], [t for r, t in spoken if r == "assistant"], instructions())
+            reason = check_generated(text, said, what="summary").reason
+        if reason:
+            self.digests.discard(conversation.id, project, reason, turns, stamp)
+            log.warning("the summary of session %s was discarded: %s; the reply was %r", conversation.id, reason,
+                        reply[:400])
             return False
+        assert text is not None
         self.digests.save(conversation.id, project, text, turns, stamp)
         log.info("summarized session %s (%d user turns) for other sessions", conversation.id, turns)
         return True
@@ -201,7 +260,10 @@ class SessionMemory:
 
         profile = self.digests.profile()
         current = profile.text if profile is not None else ""
-        sources = [d.text for d in self.digests.all()[:PROFILE_SOURCE_DIGESTS]]
+        if profile is not None and profile.source == "auto" and not _stored_verdict(current, "profile").ok:
+            current = ""  # a profile stored before the checks that fails them is no place to start from
+        digests = self.digests.all()[:PROFILE_SOURCE_DIGESTS]
+        sources = [d.text for d in digests]
         stamp = self._now().isoformat(timespec="microseconds")
         self.digests.profile_attempted(stamp)  # a failed or cut-short update waits the interval too
         try:
@@ -215,9 +277,33 @@ class SessionMemory:
         if text is None:
             log.info("the user profile update found nothing stable to keep; the profile is unchanged")
             return False
+        from .context.generated_check import check_generated
+
+        verdict = check_generated(text, self._said_in([d.conversation_id for d in digests], current), what="profile")
+        if not verdict.ok:
+            self.digests.discard_profile(verdict.reason, stamp)
+            log.warning("the user profile update was discarded: %s; the reply was %r", verdict.reason, reply[:400])
+            return False
         self.digests.set_profile(text, "auto", stamp)
         log.info("updated the user profile from %d session summaries", len(sources))
         return True
+
+    def _said_in(self, conversation_ids: list[int], current: str):
+        """What a profile update may draw on: the user's messages and the replies in the summarized sessions,
+        and the current profile (the user's text, or an automatic one that passes the checks) as known."""
+        from .context.generated_check import Said
+        from .context.session_memory_blocks import instructions
+
+        user: list[str] = []
+        replies: list[str] = []
+        for conversation_id in conversation_ids:
+            for row in self.deps.store.history(conversation_id, user_visible=True):
+                text = "".join(p.text for p in row.message.parts if isinstance(p, TextPart))
+                if row.message.role == "user":
+                    user.append(text)
+                elif row.message.role == "assistant":
+                    replies.append(text)
+        return Said(user, replies, instructions(), known=[current] if current.strip() else [])
 
     # ---- in the background ----------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ typed error.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import ProviderError
@@ -54,6 +55,13 @@ class SideJobs:
         """The settings of the embedded model `purpose` uses (None when it uses another kind)."""
         settings = self.pool.settings_for(purpose) or self.main.settings
         return settings if settings.kind == "local" else None
+
+    def small_embedded(self, purpose: str) -> str:
+        """The file name of the small embedded model when `purpose` runs on it (else "")."""
+        from .providers import is_embedded_model
+
+        settings = self.embedded_settings(purpose)
+        return Path(settings.model).name if settings is not None and is_embedded_model(settings.model) else ""
 
     async def _profile(self, provider: Provider) -> ModelProfile:
         profile = self.main_profile() if provider is self.main else await self.pool.profile(provider)

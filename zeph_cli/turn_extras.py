@@ -78,13 +78,14 @@ class TurnExtras:
         self.mcp_priority = []
         self.mcp_left_out = 0
 
-    def skills_input(self) -> SkillsInput | None:
+    def skills_input(self, *, loadable: bool = True) -> SkillsInput | None:
+        """The turn's skills for the skills layer; `loadable`: load_skill is offered to the model."""
         turn = self.turn_skills
         if turn is None or not (turn.matched or turn.others):
             return None
         from .context.skills_block import SkillsInput
 
-        return SkillsInput(tuple(m.skill for m in turn.matched), tuple(turn.others), self.prompt_mode)
+        return SkillsInput(tuple(m.skill for m in turn.matched), tuple(turn.others), self.prompt_mode, loadable)
 
     def tools(self, mode: str) -> dict[str, Tool]:
         """Tools to offer besides the built-in ones, by name."""
@@ -104,17 +105,22 @@ class TurnExtras:
         """Of `names`, the MCP tools to leave out first when tool schemas do not fit the budget."""
         return [name for name in reversed(self.mcp_priority) if name in names]
 
-    def lines(self) -> list[str]:
-        """What `zeph context` and `/context` say about skills and MCP tools this turn."""
+    def lines(self, *, loadable: bool = True) -> list[str]:
+        """What `zeph context` and `/context` say about skills and MCP tools this turn; `loadable`: load_skill
+        is offered (without it, matched skills go in full or not at all and the others are not listed)."""
         out: list[str] = []
         turn = self.turn_skills
         if turn is not None and (turn.matched or turn.others):
+            others = len(turn.others)
+            rest = (f"{others} other{'' if others == 1 else 's'} listed" if loadable else
+                    "sent in full, as many as fit, and no other listed: the model is not offered load_skill")
             if turn.matched:
                 shown = ", ".join(f"{m.skill.name} ({m.score:.2f}, {m.reason})" for m in turn.matched)
-                others = len(turn.others)
-                out.append(f"skills: matched {shown}; {others} other{'' if others == 1 else 's'} listed")
+                out.append(f"skills: matched {shown}; {rest}")
+            elif loadable:
+                out.append(f"skills: none matched this message; {others} listed")
             else:
-                out.append(f"skills: none matched this message; {len(turn.others)} listed")
+                out.append("skills: none matched this message; none listed: the model is not offered load_skill")
         if self.mcp is not None and self._starting is not None and self._starting.done():
             running = [s for s in self.mcp.status() if s.state == "running"]
             offered = len(self.mcp_tools) - self.mcp_left_out

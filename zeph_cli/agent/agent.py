@@ -162,7 +162,8 @@ class Agent:
             ProviderPool(provider, helper_settings), provider, lambda: self.profile, config.llm.max_tokens, self.dump
         )
         self.session_memory = SessionMemory(SessionMemoryDeps(
-            store, config.memory, self.side_jobs.complete, lambda: self.counter, str(workspace_root(cwd)), self.clock
+            store, config.memory, self.side_jobs.complete, lambda: self.counter, str(workspace_root(cwd)), self.clock,
+            small_summarizer=lambda: self.side_jobs.small_embedded("summary"),
         ))
 
     @cached_property

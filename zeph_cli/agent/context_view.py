@@ -19,6 +19,7 @@ from ..context.turn_blocks import render_enhancement, render_time
 from ..errors import StoreError
 from ..log import get_logger
 from ..tokens import LOWER, TokenCounter, bounded, count_message, counts_as
+from ..tools.registry import LOAD_SKILL
 from ..worldbook_turn import worldbook_layers
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def context_for(
         pinned_id=agent.pinned_id,
         context_layers=[*book.an_top, *context_layers(agent, conversation, isolated=wb.isolated), *book.outlet],
         recall=() if wb.drops("semantic recall") else agent.turn_memory.entries,
-        skills=None if wb.drops("skills") else agent.extras.skills_input(),
+        skills=None if wb.drops("skills") else agent.extras.skills_input(loadable=LOAD_SKILL in tools.tools),
         late_context_layers=book.an_bottom,
         depth_layers=book.depths,
         closing_layers=[PromptLayer("enhancement prompt", render_enhancement(agent.enhancement(conversation)))],

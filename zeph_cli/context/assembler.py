@@ -377,6 +377,9 @@ def _skills_layer(
     def measure(text: str) -> int:
         return calibration.apply(counter.count(text) + MESSAGE_OVERHEAD)
 
+    if not skills.loadable:  # nothing may point to load_skill: matched skills go in full or not at all
+        allowance = int(budget.available * SKILLS_SHARE) if budget.available else UNBUDGETED_SKILLS_TOKENS
+        return fit_skills(skills, mode="full", allowance=allowance, measure=measure)
     if not budget.available:
         mode = resolve_mode(skills.prompt_mode, None)
         return fit_skills(skills, mode=mode, allowance=UNBUDGETED_SKILLS_TOKENS, measure=measure)

@@ -81,28 +81,38 @@ def transcript_excerpt(turns: Sequence[tuple[str, str]], max_chars: int = EXCERP
     return "\n".join(reversed(lines))
 
 
+DIGEST_INSTRUCTIONS = (
+    "Write what the conversation below is about, for recalling it in a later session: the user's goal, "
+    "the project or subject, and what was decided or is still open. Not a transcript and no greetings. "
+    f"At most {DIGEST_MAX_TOKENS * 3 // 5} words, plain sentences, no markup."
+)
+PROFILE_INSTRUCTIONS = (
+    "You maintain a short profile of a user for an assistant: stable preferences (language, tone, "
+    "tools), work background and long-term focus. Leave out one-off tasks, passing details and anything "
+    "said only once. Start from the current profile (the user may have edited it: keep what it says "
+    "unless the sessions clearly contradict it) and add what the recent sessions show. "
+    f"At most {PROFILE_MAX_TOKENS * 3 // 5} words, short plain lines, no markup. If nothing stable is known, "
+    f"answer {PROFILE_NONE}."
+)
+
+
 def digest_prompt(title: str, excerpt: str) -> str:
-    words = DIGEST_MAX_TOKENS * 3 // 5
-    return (
-        "Write what the conversation below is about, for recalling it in a later session: the user's goal, "
-        "the project or subject, and what was decided or is still open. Not a transcript and no greetings. "
-        f"At most {words} words, plain sentences, no markup.\n\n"
-        f"Title: {title}\n<conversation>\n{excerpt}\n</conversation>"
-    )
+    return f"{DIGEST_INSTRUCTIONS}\n\nTitle: {title}\n<conversation>\n{excerpt}\n</conversation>"
 
 
 def profile_prompt(current: str, digests: Sequence[str]) -> str:
-    words = PROFILE_MAX_TOKENS * 3 // 5
     listed = "\n".join(f"- {text}" for text in digests)
     return (
-        "You maintain a short profile of a user for an assistant: stable preferences (language, tone, "
-        "tools), work background and long-term focus. Leave out one-off tasks, passing details and anything "
-        "said only once. Start from the current profile (the user may have edited it: keep what it says "
-        "unless the sessions clearly contradict it) and add what the recent sessions show. "
-        f"At most {words} words, short plain lines, no markup. If nothing stable is known, answer {PROFILE_NONE}.\n\n"
+        f"{PROFILE_INSTRUCTIONS}\n\n"
         f"<current_profile>\n{current.strip() or '(empty)'}\n</current_profile>\n"
         f"<recent_sessions>\n{listed}\n</recent_sessions>"
     )
+
+
+def instructions() -> tuple[str, ...]:
+    """What a summarizer is told (its prompts without their data, the blocks' prefaces): a summary or a
+    profile that repeats any of it is an echo, not a summary."""
+    return (DIGEST_INSTRUCTIONS, PROFILE_INSTRUCTIONS, RECENT_PREFACE, PROFILE_PREFACE)
 
 
 # ---- what a summarizer returns ------------------------------------------------------------

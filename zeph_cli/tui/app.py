@@ -480,6 +480,9 @@ class ZephApp(App[int]):
             lines = profile_lines(session.prompt_profile(), session.agent.config.prompt.profiles)
             profile = memory.profile()
             shown = user_profile_lines(profile.text, profile.source, profile.updated_at) if profile else user_profile_lines("")
+            shown += memory.status_lines()  # off with the embedded summarizer, or failing the checks
+            if profile is not None and profile.discarded:
+                shown.append(f"the last automatic update was discarded: {profile.discarded}")
             await self.notice("\n".join([*lines, "", *shown]))
 
     async def skills_command(self, argument: str) -> None:
