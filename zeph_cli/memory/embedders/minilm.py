@@ -100,8 +100,7 @@ class MiniLMEmbedder:
         import gzip
 
         try:
-            import numpy  # noqa: F401 — onnxruntime needs it; say so by name when it is missing
-            import onnxruntime
+            import onnxruntime  # (it imports numpy: a missing numpy is named by the error too)
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise EmbeddingError(
