@@ -3,7 +3,8 @@
 The labelled set of tests/data/skills_set.py (realistic skills, messages that
 should match one of them, small talk that must match none) is matched by the
 product's own `SkillService` (real SKILL.md files in a temporary folder, the
-embedded wordllama embedder, keyword boosts), once per threshold: hits (the
+offline embedder `[memory] embedder` names — minilm by default, another with
+ZEPH_MEMORY_EMBEDDER=wordllama — keyword boosts), once per threshold: hits (the
 expected skill among the matched), wrong extras (other skills matched beside
 or instead of it) and small-talk false positives (small talk that matched
 anything). Then the same without the embedder (keywords only), and the match
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -29,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.data.skills_set import MATCHING, SKILLS, SMALL_TALK  # noqa: E402
 from zeph_cli.config import SkillsConfig  # noqa: E402
-from zeph_cli.memory.embedders.embedded import EmbeddedEmbedder  # noqa: E402
+from zeph_cli.memory.embedders.select import shared_offline, EMBEDDED_MODELS  # noqa: E402
 from zeph_cli.skills.ranking import SkillVectors  # noqa: E402
 from zeph_cli.skills.service import SkillService  # noqa: E402
 
@@ -99,7 +101,7 @@ async def main() -> None:
     parser.add_argument("--thresholds", default="0.15,0.2,0.25,0.3,0.35,0.4,0.5")
     parser.add_argument("--show", action="store_true", help="print every message's outcome")
     args = parser.parse_args()
-    embedder = EmbeddedEmbedder()
+    embedder = shared_offline(EMBEDDED_MODELS[os.environ.get("ZEPH_MEMORY_EMBEDDER", "minilm")])
     start = time.perf_counter()
     embedder.load()
     print(f"embedder {embedder.model} loaded in {(time.perf_counter() - start) * 1000:.0f} ms")

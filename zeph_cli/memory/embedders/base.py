@@ -21,6 +21,8 @@ class EmbeddingError(Exception):
 
 class Embedder(Protocol):
     model: str  # e.g. "wordllama/l2_supercat_256", "openai/text-embedding-3-small"
+    # Optional: `min_support`, the cosine under which recall counts a hit sharing no word with the query
+    # as no match, in this model's scale (recall.MIN_SUPPORT when absent).
 
     def embed(self, texts: list[str]) -> "np.ndarray":
         """(len(texts), dim) float32, rows L2-normalized."""
