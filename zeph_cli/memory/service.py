@@ -10,14 +10,21 @@ start-up. `on_demand` (one-shot `zeph ask`) loads it only for such a query
 leaves its messages unembedded, and the next turn that loads it embeds the
 recent ones (`CATCH_UP_MESSAGES`) with its own. Every failure of the memory
 layer (an index down, an embedder failing) degrades recall and is reported
-once, never raised into the turn.
+once, never raised into the turn. The process never ends while a background
+thread is inside the embedder's native code: at exit, indexing is asked to
+stop after its batch and both threads get `EXIT_WAIT_SECS` to end (a native
+runtime such as onnxruntime aborts the whole process, "terminate called
+without an active exception", when the interpreter finalizes under it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
 import threading
+import time
+import weakref
 from collections.abc import Collection, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +44,7 @@ if TYPE_CHECKING:
 
 WARM_WAIT_SECS = 30.0  # a query waits at most this long for the embedder to load
 FINISH_WAIT_SECS = 5.0  # at exit, the last turn's vectors get this long to be stored
+EXIT_WAIT_SECS = 10.0  # then a load or an embedding batch still running gets this long to end
 # An on-demand turn that loads the embedder also embeds what the turns before it (which did not load
 # it) left unembedded, up to this many messages back; an older backlog is `zeph memory reindex`'s.
 CATCH_UP_MESSAGES = 200
@@ -118,6 +126,7 @@ class MemoryService:
     def start_warming(self) -> None:
         """Load the embedder (numpy, the model files) and open the index on a background thread."""
         if self._warm is None and (self.semantic_on or self.long_term_on):
+            _wait_for_at_exit(self)
             self._warm = threading.Thread(target=self._load, name="zeph-embedder", daemon=True)
             self._warm.start()
 
@@ -321,6 +330,37 @@ class MemoryService:
             await asyncio.sleep(0.02)
             waited += 0.02
         self._stopping.set()
+
+
+_with_threads: "weakref.WeakSet[MemoryService]" = weakref.WeakSet()
+_exit_hook_lock = threading.Lock()
+_exit_hook_registered = False
+
+
+def _wait_for_at_exit(service: MemoryService) -> None:
+    """Have `_end_background_work` run at exit for `service` (the hook is registered once per process)."""
+    global _exit_hook_registered
+    with _exit_hook_lock:
+        if not _exit_hook_registered:
+            atexit.register(_end_background_work)
+            _exit_hook_registered = True
+        _with_threads.add(service)
+
+
+def _end_background_work(timeout: float = EXIT_WAIT_SECS) -> None:
+    """At exit (before the interpreter finalizes): stop indexing after its batch, then wait for the loading
+    and indexing threads, all of them within `timeout` seconds. Ctrl+C ends the wait."""
+    services = list(_with_threads)
+    for service in services:
+        service._stopping.set()
+    deadline = time.monotonic() + timeout
+    try:
+        for service in services:
+            for thread in (service._warm, service._indexer):
+                if thread is not None and thread.is_alive():
+                    thread.join(max(deadline - time.monotonic(), 0.0))
+    except KeyboardInterrupt:
+        pass
 
 
 def echoing_replies(store: "ConversationStore", conversation_id: int) -> list[tuple[int, list[str]]]:
