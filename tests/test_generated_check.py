@@ -141,3 +141,89 @@ def test_a_profile_update_may_keep_the_current_profile_word_for_word():
     said = Said(["How do I fix a lifetime error?"], ["Add a lifetime parameter."], instructions(), known=[current])
     assert check_generated(current, said, what="profile").ok
     assert not check_generated(current, Said(["How do I fix a lifetime error?"], [], instructions()), what="profile").ok
+
+
+# ---- scripts written without spaces: runs of Han, kana, Hangul or Thai are compared as character bigrams ----
+
+NEWSBOT_USER = [
+    "我在用Python开发一个新闻爬虫项目，名字叫newsbot。",
+    "怎么用asyncio同时抓取多个新闻网站？",
+    "抓到的新闻要存到PostgreSQL里，表结构怎么设计比较好？",
+    "爬虫经常被网站封IP，有什么办法？",
+]
+NEWSBOT_REPLIES = [
+    "可以用asyncio配合aiohttp：为每个网站创建一个任务，用asyncio.gather并发执行，并用信号量限制并发数量。",
+    "建议建一张articles表，字段包括id、url（唯一索引）、标题、正文、来源网站和抓取时间，并在抓取时间上建索引。",
+    "可以降低抓取频率、随机化请求间隔、轮换User-Agent，必要时使用代理池来轮换IP地址。",
+]
+NEWSBOT = Said(NEWSBOT_USER, NEWSBOT_REPLIES, instructions())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "用户在用Python开发名为newsbot的新闻爬虫项目：用asyncio同时抓取多个新闻网站，新闻存到PostgreSQL，"
+        "正在设计表结构，并想办法应对网站封IP。",
+        "- 用Python开发新闻爬虫newsbot\n- 用asyncio抓取多个新闻网站，存到PostgreSQL",
+    ],
+)
+def test_a_faithful_chinese_summary_of_chinese_messages_is_kept(text):
+    verdict = check_generated(text, NEWSBOT)
+    assert verdict.ok, verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        (NEWSBOT_REPLIES[2], "copies a reply of the session"),
+        ("用户问到：" + NEWSBOT_REPLIES[1], "copies a reply of the session"),
+        # the same reply, a few characters changed
+        ("建一张articles表，字段有id、url（唯一索引）、标题、正文、来源网站和抓取时间，并在抓取时间上建个索引。",
+         "copies a reply of the session"),
+        ("我很乐意帮助你解决任何问题！如果你还有其他问题，请随时告诉我。", "generic assistant text"),
+        ("希望以上内容对你有所帮助。", "generic assistant text"),
+        ("用户喜欢在周末烘焙酸面包，并研究不同面粉的吸水率和发酵时间。", "not about what the user wrote"),
+        ("我是数据工程师。我该怎么给爬虫设置代理池？", "asks a question"),
+    ],
+)
+def test_a_chinese_summary_that_copies_a_reply_is_boilerplate_or_is_not_about_the_user_is_discarded(text, reason):
+    verdict = check_generated(text, NEWSBOT)
+    assert not verdict.ok and verdict.reason.startswith(reason), verdict.reason
+
+
+def test_chinese_content_is_counted_in_bigrams_without_function_characters_or_words_about_users():
+    assert content_words("用户在用Python开发新闻爬虫") == ["python", "开发", "发新", "新闻", "闻爬", "爬虫"]
+    assert grounding("新闻爬虫", ["我在写一个新闻爬虫"]) == (3, 3)
+    assert grounding("烘焙面包", ["我在写一个新闻爬虫"]) == (0, 3)
+
+
+TRIP_USER = [
+    "4月に2週間、日本を旅行する予定です。京都と大阪ではどこを回ればいいですか？",
+    "JRパスは買ったほうがいいですか？",
+    "大阪で食べるべきものを教えてください。",
+]
+
+
+def test_a_faithful_japanese_summary_is_kept_and_one_about_something_else_is_not():
+    said = Said(TRIP_USER, ["京都では清水寺と伏見稲荷大社、大阪では道頓堀がおすすめです。"], instructions())
+    text = "ユーザーは4月に2週間の日本旅行を予定している。京都と大阪の回り方、JRパスを買うべきか、大阪で食べるべきもの。"
+    assert check_generated(text, said).ok, check_generated(text, said).reason
+    assert content_words("JRパスを買うべきか") == ["jr", "パス"]  # kana endings and particles say nothing
+    other = "ユーザーはRustでコンパイラを書いており、借用チェッカーのエラーに悩んでいる。"
+    assert check_generated(other, said).reason.startswith("not about what the user wrote")
+    assert check_generated("何かお手伝いできることがあれば、お気軽にどうぞ。", said).reason.startswith(
+        "generic assistant text")
+
+
+def test_korean_thai_and_hindi_summaries_of_their_users_messages_are_kept():
+    assert content_words("사용자는 파이썬으로") == ["파이", "이썬", "썬으", "으로"]
+    assert content_words("ดึงข่าว") == ["ดึง", "งข่", "ข่า", "าว"]  # a vowel or a tone mark stays on its letter
+    assert content_words("समाचार क्रॉलर") == ["समाचार", "क्रॉलर"]
+    korean = Said(["저는 파이썬으로 뉴스 크롤러를 개발하고 있어요.", "크롤링한 기사를 PostgreSQL에 저장하고 싶어요."])
+    assert check_generated("사용자는 파이썬으로 뉴스 크롤러를 개발하고, 기사를 PostgreSQL에 저장하려 한다.", korean).ok
+    thai = Said(["ฉันกำลังเขียนโปรแกรมดึงข่าวด้วยภาษาไพธอน", "จะเก็บข่าวลงฐานข้อมูลอย่างไรดี"])
+    verdict = check_generated("เขียนโปรแกรมดึงข่าวด้วยภาษาไพธอน และเก็บข่าวลงฐานข้อมูล", thai)
+    assert verdict.ok, verdict.reason
+    hindi = Said(["मैं पायथन में एक समाचार क्रॉलर बना रहा हूँ।", "समाचार को डेटाबेस में कैसे सहेजूँ?"])
+    verdict = check_generated("पायथन में समाचार क्रॉलर बनाना और समाचार डेटाबेस में सहेजना।", hindi)
+    assert verdict.ok, verdict.reason

@@ -144,3 +144,15 @@ def test_a_reply_echoes_a_block_it_repeats_not_one_it_quotes_a_line_of():
            "and keep each change small enough to land within a week of evenings.")
     assert echoed_blocks(own, blocks) == ()  # one quoted run, then an answer of its own
     assert echoed_blocks("ok", blocks) == ()
+
+
+def test_a_chinese_reply_echoes_a_block_it_repeats_not_one_sharing_a_few_characters():
+    from zeph_cli.context.echo import echoed_blocks
+
+    profile = "用户是一名数据工程师，主要使用Python开发新闻爬虫newsbot，把抓取的新闻存到PostgreSQL，喜欢简短的中文回答。"
+    blocks = {"user profile": profile, "semantic recall": "- [2024-01-02 · user] 测试数据库的端口是6543"}
+    assert echoed_blocks(profile + " </user_profile_memory>", blocks) == ("user profile",)
+    assert echoed_blocks("好的。" + profile, blocks) == ("user profile",)
+    own = ("你可以先用asyncio和aiohttp并发抓取各个新闻网站，再用SQLAlchemy把文章批量写入数据库，"
+           "同时给URL建唯一索引来去重；另外建议记录每次抓取的耗时和失败原因，方便以后排查问题。")
+    assert echoed_blocks(own, blocks) == ()  # shares "新闻", "Python", "数据" and no more

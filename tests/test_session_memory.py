@@ -355,6 +355,44 @@ def test_a_summary_that_copies_the_last_reply_is_discarded_with_its_reason_and_n
     assert digests.get(sid).discarded == "" and digests.discards() == []  # a stored text clears the record
 
 
+def test_a_discarded_newer_summary_leaves_the_kept_one_and_its_turn_count_as_they_were():
+    import json
+    import os
+
+    from tests.cli_helpers import err, out, run_zeph
+
+    home = Path(os.environ["ZEPH_HOME"])
+    home.mkdir(parents=True, exist_ok=True)
+    store = ConversationStore(open_database(home / "zeph.db"))  # the file `zeph profile sessions` reads
+    try:
+        clock = Clock()
+        kept = "The user works on a Rust parser and its lookahead."
+        memory = service(store, FakeSummarizer(kept, CODE_REPLY), clock)
+        sid = coding_session(store, "Peeking")
+        assert run(memory.digest(store.get_conversation(sid))) is True
+        add_turn(store, sid)
+        add_turn(store, sid)
+        clock.advance(hours=3)
+        assert run(memory.digest(store.get_conversation(sid))) is False  # 8 turns: a copied reply, discarded
+        digest = DigestStore(store.db).get(sid)
+        assert (digest.text, digest.user_turns, digest.updated_at) == (kept, 6, T0.isoformat(timespec="microseconds"))
+        assert digest.discarded.startswith("copies a reply of the session") and digest.discarded_turns == 8
+        clock.advance(hours=5)
+        assert memory.digest_due(sid) is None  # the 8 turns were tried: the next summary waits for a 9th
+        add_turn(store, sid)
+        assert memory.digest_due(sid) == 9
+    finally:
+        store.close()
+    result = run_zeph("profile", "sessions", "--json", env={"ZEPH_MEMORY_CROSS_SESSION_ENABLED": "true"})
+    assert result.returncode == 0, err(result)
+    (shown,) = json.loads(out(result))
+    assert (shown["text"], shown["user_turns"]) == (kept, 6)
+    assert shown["last_summary_discarded"].startswith("copies a reply") and shown["last_summary_discarded_turns"] == 8
+    result = run_zeph("profile", "sessions", env={"ZEPH_MEMORY_CROSS_SESSION_ENABLED": "true"})
+    assert "\t6 turns\tPeeking" in out(result), out(result)
+    assert "a newer summary of 8 turns" in out(result), out(result)
+
+
 @pytest.mark.parametrize(
     ("reply", "reason"),
     [
@@ -434,6 +472,28 @@ def test_an_older_database_gets_the_record_of_discards_and_keeps_its_rows(tmp_pa
     assert digests.profile().text == "- Likes Rust" and digests.profile().discarded == ""
     digests.discard_profile("empty", "2026-02-01T00:00:00+00:00")
     assert digests.profile().text == "- Likes Rust" and digests.profile().discarded == "empty"
+    db.close()
+
+
+def test_an_older_database_moves_the_turns_its_discards_wrote_over_the_kept_count(tmp_path):
+    import sqlite3
+
+    from zeph_cli.store.migrations import migrate
+    from zeph_cli.store.sqlite import Database
+
+    db = Database(sqlite3.connect(tmp_path / "old.db"))
+    migrate(db, upto="m013_discarded_generated_text")
+    for title in ("A", "B", "C"):
+        db.execute("insert into conversations (title, created_at, updated_at, provider, model, cwd) "
+                   "values (?, '2026-01-01', '2026-01-01', 'p', 'm', '/w')", [title])
+    db.execute("insert into session_digests values (1, '/w', 'About the parser.', 8, '2026-01-01', '2026-01-02', "
+               "'copies a reply', '2026-01-02')")  # kept text, its count overwritten by a discard
+    db.execute("insert into session_digests values (2, '/w', '', 7, '2026-01-01', '2026-01-02', 'empty', '2026-01-02')")
+    db.execute("insert into session_digests values (3, '/w', 'About the lexer.', 6, '2026-01-01', '2026-01-01', '', null)")
+    migrate(db)
+    digests = DigestStore(db)
+    assert [(d.user_turns, d.discarded_turns, d.seen_turns) for d in map(digests.get, (1, 2, 3))] == [
+        (8, 8, 8), (0, 7, 7), (6, 0, 6)]
     db.close()
 
 

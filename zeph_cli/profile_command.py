@@ -42,6 +42,10 @@ def _when(stamp: str | None) -> str:
     return short_time(stamp) + " UTC" if stamp else "never"
 
 
+def _of_turns(turns: int) -> str:
+    return f" of {turns} turn{'s' * (turns != 1)}" if turns else ""
+
+
 def _off(section: str, enabled: bool | None, small: str) -> str:
     """Why the section's text is neither made nor sent ("" when it is on)."""
     if enabled is False:
@@ -184,11 +188,13 @@ def profile_sessions(json_output: bool = typer.Option(False, "--json", help="Pri
             [{"session": d.conversation_id, "title": d.title, "project": d.project, "user_turns": d.user_turns,
               "updated_at": d.updated_at, "text": d.text, "sent_here": d.conversation_id in sent,
               "not_sent_because": off or failing.get(d.conversation_id) or None,
-              "last_summary_discarded": d.discarded or None, "last_summary_discarded_at": d.discarded_at}
+              "last_summary_discarded": d.discarded or None, "last_summary_discarded_at": d.discarded_at,
+              "last_summary_discarded_turns": d.discarded_turns or None}
              for d in digests]
             + [{"session": d.conversation_id, "title": d.title, "project": d.project, "user_turns": d.user_turns,
                 "updated_at": None, "text": "", "sent_here": False, "not_sent_because": None,
-                "last_summary_discarded": d.discarded, "last_summary_discarded_at": d.discarded_at}
+                "last_summary_discarded": d.discarded, "last_summary_discarded_at": d.discarded_at,
+                "last_summary_discarded_turns": d.discarded_turns or None}
                for d in discards if not d.text],
             indent=2, ensure_ascii=False,
         ))
@@ -206,8 +212,8 @@ def profile_sessions(json_output: bool = typer.Option(False, "--json", help="Pri
         if failing.get(d.conversation_id):
             print(f"    not sent: it fails the checks on generated text: {failing[d.conversation_id]}")
         if d.discarded:
-            print(f"    a newer summary ({_when(d.discarded_at)}) was discarded: {d.discarded}")
+            print(f"    a newer summary{_of_turns(d.discarded_turns)} ({_when(d.discarded_at)}) was discarded: {d.discarded}")
     for d in discards:
         if not d.text:
-            print(f"  #{d.conversation_id}\t{_when(d.discarded_at)}\t{d.user_turns} turns\t{d.title}\t{d.project}")
+            print(f"  #{d.conversation_id}\t{_when(d.discarded_at)}\t{d.discarded_turns} turns\t{d.title}\t{d.project}")
             print(f"    no summary: the one made was discarded: {d.discarded}")

@@ -180,8 +180,8 @@ class SessionMemory:
         digest = self.digests.get(conversation_id)
         if digest is None:
             return turns
-        if turns <= digest.user_turns:
-            return None  # nothing new since the last one
+        if turns <= digest.seen_turns:
+            return None  # nothing new since the last one, kept or discarded
         last = _parse(digest.attempted_at)
         if last is not None and self._now() - last < timedelta(minutes=config.min_interval_minutes):
             return None

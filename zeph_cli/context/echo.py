@@ -1,27 +1,28 @@
 """Whether a reply repeats an injected block verbatim (recall, saved memories, the user profile, session
 summaries): such a reply is the block coming back, not something the user or the model said.
 
-Invariant: pure. Text is compared as lower-cased words; a reply echoes a block when runs of at least
-RUN_WORDS consecutive words found in that block cover at least ECHO_SHARE of the reply's words, or one
-such run is at least LONG_RUN words long. A reply that quotes a line of a block and goes on with its
-own answer is not an echo.
+Invariant: pure. Text is compared in lower-cased `text_units` (words, and character bigrams in
+scripts written without spaces: a bigram counts as a word); a reply echoes a block when runs of at
+least RUN_WORDS consecutive units found in that block cover at least ECHO_SHARE of the reply's units,
+or one such run is at least LONG_RUN units long. A reply that quotes a line of a block and goes on with
+its own answer is not an echo.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
+
+from .text_units import units
 
 # The per-turn blocks whose text a reply must not bring back into recall.
 ECHO_BLOCKS = ("semantic recall", "memory", "user profile", "recent conversations")
 RUN_WORDS = 8
 ECHO_SHARE = 0.5
 LONG_RUN = 40
-_WORD = re.compile(r"\w+")
 
 
 def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    return units(text)
 
 
 def echoed_blocks(reply: str, blocks: Mapping[str, str]) -> tuple[str, ...]:

@@ -1,6 +1,8 @@
 """The checks a generated session summary or user profile passes before it is stored or sent.
 
-Invariant: pure (no I/O; the stemmer is computation). A text is accepted only when it is about the
+Invariant: pure (no I/O; the stemmer is computation). Text is compared in `text_units`: words, and
+character bigrams in scripts written without spaces (Chinese, Japanese, Korean, Thai), so a faithful
+summary in those is judged as one in English is. A text is accepted only when it is about the
 user and the session: not empty, not its own instructions repeated, not a copy of one message of
 the session (a reply or the user's own), not code (mostly code, or a fenced code block), asking no
 one a question, not generic assistant text, and most of its content words (stop words and the words a summary uses to talk about
@@ -15,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .text_units import bigrams, content_runs, units
+
 SHINGLE = 4  # words per shingle when comparing a text with a message or the instructions
 COPY_SHARE = 0.6  # of a text's shingles found in one message: a copy of it
 ECHO_SHARE = 0.3  # of a text's shingles found in its instructions: an echo
@@ -24,9 +28,9 @@ MIN_CONTENT_WORDS = 3  # fewer content words than this: says nothing about the u
 GROUNDED_SHARE = 0.5  # of the content words, from what the user wrote
 QUOTE_CHARS = 80  # of the rejected text, quoted in the reason
 
-_WORD = re.compile(r"\w+(?:['’]\w+)*", re.UNICODE)
 _FENCE = re.compile(r"```.*?(```|\Z)", re.DOTALL)
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]*")
+_SENTENCE = re.compile(r"[^.!?。！？\n]+[.!?。！？]*")
+_SENTENCE_END = (".", "!", "?", "。", "！", "？")
 _CODE_LINE = re.compile(
     r"^\s*(```|\$ |>>> |#include|import |from \S+ import |def |class |return\b|if .*:\s*$|for .*:\s*$|"
     r"(pub |async )?fn |let |const |var |function\b|SELECT\b|INSERT\b|CREATE\b|[{}\[\]()]+;?\s*$)"
@@ -40,6 +44,15 @@ _BOILERPLATE = re.compile(
     r"\bhope (this|that|it) helps\b|\bas an ai\b|\blanguage model\b|\bwhatever (your|you) need|"
     r"\bdon['’]?t hesitate\b|\bis there anything else\b|\b(i['’]?d|i would) be (happy|glad) to\b|"
     r"\bi['’]?m sorry\b|\bi apologi[sz]e\b|\bgreat question\b|\bcertainly!|\bsure!|\bof course!",
+    re.IGNORECASE,
+)
+# The same in Chinese, Japanese and Korean (no word boundaries there).
+_BOILERPLATE_CJK = re.compile(
+    r"(很|非常)?乐意(为你|为您|帮助|帮忙|效劳)|(我|我们)(可以|能|会)(帮|为)(你|您)|请随时|随时(告诉|问|提问|联系)|"
+    r"(还有|有)(什么|任何)(其他)?(问题|需要)|希望(这|以上|这些)?(内容|信息|回答)?(对你|对您)?有(所)?帮助|"
+    r"作为(一个)?(ai|人工智能|语言模型)|不客气|很高兴(为你|为您|帮助|能帮|见到)|"
+    r"お手伝い(します|できます|いたします|させて)|お気軽に|お役に立て|喜んで(お手伝い|お答え)|(ai|言語モデル)として|"
+    r"何か(ご質問|お困り|あれば)|도와\s?드리|도움이\s?되|언제든(지)?\s|편하게\s?(물어|질문)|궁금한\s?(점|것)",
     re.IGNORECASE,
 )
 
@@ -103,7 +116,8 @@ class Said:
 
 
 def words(text: str) -> list[str]:
-    return [w.lower().replace("’", "'") for w in _WORD.findall(text)]
+    """The text's words and, in scripts without spaces, character bigrams, in order."""
+    return units(text)
 
 
 @lru_cache(maxsize=1)
@@ -119,9 +133,15 @@ def stems(items: Iterable[str]) -> list[str]:
 
 def content_words(text: str) -> list[str]:
     """The words that could say something about the user: no stop words, no words about users and
-    sessions in general, no bare numbers of one digit, each once."""
+    sessions in general, no bare numbers of one digit, each once; in scripts without spaces, the bigrams
+    of what is left once particles, endings, function characters and words about users are cut out."""
     seen: dict[str, None] = {}
-    for word in words(text):
+    for piece, unspaced in content_runs(text):
+        if unspaced:
+            for gram in bigrams(piece, single=False):  # one character alone says too little
+                seen.setdefault(gram, None)
+            continue
+        word = piece
         bare = word.removesuffix("'s")
         if bare in STOP_WORDS or bare in META_WORDS or (bare.isdigit() and len(bare) < 2) or len(bare) < 2:
             continue
@@ -162,7 +182,7 @@ def _quote(text: str) -> str:
 
 def _code_line(line: str) -> bool:
     """A line that reads as code; a sentence (five words or more, ending as one) never does."""
-    if len(words(line)) >= 5 and line.rstrip().endswith((".", "!", "?")):
+    if len(words(line)) >= 5 and line.rstrip().endswith(_SENTENCE_END):
         return False
     return bool(_CODE_LINE.search(line))
 
@@ -179,6 +199,7 @@ def code_share(text: str) -> float:
 
 
 _PERSONAL = frozenset({"i", "i'm", "i've", "i'd", "i'll", "me", "my", "you", "you're", "your", "we", "our", "us"})
+_PERSONAL_CJK = re.compile("[我你您咱]|私|僕|あなた|저는|제가|나는|당신")
 
 
 def asks(text: str) -> str:
@@ -186,15 +207,15 @@ def asks(text: str) -> str:
     a block sent with every turn that asks a question gets it answered again and again."""
     for sentence in _SENTENCE.findall(_FENCE.sub(" ", text)):
         sentence = sentence.strip()
-        if sentence.endswith("?") and _PERSONAL & set(words(sentence)):
+        if sentence.endswith(("?", "？")) and (_PERSONAL & set(words(sentence)) or _PERSONAL_CJK.search(sentence)):
             return sentence
     return ""
 
 
 def boilerplate(text: str) -> str:
     """The first phrase of generic assistant talk in `text` ("" when none)."""
-    match = _BOILERPLATE.search(text)
-    return match.group(0) if match else ""
+    match = _BOILERPLATE.search(text) or _BOILERPLATE_CJK.search(text)
+    return match.group(0).strip() if match else ""
 
 
 def grounding(text: str, user: Sequence[str]) -> tuple[int, int]:

@@ -1,10 +1,12 @@
-"""Cross-session digests and the user profile on disk (tables of m012, with m013's record of discards).
+"""Cross-session digests and the user profile on disk (tables of m012, with m013's record of discards and
+m014's turns a discarded summary covered).
 
 Invariant: one digest row per conversation (deleted with it) and at most one
 profile row; a failed attempt moves `attempted_at` and never the text; a
 discarded one also records why (`discarded`, cleared when a text is next
-stored); reads return only digests with text, newest first, the given
-project's first (`discards()` lists the discarded).
+stored) and the turns it covered (`discarded_turns`), never touching the kept
+text, its `user_turns` or `updated_at`; reads return only digests with text,
+newest first, the given project's first (`discards()` lists the discarded).
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ class SessionDigest:
     title: str = ""  # the conversation's title, for showing
     discarded: str = ""  # why the last summary made was discarded ("" = none since the text was stored)
     discarded_at: str | None = None
+    discarded_turns: int = 0  # the user turns the discarded summary covered (0 = none since the text was stored)
+
+    @property
+    def seen_turns(self) -> int:
+        """The user turns a summary was made of, kept or discarded: the same turns would make the same one."""
+        return max(self.user_turns, self.discarded_turns)
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,7 @@ class UserProfile:
 
 _DIGEST_COLUMNS = (
     "d.conversation_id, d.project, d.text, d.user_turns, d.updated_at, d.attempted_at, c.title, d.discarded, "
-    "d.discarded_at"
+    "d.discarded_at, d.discarded_turns"
 )
 _PROFILE_COLUMNS = "text, source, updated_at, attempted_at, discarded, discarded_at"
 
@@ -80,7 +88,7 @@ class DigestStore:
                 "insert into session_digests (conversation_id, project, text, user_turns, updated_at, attempted_at) "
                 "values (?, ?, ?, ?, ?, ?) on conflict (conversation_id) do update set project = excluded.project, "
                 "text = excluded.text, user_turns = excluded.user_turns, updated_at = excluded.updated_at, "
-                "attempted_at = excluded.attempted_at, discarded = '', discarded_at = null",
+                "attempted_at = excluded.attempted_at, discarded = '', discarded_at = null, discarded_turns = 0",
                 [conversation_id, project, text, user_turns, at, at],
             )
 
@@ -95,16 +103,18 @@ class DigestStore:
             )
 
     def discard(self, conversation_id: int, project: str, reason: str, user_turns: int, at: str | None = None) -> None:
-        """A summary of `user_turns` turns that failed the checks: the text stays, the clock moves, the reason is
-        kept, and the turns count as seen (the same turns would make the same summary: tried again after more)."""
+        """A summary of `user_turns` turns that failed the checks: the kept text and the turns it covers stay, the
+        clock moves, the reason and the turns the discarded one covered are kept (the same turns would make the
+        same summary: tried again after more)."""
         at = at or now_iso()
         with write_transaction(self.db):
             self.db.execute(
                 "insert into session_digests (conversation_id, project, text, user_turns, updated_at, attempted_at, "
-                "discarded, discarded_at) values (?, ?, '', ?, ?, ?, ?, ?) on conflict (conversation_id) do update set "
-                "user_turns = excluded.user_turns, attempted_at = excluded.attempted_at, discarded = excluded.discarded, "
-                "discarded_at = excluded.discarded_at",
-                [conversation_id, project, user_turns, at, at, reason, at],
+                "discarded, discarded_at, discarded_turns) values (?, ?, '', 0, ?, ?, ?, ?, ?) "
+                "on conflict (conversation_id) do update set attempted_at = excluded.attempted_at, "
+                "discarded = excluded.discarded, discarded_at = excluded.discarded_at, "
+                "discarded_turns = excluded.discarded_turns",
+                [conversation_id, project, at, at, reason, at, user_turns],
             )
 
     def discards(self) -> list[SessionDigest]:

@@ -310,6 +310,17 @@ def m013_discarded_generated_text(db: Database) -> None:
         db.execute(f"alter table {table} add column discarded_at text")
 
 
+@migration
+def m014_discarded_summary_turns(db: Database) -> None:
+    # The user turns a discarded session summary covered, apart from `user_turns` (the turns the kept text
+    # covers): a discard leaves the kept summary as it was, and the same turns are not summarized again.
+    db.execute("alter table session_digests add column discarded_turns integer not null default 0")
+    # Before, a discard wrote its turns over `user_turns`: they are the discarded summary's, and a row without
+    # text covers none.
+    db.execute("update session_digests set discarded_turns = user_turns where discarded != ''")
+    db.execute("update session_digests set user_turns = 0 where text = '' and discarded != ''")
+
+
 def applied(db: Database) -> set[str]:
     if MIGRATIONS_TABLE not in db.table_names():
         return set()
