@@ -288,3 +288,53 @@ def test_llm_logs_import_every_conversation_once_in_order(llm_logs):
     # without a file, the one llm itself uses
     default = run_zeph("sessions", "import", "--from", "llm", "--dry-run", env={"LLM_USER_PATH": env["LLM_USER_PATH"]})
     assert default.returncode == 0 and f"would import 0 messages from {path}" in out(default)
+
+
+# ---- encodings ----------------------------------------------------------------------------------
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_line(tmp_path):
+    """Windows tools start a UTF-8 file with a byte order mark; files concatenated with `cat` carry one
+    at the start of each."""
+    bom = b"\xef\xbb\xbf"
+    first = json.dumps({"session": "s", "role": "user", "content": "Café Müller opens at 9.", "id": "a"}).encode()
+    second = json.dumps({"session": "s", "role": "assistant", "content": "Noted.", "id": "b"}).encode()
+    third = json.dumps({"session": "t", "role": "user", "content": "Another file.", "id": "c"}).encode()
+    source = tmp_path / "excel.jsonl"
+    source.write_bytes(bom + first + b"\r\n" + second + b"\r\n" + bom + third + b"\r\n")
+    result = run_zeph("sessions", "import", str(source), "--no-index")
+    assert result.returncode == 0, err(result)
+    assert f"imported 3 messages from {source} (2 new sessions)" in out(result)
+    rows = db_rows("select content, metadata from messages order by id")
+    assert [r["content"] for r in rows] == ["Café Müller opens at 9.", "Noted.", "Another file."]
+    assert [json.loads(r["metadata"])["external_id"] for r in rows] == ["a", "b", "c"]
+    piped = run_zeph("sessions", "import", "-", "--no-index", input=bom + first + b"\n")
+    assert piped.returncode == 0, err(piped)
+    assert "already imported: 1 message" in out(piped)
+
+
+@pytest.mark.parametrize(("encoding", "named"), [
+    ("utf-16", "UTF-16 text (it starts with a UTF-16 byte order mark)"),
+    ("utf-16-le", "UTF-16LE text"),
+    ("utf-16-be", "UTF-16BE text"),
+    ("utf-32", "UTF-32 text"),
+])
+def test_a_file_in_another_encoding_is_one_error_even_skipping_bad_lines(tmp_path, encoding, named):
+    source = tmp_path / "notepad.jsonl"
+    lines = [{"session": "s", "role": "user", "content": "hello"}, {"session": "s", "role": "assistant", "content": "hi"}]
+    source.write_bytes("".join(json.dumps(r) + "\n" for r in lines).encode(encoding))
+    for flags in ((), ("--skip-bad",)):
+        result = run_zeph("sessions", "import", str(source), *flags)
+        first = assert_one_line_error(result, 1, f"{source} line 1: {named}", "not UTF-8", "nothing was imported", "iconv")
+        assert len(err(result).splitlines()) == 1, err(result)
+    assert db_rows_safe("select id from conversations") == []
+
+
+def test_a_byte_that_is_not_utf8_names_its_line_and_column(tmp_path):
+    source = tmp_path / "latin1.jsonl"
+    good = json.dumps({"session": "s", "role": "user", "content": "fine"}).encode()
+    source.write_bytes(good + b"\n" + good + b"\n" + '{"session": "s", "role": "user", "content": "café"}\n'.encode("latin-1"))
+    first = assert_one_line_error(run_zeph("sessions", "import", str(source)), 1,
+                                  f"{source} line 3: not UTF-8 text (byte 0xE9 at column 49)", "nothing was imported")
+    assert "--skip-bad" in first
+    assert db_rows_safe("select id from conversations") == []
+
