@@ -182,21 +182,20 @@ def test_an_interrupted_import_keeps_whole_sessions_and_resumes(tmp_path):
     """Each session is one transaction: a failure in the second leaves the first whole and none of the
     second; the same import then writes the rest."""
     from zeph_cli.store import ConversationStore, open_database
-    from zeph_cli.store.imports import ImportedMessage, ImportedSession, imported_sessions, write_session
+    from zeph_cli.store.imports import ImportedMessage, ImportedSession, write_session
 
     db = open_database(tmp_path / "zeph.db")
     sessions = [ImportedSession("jsonl", key, messages=[ImportedMessage("user", f"{key} {n}", position=n) for n in range(3)])
                 for key in ("a", "b")]
     db.execute("create temp trigger stop before insert on messages when new.content = 'b 2' "
                "begin select raise(abort, 'the disk stopped'); end")
-    write_session(db, sessions[0], None)
+    write_session(db, sessions[0])
     with pytest.raises(sqlite3.DatabaseError):
-        write_session(db, sessions[1], None)
+        write_session(db, sessions[1])
     assert [r[0] for r in db.execute("select content from messages order by id")] == ["a 0", "a 1", "a 2"]
     assert db.execute("select count(*) from conversations").fetchone()[0] == 1
     db.execute("drop trigger stop")
-    known = imported_sessions(db, "jsonl")
-    written = [write_session(db, s, known.get(s.key)) for s in sessions]
+    written = [write_session(db, s) for s in sessions]
     assert [(w.added, w.already, w.created) for w in written] == [(0, 3, False), (3, 0, True)]
     assert [len(ConversationStore(db).history(w.conversation_id)) for w in written] == [3, 3]
 
@@ -288,3 +287,189 @@ def test_llm_logs_import_every_conversation_once_in_order(llm_logs):
     # without a file, the one llm itself uses
     default = run_zeph("sessions", "import", "--from", "llm", "--dry-run", env={"LLM_USER_PATH": env["LLM_USER_PATH"]})
     assert default.returncode == 0 and f"would import 0 messages from {path}" in out(default)
+
+
+# ---- encodings ----------------------------------------------------------------------------------
+
+def test_a_utf8_byte_order_mark_is_not_part_of_the_line(tmp_path):
+    """Windows tools start a UTF-8 file with a byte order mark; files concatenated with `cat` carry one
+    at the start of each."""
+    bom = b"\xef\xbb\xbf"
+    first = json.dumps({"session": "s", "role": "user", "content": "Café Müller opens at 9.", "id": "a"}).encode()
+    second = json.dumps({"session": "s", "role": "assistant", "content": "Noted.", "id": "b"}).encode()
+    third = json.dumps({"session": "t", "role": "user", "content": "Another file.", "id": "c"}).encode()
+    source = tmp_path / "excel.jsonl"
+    source.write_bytes(bom + first + b"\r\n" + second + b"\r\n" + bom + third + b"\r\n")
+    result = run_zeph("sessions", "import", str(source), "--no-index")
+    assert result.returncode == 0, err(result)
+    assert f"imported 3 messages from {source} (2 new sessions)" in out(result)
+    rows = db_rows("select content, metadata from messages order by id")
+    assert [r["content"] for r in rows] == ["Café Müller opens at 9.", "Noted.", "Another file."]
+    assert [json.loads(r["metadata"])["external_id"] for r in rows] == ["a", "b", "c"]
+    piped = run_zeph("sessions", "import", "-", "--no-index", input=bom + first + b"\n")
+    assert piped.returncode == 0, err(piped)
+    assert "already imported: 1 message (1 session)" in out(piped)
+
+
+@pytest.mark.parametrize(("encoding", "named"), [
+    ("utf-16", "UTF-16 text (it starts with a UTF-16 byte order mark)"),
+    ("utf-16-le", "UTF-16LE text"),
+    ("utf-16-be", "UTF-16BE text"),
+    ("utf-32", "UTF-32 text"),
+])
+def test_a_file_in_another_encoding_is_one_error_even_skipping_bad_lines(tmp_path, encoding, named):
+    source = tmp_path / "notepad.jsonl"
+    lines = [{"session": "s", "role": "user", "content": "hello"}, {"session": "s", "role": "assistant", "content": "hi"}]
+    source.write_bytes("".join(json.dumps(r) + "\n" for r in lines).encode(encoding))
+    for flags in ((), ("--skip-bad",)):
+        result = run_zeph("sessions", "import", str(source), *flags)
+        first = assert_one_line_error(result, 1, f"{source} line 1: {named}", "not UTF-8", "nothing was imported", "iconv")
+        assert len(err(result).splitlines()) == 1, err(result)
+    assert db_rows_safe("select id from conversations") == []
+
+
+def test_a_byte_that_is_not_utf8_names_its_line_and_column(tmp_path):
+    source = tmp_path / "latin1.jsonl"
+    good = json.dumps({"session": "s", "role": "user", "content": "fine"}).encode()
+    source.write_bytes(good + b"\n" + good + b"\n" + '{"session": "s", "role": "user", "content": "café"}\n'.encode("latin-1"))
+    first = assert_one_line_error(run_zeph("sessions", "import", str(source)), 1,
+                                  f"{source} line 3: not UTF-8 text (byte 0xE9 at column 49)", "nothing was imported")
+    assert "--skip-bad" in first
+    assert db_rows_safe("select id from conversations") == []
+
+
+# ---- imports running at once ----------------------------------------------------------------------
+
+def _waiting_for_the_lock(process: subprocess.Popen, database: Path) -> bool:
+    """Whether `process` has the database open and sleeps in SQLite's busy handler (its main thread in a
+    nanosleep); where the kernel does not say, having the database open is taken as enough."""
+    fds = Path(f"/proc/{process.pid}/fd")
+    try:
+        opened = any(os.readlink(fd) == str(database) for fd in fds.iterdir())
+    except OSError:
+        return False
+    if not opened:
+        return False
+    try:
+        wchan = Path(f"/proc/{process.pid}/wchan").read_text().strip()
+    except OSError:
+        return True
+    return "sleep" in wchan or wchan in ("", "0")
+
+
+def _imports_at_once(args: list[str], database: Path) -> list[dict]:
+    """Two `zeph sessions import` processes started while this test holds the database's write lock, so
+    both have started and wait for it, then run together once it is released; their JSON summaries."""
+    from zeph_cli.store import open_database
+
+    open_database(database).close()  # created and migrated, so the imports' first write is their own
+    holder = sqlite3.connect(database, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    from tests.cli_helpers import ZEPH
+
+    processes = [subprocess.Popen([ZEPH, *args, "--json"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE) for _ in range(2)]
+    try:
+        waiting: set[int] = set()
+        while len(waiting) < 2:
+            for n, process in enumerate(processes):
+                assert process.poll() is None, process.communicate()[1].decode()
+                if n not in waiting and _waiting_for_the_lock(process, database):
+                    waiting.add(n)
+            subprocess.run(["sleep", "0.05"])
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    summaries = []
+    for process in processes:
+        stdout, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr.decode()
+        summaries.append(json.loads(stdout))
+    return summaries
+
+
+def _many_sessions(count: int = 12, size: int = 4) -> list[dict]:
+    return [{"session": f"s{s}", "role": ("user", "assistant")[m % 2], "content": f"Session {s}, message {m}: port {s}{m}.",
+             "id": f"s{s}-m{m}", "timestamp": f"2024-03-{s + 1:02d}T10:{m:02d}:00Z"}
+            for s in range(count) for m in range(size)]
+
+
+def _each_session_once(source: str, sessions: int, messages: int, summaries: list[dict]) -> None:
+    keys = [json.loads(r["metadata"])["imported"]["session"] for r in db_rows(
+        "select metadata from conversations where json_extract(metadata, '$.imported.from') = ?", source)]
+    assert len(keys) == len(set(keys)) == sessions
+    rows = db_rows("select conversation_id, json_extract(metadata, '$.external_id') as eid from messages")
+    assert len(rows) == len({r["eid"] for r in rows}) == messages
+    # each session and message was written by one import and found written by the other
+    assert sum(s["messages_added"] for s in summaries) == messages
+    assert sum(s["messages_already_imported"] for s in summaries) == messages
+    assert sum(s["sessions_new"] for s in summaries) == sessions
+    assert sum(s["sessions_already_imported"] for s in summaries) == sessions
+    for summary in summaries:
+        assert summary["sessions_new"] + summary["sessions_already_imported"] == sessions
+
+
+def test_two_imports_of_one_file_at_once_store_each_session_once(tmp_path):
+    records = _many_sessions()
+    source = _jsonl(tmp_path / "history.jsonl", records)
+    database = Path(os.environ["ZEPH_HOME"]) / "zeph.db"
+    database.parent.mkdir(parents=True, exist_ok=True)
+    summaries = _imports_at_once(["sessions", "import", str(source)], database)
+    _each_session_once("jsonl", 12, len(records), summaries)
+    assert db_rows("select count(*) as n from message_vectors")[0]["n"] == len(records)  # indexed once each
+    again = run_zeph("sessions", "import", str(source))
+    assert f"already imported: {len(records)} messages (12 sessions), not stored again" in out(again)
+
+
+def test_two_llm_imports_at_once_store_each_conversation_once(tmp_path):
+    pytest.importorskip("llm")
+    import sqlite_utils
+    from llm.migrations import migrate
+
+    logs = tmp_path / "logs.db"
+    llm_db = sqlite_utils.Database(logs)
+    migrate(llm_db)
+    llm_db.close()
+    with sqlite3.connect(logs) as db:
+        for c in range(8):
+            for r in range(3):
+                _legacy_response(db, f"01h{c:02d}{r:02d}", f"cnv{c}", f"Conversation {c}", f"Question {r} of {c}?",
+                                 f"Answer {r} of {c}.", f"2023-04-{c + 1:02d}T10:0{r}:00.000000")
+    database = Path(os.environ["ZEPH_HOME"]) / "zeph.db"
+    database.parent.mkdir(parents=True, exist_ok=True)
+    summaries = _imports_at_once(["sessions", "import", "--from", "llm", str(logs), "--no-index"], database)
+    _each_session_once("llm", 8, 48, summaries)
+
+
+def test_sessions_imported_twice_before_the_unique_key_keep_their_messages(tmp_path):
+    """A database where two imports at once stored a session twice (before the unique key): the later
+    copy keeps its messages and loses the key, and the next import continues the first."""
+    from zeph_cli.store import open_database
+    from zeph_cli.messages import Message
+    from zeph_cli.store.conversations import message_record
+    from zeph_cli.store.imports import ImportedMessage, ImportedSession, write_session
+    from zeph_cli.store.migrations import migrate
+    from zeph_cli.store.sqlite import Database
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    db = Database(conn)
+    migrate(db, upto="m013_discarded_generated_text")
+    marked = json.dumps({"imported": {"from": "jsonl", "session": "trip"}})
+    for _ in range(2):
+        conversation = db.insert("conversations", {"title": "Lisbon", "created_at": "2024-01-01", "updated_at": "2024-01-01",
+                                                   "provider": "jsonl", "model": "", "cwd": "", "metadata": marked})
+        db.insert("messages", message_record(conversation, Message.text("user", "TP1234"), metadata={"external_id": "t1"},
+                                             stamp="2024-01-01T00:00:00.000000+00:00"))
+    conn.close()
+    db = open_database(path)
+    rows = db.execute("select id, metadata from conversations order by id").fetchall()
+    assert [json.loads(m) for _, m in rows] == [{"imported": {"from": "jsonl", "session": "trip"}},
+                                                {"imported_again": {"from": "jsonl", "session": "trip"}}]
+    assert db.execute("select count(*) from messages").fetchone()[0] == 2
+    written = write_session(db, ImportedSession("jsonl", "trip", messages=[
+        ImportedMessage("user", "TP1234", external_id="t1"), ImportedMessage("assistant", "Noted.", external_id="t2")]))
+    assert (written.conversation_id, written.added, written.already, written.created) == (rows[0][0], 1, 1, False)
+    with pytest.raises(sqlite3.IntegrityError):
+        db.insert("conversations", {"title": "x", "created_at": "", "updated_at": "", "provider": "", "model": "",
+                                    "cwd": "", "metadata": marked})

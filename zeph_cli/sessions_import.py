@@ -2,8 +2,9 @@
 
 Invariant: the source is read and checked whole before anything is written (a bad line
 stops the import with nothing stored, or with `--skip-bad` is left out and named); each
-session is then written in one transaction, so an interrupted import keeps whole sessions
-and running it again imports the rest — nothing is ever stored twice. The messages are
+session is then looked up and written in one transaction, so an interrupted import keeps
+whole sessions and running it again imports the rest, and of two imports running at once
+each session is written by one and found by the other — nothing is ever stored twice. The messages are
 then embedded as `zeph memory reindex` embeds them. Progress bars go to a terminal only.
 """
 
@@ -34,7 +35,7 @@ class ImportSummary:
 
     source: str
     file: str
-    sessions: list[dict] = field(default_factory=list)  # key, id (None in a dry run of a new one), added, already
+    sessions: list[dict] = field(default_factory=list)  # key, id (None in a dry run of a new one), new, added, already
     skipped: dict[str, int] = field(default_factory=dict)
     bad_lines: list[str] = field(default_factory=list)
     indexed: str = ""
@@ -50,12 +51,18 @@ class ImportSummary:
     def continued(self) -> int:
         return sum(1 for s in self.sessions if not s["new"] and s["added"])
 
+    @property
+    def already_there(self) -> int:
+        """Sessions some of whose messages an earlier (or concurrent) import stored."""
+        return sum(1 for s in self.sessions if not s["new"] and s["already"])
+
     def as_json(self) -> dict:
         return {
             "from": self.source, "file": self.file, "messages_added": self.count("added"),
             "messages_already_imported": self.count("already"), "sessions_new": self.new_sessions,
-            "sessions_continued": self.continued, "skipped": self.skipped, "bad_lines": self.bad_lines,
-            "sessions": self.sessions, "indexed": self.indexed or None,
+            "sessions_continued": self.continued, "sessions_already_imported": self.already_there,
+            "skipped": self.skipped, "bad_lines": self.bad_lines, "sessions": self.sessions,
+            "indexed": self.indexed or None,
         }
 
 
@@ -118,20 +125,20 @@ def import_history(source: str, file: Optional[str], *, skip_bad: bool, index: b
     summary = ImportSummary(source, name, skipped={k: v for k, v in skipped.items() if v}, bad_lines=bad_lines)
     store = open_store()
     try:
-        known = imported_sessions(store.db, source)
+        known = imported_sessions(store.db, source) if dry_run else {}
         total = sum(len(s.messages) for s in sessions)
         with _bar("importing") as bar:
             task = bar.add_task("importing", total=total)
             try:
                 for session in sessions:
-                    before = known.get(session.key)
                     if dry_run:
+                        before = known.get(session.key)
                         added = len(pending(store.db, session, before))
                         summary.sessions.append({"key": session.key, "id": before, "new": before is None,
                                                  "added": added, "already": len(session.messages) - added})
                     else:
-                        written = write_session(store.db, session, before)
-                        summary.sessions.append({"key": session.key, "id": written.conversation_id or before,
+                        written = write_session(store.db, session)  # looks the session up under the write lock
+                        summary.sessions.append({"key": session.key, "id": written.conversation_id or None,
                                                  "new": written.created, "added": written.added,
                                                  "already": written.already})
                     bar.advance(task, len(session.messages))
@@ -174,7 +181,9 @@ def _print(summary: ImportSummary, *, json_output: bool, dry_run: bool = False) 
     line += f" ({', '.join(sessions)})"
     print(line)
     if already:
-        print(f"already imported: {already:,} message{'s' if already != 1 else ''}, not stored again")
+        there = summary.already_there
+        print(f"already imported: {already:,} message{'s' if already != 1 else ''} "
+              f"({there:,} session{'s' if there != 1 else ''}), not stored again")
     skipped = Skipped(summary.skipped).describe()
     if skipped:
         print(f"skipped: {skipped}")

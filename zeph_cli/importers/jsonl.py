@@ -6,6 +6,10 @@ each is counted and named. Optional fields: `timestamp` (ISO 8601 or Unix second
 as the message's time), `id` (the source's id, kept with the message), `title` (the
 session's). Sessions keep the order their first line has in the file, and messages the
 order of their lines. Fields other than these are ignored.
+
+The text is UTF-8; a UTF-8 byte order mark (as Windows tools write one at the start of a
+file, or of each file concatenated into one) is not part of the line. A file in UTF-16 or
+UTF-32 is refused whole, even with bad lines skipped, since none of its lines could be read.
 """
 
 from __future__ import annotations
@@ -35,6 +39,27 @@ class _BadLine(ValueError):
     pass
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+# Byte order marks of the encodings a JSON Lines file must not be in (UTF-32 first: its LE mark starts as UTF-16's).
+_OTHER_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+               (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+
+
+def _wrong_encoding(first: bytes) -> tuple[str, str] | None:
+    """What the file whose first line is `first` is if it is not UTF-8 text at all, and its encoding's
+    name for iconv (None: it may be UTF-8)."""
+    for mark, encoding in _OTHER_BOMS:
+        if first.startswith(mark):
+            return f"{encoding} text (it starts with a {encoding} byte order mark)", encoding
+    text = first.rstrip(b"\r\n")
+    if len(text) < 2 or text.count(0) * 4 < len(text):  # ASCII in UTF-16/32: a NUL beside every character
+        return None
+    head = (text + b"\x00\x00\x00")[:4]
+    encoding = ("UTF-32LE" if head[1:4] == b"\x00\x00\x00" else "UTF-32BE" if head[:3] == b"\x00\x00\x00"
+                else "UTF-16BE" if head[0] == 0 else "UTF-16LE")
+    return f"{encoding} text (a NUL byte beside each of its characters)", encoding
+
+
 def read_jsonl(
     lines: Iterable[bytes], name: str, *, skip_bad: bool = False, progress: Callable[[int], Any] | None = None
 ) -> JsonlHistory:
@@ -48,6 +73,10 @@ def read_jsonl(
     for number, raw in enumerate(lines, start=1):
         if progress is not None:
             progress(len(raw))
+        if number == 1 and (wrong := _wrong_encoding(raw)) is not None:
+            what, encoding = wrong
+            raise ImportProblem(f"{name} line 1: {what}, not UTF-8; nothing was imported "
+                                f"(convert it first: iconv -f {encoding} -t UTF-8)")
         try:
             _read_line(raw, number, sessions, positions, ids, history.skipped)
         except _BadLine as exc:
@@ -66,10 +95,13 @@ def _read_line(
     raw: bytes, number: int, sessions: dict[str, ImportedSession], positions: dict[str, int],
     ids: dict[str, set[str]], skipped: Skipped,
 ) -> None:
+    if raw.startswith(UTF8_BOM):
+        raw = raw[len(UTF8_BOM):]
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _BadLine(f"{number}: not UTF-8 text (invalid byte at column {exc.start + 1})") from None
+        column = len(raw[: exc.start].decode("utf-8", errors="replace")) + 1
+        raise _BadLine(f"{number}: not UTF-8 text (byte 0x{raw[exc.start]:02X} at column {column})") from None
     if not text.strip():
         return
     try:

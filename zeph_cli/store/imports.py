@@ -5,7 +5,11 @@ messages or none — so an interrupted import leaves whole sessions only, and
 running it again resumes. Importing is idempotent: a session is known again by
 its source and key (`conversations.metadata.imported`), a message by its import
 key (the source's id, or its position in the session and a hash of its text),
-and what is already stored is never written twice. Messages keep the source's
+and what is already stored is never written twice — also when imports run at
+once: the session is looked up, and its stored messages read, under the write
+lock the transaction takes first (BEGIN IMMEDIATE), so of two imports of the same
+session one writes it and the other finds it written; a unique index on the
+source and key (migration m015) holds the schema to it. Messages keep the source's
 time as `created_at` (UTC, the store's format; one without a time takes the time of
 the message before it) and are appended in the source's order, so `position` (= id) gives the source's order; the session's
 `created_at`/`updated_at` are its first and last message's times.
@@ -72,10 +76,21 @@ def imported_sessions(db: Database, source: str) -> dict[str, int]:
     """The sessions imported before from `source`: their key there -> conversation id."""
     rows = db.execute(
         f"select id, json_extract(metadata, '$.{IMPORTED_KEY}.session') from conversations "
-        f"where json_extract(metadata, '$.{IMPORTED_KEY}.from') = ?",
+        f"where json_extract(metadata, '$.{IMPORTED_KEY}.from') = ? "
+        f"and json_extract(metadata, '$.{IMPORTED_KEY}.session') is not null",  # as the index is (m015)
         [source],
     )
     return {str(key): conversation_id for conversation_id, key in rows if key is not None}
+
+
+def imported_session(db: Database, source: str, key: str) -> int | None:
+    """The conversation imported before as `source`'s session `key` (found by its unique index)."""
+    row = db.execute(
+        f"select min(id) from conversations where json_extract(metadata, '$.{IMPORTED_KEY}.from') = ? "
+        f"and json_extract(metadata, '$.{IMPORTED_KEY}.session') = ?",
+        [source, key],
+    ).fetchone()
+    return row[0] if row else None
 
 
 def _stored_keys(db: Database, conversation_id: int) -> set[str]:
@@ -105,15 +120,13 @@ def pending(db: Database, session: ImportedSession, conversation_id: int | None)
     return fresh
 
 
-def write_session(db: Database, session: ImportedSession, conversation_id: int | None) -> SessionWritten:
-    """Write `session`'s messages that are not stored yet, in one transaction: into `conversation_id`
-    (a session imported before) or a new session."""
+def write_session(db: Database, session: ImportedSession) -> SessionWritten:
+    """Write `session`'s messages that are not stored yet, in one transaction: into the session imported
+    before from the same source and key, or a new session. Looked up inside the transaction, so an
+    import running at the same time cannot write the session in between."""
     stamp = now_iso()
     with write_transaction(db):
-        if conversation_id is not None and not db.execute(
-            "select 1 from conversations where id = ?", [conversation_id]
-        ).fetchone():
-            conversation_id = None  # removed since it was looked up: imported afresh
+        conversation_id = imported_session(db, session.source, session.key)
         fresh = pending(db, session, conversation_id)
         already = len(session.messages) - len(fresh)
         if not fresh:

@@ -8,6 +8,7 @@ to date without losing rows. A database a newer zeph wrote (see
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime, timezone
 
@@ -319,6 +320,33 @@ def m014_discarded_summary_turns(db: Database) -> None:
     # text covers none.
     db.execute("update session_digests set discarded_turns = user_turns where discarded != ''")
     db.execute("update session_digests set user_turns = 0 where text = '' and discarded != ''")
+
+
+@migration
+def m015_imported_session_key(db: Database) -> None:
+    # A session imported from another tool's history (`zeph sessions import`) is one conversation per
+    # source and session key: a unique index says so and finds it. Two imports running at once could
+    # store one twice before this; the later copies keep their messages and lose the key (kept under
+    # `imported_again`), so the next import continues the first.
+    rows = db.execute(
+        "select id, metadata from conversations where json_extract(metadata, '$.imported.session') is not null "
+        "order by id"
+    ).fetchall()
+    seen: set[tuple[str, str]] = set()
+    for conversation_id, text in rows:
+        metadata = json.loads(text)
+        imported = metadata["imported"]
+        key = (str(imported.get("from")), str(imported.get("session")))
+        if key in seen:
+            metadata["imported_again"] = metadata.pop("imported")
+            db.execute("update conversations set metadata = ? where id = ?",
+                       [json.dumps(metadata, ensure_ascii=False), conversation_id])
+        seen.add(key)
+    db.execute(
+        "create unique index conversations_imported on conversations "
+        "(json_extract(metadata, '$.imported.from'), json_extract(metadata, '$.imported.session')) "
+        "where json_extract(metadata, '$.imported.session') is not null"
+    )
 
 
 def applied(db: Database) -> set[str]:
