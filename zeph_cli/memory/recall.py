@@ -4,8 +4,9 @@ Invariant: only messages the agent may see (`agent_visible = 1`, user or
 assistant text) are ever returned — compacted originals never, nor a reply
 marked as repeating an injected block (`echo` in its metadata) — and never one
 whose id the caller excludes (what the current window already holds). Every
-query that names something runs both legs: FTS5 with any of its telling words
-(bm25() order) and the vector index (its common names left out); each leg is
+query that names something, in any script, runs both legs: FTS5 with any of
+its telling words (folded as the index folds them; bm25() order) and the
+vector index (its common names left out); each leg is
 re-ranked by the messages' information prior, then fused by weighted
 reciprocal rank fusion, the router only changing the weights. Vectors are
 compared only within the embedder's model. A vector index that is down leaves
@@ -30,7 +31,10 @@ from typing import TYPE_CHECKING, Any
 from .fusion import (
     PARTS,
     decay_factor,
+    fold,
+    is_cjk,
     jaccard,
+    names_something,
     mmr,
     term_present,
     with_parts,
@@ -60,7 +64,8 @@ MIN_SUPPORT = 0.1  # a message with no word of the query and a cosine under this
 # may set its own cosine floor as `min_support`: the scale of cosines differs between models)
 ALONE_COSINE = 0.35  # when no word of the query occurs in the history at all, the cosine a vector hit needs
 SAME_QUESTION = 0.8  # content-word Jaccard from which a past turn is the query asked again
-_NAME = re.compile(r"\b[A-Z][a-z]+\b")
+_WORD = re.compile(r"\b[^\W\d_]{2,}\b")  # a word of letters; a name when capitalized (see dense_query)
+QUESTION_MARKS = "?？؟"
 
 
 
@@ -88,8 +93,9 @@ class RecallResult:
 
 
 def keyword_search(db: "Database", query_terms: set[str], limit: int) -> list[tuple[int, float]]:
-    """Agent-visible user/assistant messages holding any of the terms (whole words), best first by FTS5's
-    bm25(), with that score (higher is better). A query FTS5 refuses finds nothing."""
+    """Agent-visible user/assistant messages holding any of the terms (whole words; a CJK pair as the
+    start of a token, as FTS5 keeps a run of CJK characters as one), best first by FTS5's bm25(), with that
+    score (higher is better). A query FTS5 refuses finds nothing."""
     if not query_terms:
         return []
     try:
@@ -100,7 +106,7 @@ def keyword_search(db: "Database", query_terms: set[str], limit: int) -> list[tu
             where messages_fts match ? and m.agent_visible = 1 and m.role in ('user', 'assistant')
             order by rank limit ?
             """,
-            [" OR ".join(f'"{t}"' for t in sorted(query_terms)), limit],
+            [" OR ".join(f'"{t}"*' if is_cjk(t) else f'"{t}"' for t in sorted(query_terms)), limit],
         ).fetchall()
     except sqlite3.OperationalError:
         return []
@@ -184,11 +190,12 @@ def dense_query(db: "Database", query: str) -> str:
     in the history are left out while other content words remain — a name in most of a history's small
     talk would otherwise make every "Thanks, Dmitri!" the query's nearest neighbour. A name earns its
     place by its rarity (COMMON_NAME)."""
-    names = [m for m in _NAME.finditer(query) if m.start() > 0 and query[m.start() - 1] not in ".!?\n"]
+    names = [m for m in _WORD.finditer(query) if m.group()[0].isupper() and m.group()[1:].islower()
+             and m.start() > 0 and query[m.start() - 1] not in ".!?。！？\n"]
     if not names:
         return query
-    rare = term_stats(db).rarity({m.group().lower() for m in names})
-    common = [m for m in names if rare[m.group().lower()] < COMMON_NAME]
+    rare = term_stats(db).rarity({fold(m.group()) for m in names})
+    common = [m for m in names if rare[fold(m.group())] < COMMON_NAME]
     if not common:
         return query
     kept = query
@@ -239,7 +246,7 @@ def _ties_settled(
     runs = Counter(lead.values())
 
     def words_found(i: int) -> float:
-        if runs[lead[i]] <= 1:
+        if runs[lead[i]] <= 1 or not query_terms:
             return 0.0
         found = with_parts(words[i])
         return sum(term_present(t, found) for t in query_terms) / len(query_terms)
@@ -258,7 +265,7 @@ def information(found: set[str], rarity: dict[str, float]) -> float:
 
 def _same_question(query_terms: set[str], text: str) -> bool:
     """Whether a past message asks what the query asks: a question of (nearly) the same content words."""
-    if "?" not in text:
+    if not any(mark in text for mark in QUESTION_MARKS):
         return False
     found = terms(text)
     return bool(found) and jaccard(found, query_terms) >= SAME_QUESTION
@@ -300,7 +307,7 @@ def recall(
     chosen = route_of(query)
     limit = semantic.recall_limit
     query_terms = terms(query)
-    if not query_terms or limit <= 0:
+    if not names_something(query) or limit <= 0:
         return RecallResult(chosen)  # a query naming nothing ("hello there", "continue") recalls nothing
     note = ""
     exclude = set(exclude_ids)
@@ -362,7 +369,9 @@ def recall(
     support: dict[int, float] = {}
     best = max(fused.values())
     threshold = best * memory.cross_session_score_threshold
-    alone = not any(term_stats(db).seen(t) for t in query_terms)  # no word of the query in the history
+    # no word of the query in the history (a CJK pair has no token of its own: the keyword leg says)
+    alone = not any(term_stats(db).seen(t) for t in query_terms if not is_cjk(t)) and not (
+        keyword_ranked and any(is_cjk(t) for t in query_terms))
     said_floor = ALONE_COSINE if alone else MIN_SUPPORT
     # the cosine floor is in the embedder's own scale (a sentence encoder's unrelated pairs sit higher)
     cosine_floor = ALONE_COSINE if alone else getattr(embedder, "min_support", MIN_SUPPORT)
