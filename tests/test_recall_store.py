@@ -197,3 +197,29 @@ def test_the_cosine_floor_for_a_hit_sharing_no_word_is_the_embedders_own(tmp_pat
     assert unsure not in found
     store.close()
 
+
+def test_the_answer_to_a_repeated_question_carries_its_own_relevance_and_legs(tmp_path, embedder):
+    """The answer that takes a repeated question's place ranks where the question ranked, but its relevance
+    is its own (not the question's 1.0) and its legs are the searches that found it, plus "answer"."""
+    path = tmp_path / "zeph.db"
+    store = ConversationStore(open_database(path))
+    past = store.create_conversation(provider="p", model="m", cwd="/", title="release")
+    question = "How do I publish a release of the parser library?"
+    store.add_message(past.id, Message.user(question))
+    answer = store.add_message(past.id, Message.assistant("Run make dist, then push a signed tag like v1.4.0.")).id
+    for text in NOISE[:5]:
+        store.add_message(past.id, Message.user(text))
+    now = store.create_conversation(provider="p", model="m", cwd="/", title="today")
+    index = SqliteVectorIndex(store.db, path)
+    embed_pending(index, embedder)
+
+    words_only = recall(store.db, question, Config().memory, conversation_id=now.id)
+    assert [(h.message_id, h.via, h.relevance) for h in words_only.hits[:1]] == [(answer, "answer", 0.0)]
+    both = recall(store.db, question, Config().memory, conversation_id=now.id, embedder=embedder, index=index)
+    first = both.hits[0]
+    query_vector, answer_vector = embedder.embed([question, "Run make dist, then push a signed tag like v1.4.0."])
+    cosine = float(query_vector @ answer_vector) / float((query_vector @ query_vector) * (answer_vector @ answer_vector)) ** 0.5
+    assert first.message_id == answer and first.via == "vector+answer"  # the vector leg found it too
+    assert first.relevance == pytest.approx(cosine, abs=1e-3) and first.relevance < 0.9
+    assert question not in [h.content for h in both.hits]
+    store.close()

@@ -80,7 +80,7 @@ class RecallHit:
     created_at: str
     relevance: float  # 0..1: the cosine of a vector hit, the keyword coverage of a keyword hit (the better of both)
     score: float  # the ranking score after fusion and decay
-    via: str  # "vector" | "keyword" | "both"
+    via: str  # "vector" | "keyword" | "both"; "+answer" (or "answer") for the answer to a repeated question
 
 
 @dataclass(frozen=True)
@@ -290,6 +290,31 @@ def _answers(db: "Database", rows: dict[int, dict[str, Any]], ids: list[int], ex
     return found
 
 
+def _answer_cosines(embedder: "Embedder | None", vector: Any, texts: dict[int, str]) -> dict[int, float]:
+    """The cosine to the query vector of answers no leg returned (none without a query vector)."""
+    if not texts or embedder is None or vector is None:
+        return {}
+    import numpy as np
+
+    try:
+        rows = np.asarray(embedder.embed(list(texts.values())), dtype=np.float32)
+    except Exception:  # noqa: BLE001 — a relevance figure only: the answer keeps its words' share
+        return {}
+    q = np.asarray(vector, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    values = (rows @ q) / np.where(norms > 0, norms, 1.0)
+    return {i: max(-1.0, min(1.0, float(v))) for i, v in zip(texts, values)}
+
+
+def _legs(i: int, cosines: Collection[int], bm25: Collection[int], answered: Collection[int]) -> str:
+    """Which searches found hit `i`: "vector", "keyword" or "both"; an answer brought in for a repeated
+    question adds "answer" to the legs that found it ("answer" alone when neither did)."""
+    found = "both" if i in cosines and i in bm25 else ("vector" if i in cosines else ("keyword" if i in bm25 else ""))
+    if i in answered:
+        return f"{found}+answer" if found else "answer"
+    return found
+
+
 def recall(
     db: "Database",
     query: str,
@@ -313,6 +338,7 @@ def recall(
     exclude = set(exclude_ids)
     pool = POOL + len(exclude)
     vector_ranked: list[tuple[int, float]] = []
+    vector = None
     searched: list[str] = []
     if embedder is not None and index is not None:
         from .embedders.base import EmbeddingError
@@ -357,8 +383,9 @@ def recall(
                 continue
             rows.setdefault(answer["id"], answer)
             prior.setdefault(answer["id"], information(words[answer["id"]], rarity))
-            fused[answer["id"]] = max(fused.get(answer["id"], 0.0), score)
+            fused[answer["id"]] = max(fused.get(answer["id"], 0.0), score)  # it ranks where its question did
             answered[answer["id"]] = i
+    own_cosine = _answer_cosines(embedder, vector, {a: rows[a]["content"] for a in answered if a not in cosines})
     if not fused:
         return RecallResult(chosen, (), note, tuple(searched))
     total = sum(query_rarity[t] for t in query_terms) or 1.0
@@ -381,8 +408,10 @@ def recall(
     for i in sorted(fused, key=lambda i: (-fused[i], -i)):
         if not reorders and len(scores) >= limit:
             break
+        # an answer brought in for a repeated question passes the cut as its question would, but its
+        # relevance is its own: its cosine to the query (embedded if no leg found it) or its share of words
         cosine, said = cosine_and_said(answered[i] if answered.get(i) in rows else i)
-        support[i] = max(cosine, said)
+        support[i] = max(cosine, said) if i not in answered else max(own_cosine.get(i, 0.0), *cosine_and_said(i))
         if rows[i]["conversation_id"] == conversation_id or (
             fused[i] >= threshold and (cosine >= cosine_floor or said >= said_floor)
         ):
@@ -408,7 +437,7 @@ def recall(
             created_at=rows[i]["created_at"],
             relevance=round(support[i], 4),  # its cosine, or the rarity-weighted share of the query it holds
             score=round(scores[i], 6),
-            via="both" if i in cosines and i in bm25 else ("vector" if i in cosines else "keyword"),
+            via=_legs(i, cosines, bm25, answered),
         )
         for i in order
     )
