@@ -115,3 +115,25 @@ def test_nothing_recalled_and_bad_input(history, compatible):
     assert_one_line_error(run_zeph("recall", "  ", env=compatible), 2, "the query is empty")
     off = {**compatible, "ZEPH_MEMORY_SEMANTIC_ENABLED": "false"}
     assert_one_line_error(run_zeph("recall", "TP1234", env=off), 1, "semantic recall is off")
+
+
+def test_any_script_and_a_repeated_question_through_zeph(tmp_path, compatible):
+    """A Russian question loads the embedder and recalls the Russian fact by both legs; the answer that takes
+    a repeated question's place says so in its legs and carries its own relevance."""
+    question = "How do I publish a release of the parser library?"
+    lines = [
+        {"session": "db", "role": "user", "content": "База данных слушает порт 5433 за pgbouncer.", "id": "r1"},
+        {"session": "db", "role": "assistant", "content": "Понял: порт 5433.", "id": "r2"},
+        {"session": "db", "role": "user", "content": "Спасибо, всё работает!", "id": "r3"},
+        {"session": "rel", "role": "user", "content": question, "id": "q1"},
+        {"session": "rel", "role": "assistant", "content": "Run make dist, then push a signed tag like v1.4.0.", "id": "a1"},
+    ]
+    source = tmp_path / "history.jsonl"
+    source.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    assert run_zeph("sessions", "import", str(source)).returncode == 0
+    russian = _recall("Какой порт у базы данных?", env=compatible)
+    assert russian and russian[0]["external_id"] == "r1" and russian[0]["legs"] == ["vector", "keyword"], russian
+    repeated = _recall(question, env=compatible)
+    assert repeated[0]["external_id"] == "a1" and repeated[0]["legs"] == ["vector", "answer"], repeated
+    assert 0 < repeated[0]["relevance"] < 0.9
+    assert "q1" not in [hit["external_id"] for hit in repeated]

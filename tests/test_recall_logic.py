@@ -30,6 +30,10 @@ from zeph_cli.tokens import default_counter
         ("why does `parse_invoice` fail on empty rows?", Route.KEYWORD),  # a backtick, an identifier inside a question
         ('what did we say about "blue-green deploys"', Route.KEYWORD),  # quoted text
         ("what is in deploy.sh", Route.KEYWORD),  # a file name
+        ("что мы говорили про «синий-зелёный деплой»?", Route.KEYWORD),  # quoted in guillemets
+        ("wie war „Blau-Grün“ gemeint?", Route.KEYWORD),  # German quotes
+        ("「蓝绿部署」是什么？", Route.KEYWORD),  # CJK corner brackets
+        ("Какой порт у базы данных?", Route.HYBRID),
         ("pgbouncer port", Route.HYBRID),  # short: both legs, the configured weights
         ("what port does the staging database use", Route.HYBRID),
         ("how is the cache related to the scheduler", Route.HYBRID),

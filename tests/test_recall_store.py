@@ -1,4 +1,5 @@
-"""`recall()` on a real zeph database with the embedded embedder and both vector backends."""
+"""`recall()` on a real zeph database with each offline embedder (minilm, the default, and wordllama) and both
+vector backends."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from zeph_cli.config import Config
 from zeph_cli.memory.embedders.embedded import shared_embedded
+from zeph_cli.memory.embedders.select import EMBEDDED_MODELS, shared_offline
 from zeph_cli.memory.indexer import embed_pending
 from zeph_cli.memory.recall import recall
 from zeph_cli.memory.routing import Route
@@ -27,8 +29,13 @@ NOISE = [f"Refactored module number {i} and renamed a variable in the parser." f
 ]
 
 
+@pytest.fixture(params=sorted(EMBEDDED_MODELS))
+def embedder(request):
+    return shared_offline(EMBEDDED_MODELS[request.param])
+
+
 @pytest.fixture
-def world(tmp_path):
+def world(tmp_path, embedder):
     path = tmp_path / "zeph.db"
     store = ConversationStore(open_database(path))
     past = store.create_conversation(provider="p", model="m", cwd="/", title="infra notes")
@@ -38,7 +45,8 @@ def world(tmp_path):
         store.add_message(past.id, Message.assistant("Noted."))
     now = store.create_conversation(provider="p", model="m", cwd="/", title="today")
     index = SqliteVectorIndex(store.db, path)
-    embed_pending(index, shared_embedded())
+    embed_pending(index, embedder)
+    index.embedder = embedder  # the embedder of this world's vectors, for the queries below
     yield store, index, ids, past, now
     store.close()
 
@@ -47,7 +55,7 @@ def _recall(store, index, query, conversation_id, **memory):
     config = Config().memory
     if memory:
         config = dataclasses.replace(config, semantic=dataclasses.replace(config.semantic, **memory))
-    return recall(store.db, query, config, conversation_id=conversation_id, embedder=shared_embedded(), index=index)
+    return recall(store.db, query, config, conversation_id=conversation_id, embedder=index.embedder, index=index)
 
 
 def test_both_legs_run_for_every_query_and_find_the_fact_in_another_session(world):
@@ -71,7 +79,7 @@ def test_unrelated_and_excluded_and_compacted_messages_are_not_recalled(world):
     assert _recall(store, index, "kubernetes helm", now.id).hits == ()  # no such words, nothing close
     target = ids[FACTS[0]]
     excluded = recall(store.db, "pgbouncer", Config().memory, conversation_id=now.id, exclude_ids={target},
-                      embedder=shared_embedded(), index=index)
+                      embedder=index.embedder, index=index)
     assert excluded.hits == ()
     store.db.execute("update messages set agent_visible = 0 where id = ?", [target])  # as compaction does
     store.db.conn.commit()
@@ -90,18 +98,19 @@ def test_vectors_of_another_model_are_never_compared(world):
         model = "other/model"
 
         def embed(self, texts):
-            return shared_embedded().embed(texts)
+            return index.embedder.embed(texts)
 
     result = recall(store.db, "Which port does the staging database listen on?", Config().memory,
                     conversation_id=now.id, embedder=Other(), index=index)
+    assert result.hits and result.hits[0].message_id == ids[FACTS[0]]
     assert all(h.via == "keyword" for h in result.hits)  # nothing is indexed for "other/model"
 
 
 def test_a_down_qdrant_degrades_to_keywords_with_a_note(world):
-    store, _, ids, _, now = world
+    store, index, ids, _, now = world
     down = QdrantVectorIndex(store.db, closed_port_url())
     result = recall(store.db, "staging database port pgbouncer", Config().memory, conversation_id=now.id,
-                    embedder=shared_embedded(), index=down)
+                    embedder=index.embedder, index=down)
     assert result.searched == ("fts5",)
     assert result.note.startswith("semantic recall fell back to keyword search: qdrant at")
     assert result.hits and result.hits[0].message_id == ids[FACTS[0]]
@@ -110,11 +119,11 @@ def test_a_down_qdrant_degrades_to_keywords_with_a_note(world):
 def test_qdrant_local_mode_serves_the_same_recall(world):
     from qdrant_client import QdrantClient
 
-    store, _, ids, _, now = world
+    store, sqlite_index, ids, _, now = world
     index = QdrantVectorIndex(store.db, "http://unused", client=QdrantClient(location=":memory:"))
-    embed_pending(index, shared_embedded())
+    embed_pending(index, sqlite_index.embedder)
     result = recall(store.db, "Which port does the staging database listen on?", Config().memory,
-                    conversation_id=now.id, embedder=shared_embedded(), index=index)
+                    conversation_id=now.id, embedder=sqlite_index.embedder, index=index)
     assert result.searched == ("qdrant", "fts5") and result.hits[0].message_id == ids[FACTS[0]]
 
 
@@ -151,6 +160,7 @@ def test_numbers_the_embedder_cannot_tell_apart_are_told_apart_by_their_words(tm
     now = store.create_conversation(provider="p", model="m", cwd="/", title="today")
     index = SqliteVectorIndex(store.db, path)
     embed_pending(index, shared_embedded())
+    index.embedder = shared_embedded()  # wordllama's mean of token vectors: one vector for both numbers
     vectors = shared_embedded().embed([f"The staging database listens on port {n}." for n in ("12", "21")])
     assert float(vectors[0] @ vectors[1]) == pytest.approx(1.0, abs=1e-6)
     result = _recall(store, index, query.format(port), now.id, recall_limit=1)
@@ -185,4 +195,31 @@ def test_the_cosine_floor_for_a_hit_sharing_no_word_is_the_embedders_own(tmp_pat
     found = {h.message_id for h in recall(store.db, query, Config().memory, conversation_id=now.id,
                                           embedder=minilm, index=index).hits}
     assert unsure not in found
+    store.close()
+
+
+def test_the_answer_to_a_repeated_question_carries_its_own_relevance_and_legs(tmp_path, embedder):
+    """The answer that takes a repeated question's place ranks where the question ranked, but its relevance
+    is its own (not the question's 1.0) and its legs are the searches that found it, plus "answer"."""
+    path = tmp_path / "zeph.db"
+    store = ConversationStore(open_database(path))
+    past = store.create_conversation(provider="p", model="m", cwd="/", title="release")
+    question = "How do I publish a release of the parser library?"
+    store.add_message(past.id, Message.user(question))
+    answer = store.add_message(past.id, Message.assistant("Run make dist, then push a signed tag like v1.4.0.")).id
+    for text in NOISE[:5]:
+        store.add_message(past.id, Message.user(text))
+    now = store.create_conversation(provider="p", model="m", cwd="/", title="today")
+    index = SqliteVectorIndex(store.db, path)
+    embed_pending(index, embedder)
+
+    words_only = recall(store.db, question, Config().memory, conversation_id=now.id)
+    assert [(h.message_id, h.via, h.relevance) for h in words_only.hits[:1]] == [(answer, "answer", 0.0)]
+    both = recall(store.db, question, Config().memory, conversation_id=now.id, embedder=embedder, index=index)
+    first = both.hits[0]
+    query_vector, answer_vector = embedder.embed([question, "Run make dist, then push a signed tag like v1.4.0."])
+    cosine = float(query_vector @ answer_vector) / float((query_vector @ query_vector) * (answer_vector @ answer_vector)) ** 0.5
+    assert first.message_id == answer and first.via == "vector+answer"  # the vector leg found it too
+    assert first.relevance == pytest.approx(cosine, abs=1e-3) and first.relevance < 0.9
+    assert question not in [h.content for h in both.hits]
     store.close()

@@ -28,8 +28,9 @@ NEW_SESSION = 0  # no session has this id: every stored message is from another 
 
 
 def legs(via: str) -> list[str]:
-    """The searches that found a hit ("both" = the vector and the keyword search)."""
-    return ["vector", "keyword"] if via == "both" else [leg for leg in via.split("+") if leg]
+    """The searches that found a hit ("both" = the vector and the keyword search), and "answer" for the
+    answer to a repeated question that recall brought in in its question's place."""
+    return [leg for part in via.split("+") for leg in (("vector", "keyword") if part == "both" else (part,)) if leg]
 
 
 def hit_objects(turn: "TurnMemory", store: "ConversationStore") -> list[dict[str, Any]]:

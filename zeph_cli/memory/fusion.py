@@ -1,14 +1,17 @@
-"""Ranking arithmetic for recall: reciprocal rank fusion, temporal decay, MMR, relevance.
+"""Ranking arithmetic for recall: the words of a text, reciprocal rank fusion, temporal decay, MMR, relevance.
 
 Invariant: pure functions over plain values (ids, ranks, scores, unit vectors as
 sequences of floats, token sets); nothing here touches the store, an index or
-an embedder, and nothing imports numpy.
+an embedder, and nothing imports numpy. A text's words (`terms`) are folded as
+the store's FTS5 index (unicode61, remove_diacritics 1) folds its tokens, in any
+script, so a word recall weighs is the word the index counts.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 
 RRF_K = 60  # the constant of Cormack et al.'s reciprocal rank fusion, as commonly used
@@ -28,12 +31,67 @@ STOPWORDS = frozenset(
     ok lgtm perfect nice cool yep nope yeah""".split()
 )
 PARTS = re.compile(r"[.:/-]")
-_TERM = re.compile(r"[A-Za-z0-9_]+(?:[.:/-][A-Za-z0-9_]+)*")
+_TERM = re.compile(r"\w+(?:[.:/-]\w+)*")  # letters and digits of any script (and _), compounds kept whole
+# The marks FTS5's unicode61 tokenizer (remove_diacritics 1, the store's) drops after a Latin letter:
+# a single one of these on an ASCII base letter goes ("café" is "cafe", "Müller" "muller"); other
+# scripts keep theirs ("й" stays "й").
+_DIACRITIC = re.compile(r"(?<=[A-Za-z])[\u0300-\u0304\u0306-\u030c\u030f\u0311\u031b\u0323-\u0328\u032d\u032e"
+                        r"\u0330\u0331](?![\u0300-\u036f])")
+_NOT_LATIN_BASE = re.compile(r"[\u0300-\u036f]{2}")  # a letter with two marks keeps both (unicode61 too)
+# Letters unicode61 folds beyond lower-casing (Greek final sigma and symbol variants, the long s).
+_FOLDS = str.maketrans({"ς": "σ", "µ": "μ", "ſ": "s", "ẛ": "s", "ϐ": "β", "ϑ": "θ", "ϕ": "φ", "ϖ": "π",
+                        "ϰ": "κ", "ϱ": "ρ", "ϵ": "ε", "ι": "ι"})
+# Scripts written without spaces: unicode61 makes a whole run one token, so their words are the
+# run's overlapping character pairs (the usual bigrams of CJK retrieval) and a lone character.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+CJK_STOPWORDS = frozenset("什么 怎么 为什 哪个 哪里 这个 那个 我们 你们 他们 一个 谢谢 是什 是不 不是 的是 了吗 好的 "
+                          "それ これ です ます ました".split())
+
+
+def fold(text: str) -> str:
+    """`text` folded as the FTS5 index folds it (unicode61, remove_diacritics 1): lower-cased, one
+    diacritic on a Latin letter removed, a few letter variants unified. ASCII text is only lower-cased."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFD", text)
+    if _NOT_LATIN_BASE.search(decomposed):  # keep a letter carrying two marks whole: only single ones go
+        decomposed = re.sub(r"[A-Za-z][\u0300-\u036f]{2,}", lambda m: unicodedata.normalize("NFC", m.group()),
+                            decomposed)
+    return unicodedata.normalize("NFC", _DIACRITIC.sub("", decomposed)).lower().translate(_FOLDS)
 
 
 def terms(text: str) -> set[str]:
-    """The content words of `text`, lower-cased, stopwords and one-letter words out."""
-    return {t for t in (m.lower() for m in _TERM.findall(text)) if len(t) > 1 and t not in STOPWORDS}
+    """The content words of `text`, folded as the FTS5 index folds them (`fold`), stopwords and
+    one-letter words out; a run of CJK characters gives its character pairs (a lone one itself)."""
+    found: set[str] = set()
+    for word in _TERM.findall(fold(text)):
+        if word.isascii() or not _CJK.search(word):
+            if len(word) > 1 and word not in STOPWORDS:
+                found.add(word)
+            continue
+        for part in re.split(f"({_CJK.pattern})", word):
+            if not part or part in "._:/-":
+                continue
+            if not _CJK.fullmatch(part):
+                part = part.strip("._:/-")
+                if len(part) > 1 and part not in STOPWORDS:
+                    found.add(part)
+            elif len(part) == 1:
+                found.add(part)
+            else:
+                found.update(p for p in (part[i:i + 2] for i in range(len(part) - 1)) if p not in CJK_STOPWORDS)
+    return found
+
+
+def names_something(text: str) -> bool:
+    """Whether `text` has content recall can search for: a content word (`terms`), or letters of a script
+    whose words FTS5 cuts into single letters (a Devanagari word's consonants): the vector leg runs for it."""
+    return bool(terms(text)) or any(c.isalnum() and not c.isascii() for c in text)
+
+
+def is_cjk(term: str) -> bool:
+    """Whether a word of `terms` is CJK characters (a pair or a lone one): no FTS5 token of its own."""
+    return bool(_CJK.fullmatch(term))
 
 
 def keyword_coverage(query_terms: set[str], text: str) -> float:

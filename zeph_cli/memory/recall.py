@@ -4,8 +4,9 @@ Invariant: only messages the agent may see (`agent_visible = 1`, user or
 assistant text) are ever returned — compacted originals never, nor a reply
 marked as repeating an injected block (`echo` in its metadata) — and never one
 whose id the caller excludes (what the current window already holds). Every
-query that names something runs both legs: FTS5 with any of its telling words
-(bm25() order) and the vector index (its common names left out); each leg is
+query that names something, in any script, runs both legs: FTS5 with any of
+its telling words (folded as the index folds them; bm25() order) and the
+vector index (its common names left out); each leg is
 re-ranked by the messages' information prior, then fused by weighted
 reciprocal rank fusion, the router only changing the weights. Vectors are
 compared only within the embedder's model. A vector index that is down leaves
@@ -30,7 +31,10 @@ from typing import TYPE_CHECKING, Any
 from .fusion import (
     PARTS,
     decay_factor,
+    fold,
+    is_cjk,
     jaccard,
+    names_something,
     mmr,
     term_present,
     with_parts,
@@ -60,7 +64,8 @@ MIN_SUPPORT = 0.1  # a message with no word of the query and a cosine under this
 # may set its own cosine floor as `min_support`: the scale of cosines differs between models)
 ALONE_COSINE = 0.35  # when no word of the query occurs in the history at all, the cosine a vector hit needs
 SAME_QUESTION = 0.8  # content-word Jaccard from which a past turn is the query asked again
-_NAME = re.compile(r"\b[A-Z][a-z]+\b")
+_WORD = re.compile(r"\b[^\W\d_]{2,}\b")  # a word of letters; a name when capitalized (see dense_query)
+QUESTION_MARKS = "?？؟"
 
 
 
@@ -75,7 +80,7 @@ class RecallHit:
     created_at: str
     relevance: float  # 0..1: the cosine of a vector hit, the keyword coverage of a keyword hit (the better of both)
     score: float  # the ranking score after fusion and decay
-    via: str  # "vector" | "keyword" | "both"
+    via: str  # "vector" | "keyword" | "both"; "+answer" (or "answer") for the answer to a repeated question
 
 
 @dataclass(frozen=True)
@@ -88,8 +93,9 @@ class RecallResult:
 
 
 def keyword_search(db: "Database", query_terms: set[str], limit: int) -> list[tuple[int, float]]:
-    """Agent-visible user/assistant messages holding any of the terms (whole words), best first by FTS5's
-    bm25(), with that score (higher is better). A query FTS5 refuses finds nothing."""
+    """Agent-visible user/assistant messages holding any of the terms (whole words; a CJK pair as the
+    start of a token, as FTS5 keeps a run of CJK characters as one), best first by FTS5's bm25(), with that
+    score (higher is better). A query FTS5 refuses finds nothing."""
     if not query_terms:
         return []
     try:
@@ -100,7 +106,7 @@ def keyword_search(db: "Database", query_terms: set[str], limit: int) -> list[tu
             where messages_fts match ? and m.agent_visible = 1 and m.role in ('user', 'assistant')
             order by rank limit ?
             """,
-            [" OR ".join(f'"{t}"' for t in sorted(query_terms)), limit],
+            [" OR ".join(f'"{t}"*' if is_cjk(t) else f'"{t}"' for t in sorted(query_terms)), limit],
         ).fetchall()
     except sqlite3.OperationalError:
         return []
@@ -184,11 +190,12 @@ def dense_query(db: "Database", query: str) -> str:
     in the history are left out while other content words remain — a name in most of a history's small
     talk would otherwise make every "Thanks, Dmitri!" the query's nearest neighbour. A name earns its
     place by its rarity (COMMON_NAME)."""
-    names = [m for m in _NAME.finditer(query) if m.start() > 0 and query[m.start() - 1] not in ".!?\n"]
+    names = [m for m in _WORD.finditer(query) if m.group()[0].isupper() and m.group()[1:].islower()
+             and m.start() > 0 and query[m.start() - 1] not in ".!?。！？\n"]
     if not names:
         return query
-    rare = term_stats(db).rarity({m.group().lower() for m in names})
-    common = [m for m in names if rare[m.group().lower()] < COMMON_NAME]
+    rare = term_stats(db).rarity({fold(m.group()) for m in names})
+    common = [m for m in names if rare[fold(m.group())] < COMMON_NAME]
     if not common:
         return query
     kept = query
@@ -239,7 +246,7 @@ def _ties_settled(
     runs = Counter(lead.values())
 
     def words_found(i: int) -> float:
-        if runs[lead[i]] <= 1:
+        if runs[lead[i]] <= 1 or not query_terms:
             return 0.0
         found = with_parts(words[i])
         return sum(term_present(t, found) for t in query_terms) / len(query_terms)
@@ -258,7 +265,7 @@ def information(found: set[str], rarity: dict[str, float]) -> float:
 
 def _same_question(query_terms: set[str], text: str) -> bool:
     """Whether a past message asks what the query asks: a question of (nearly) the same content words."""
-    if "?" not in text:
+    if not any(mark in text for mark in QUESTION_MARKS):
         return False
     found = terms(text)
     return bool(found) and jaccard(found, query_terms) >= SAME_QUESTION
@@ -283,6 +290,31 @@ def _answers(db: "Database", rows: dict[int, dict[str, Any]], ids: list[int], ex
     return found
 
 
+def _answer_cosines(embedder: "Embedder | None", vector: Any, texts: dict[int, str]) -> dict[int, float]:
+    """The cosine to the query vector of answers no leg returned (none without a query vector)."""
+    if not texts or embedder is None or vector is None:
+        return {}
+    import numpy as np
+
+    try:
+        rows = np.asarray(embedder.embed(list(texts.values())), dtype=np.float32)
+    except Exception:  # noqa: BLE001 — a relevance figure only: the answer keeps its words' share
+        return {}
+    q = np.asarray(vector, dtype=np.float32)
+    norms = np.linalg.norm(rows, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    values = (rows @ q) / np.where(norms > 0, norms, 1.0)
+    return {i: max(-1.0, min(1.0, float(v))) for i, v in zip(texts, values)}
+
+
+def _legs(i: int, cosines: Collection[int], bm25: Collection[int], answered: Collection[int]) -> str:
+    """Which searches found hit `i`: "vector", "keyword" or "both"; an answer brought in for a repeated
+    question adds "answer" to the legs that found it ("answer" alone when neither did)."""
+    found = "both" if i in cosines and i in bm25 else ("vector" if i in cosines else ("keyword" if i in bm25 else ""))
+    if i in answered:
+        return f"{found}+answer" if found else "answer"
+    return found
+
+
 def recall(
     db: "Database",
     query: str,
@@ -300,12 +332,13 @@ def recall(
     chosen = route_of(query)
     limit = semantic.recall_limit
     query_terms = terms(query)
-    if not query_terms or limit <= 0:
+    if not names_something(query) or limit <= 0:
         return RecallResult(chosen)  # a query naming nothing ("hello there", "continue") recalls nothing
     note = ""
     exclude = set(exclude_ids)
     pool = POOL + len(exclude)
     vector_ranked: list[tuple[int, float]] = []
+    vector = None
     searched: list[str] = []
     if embedder is not None and index is not None:
         from .embedders.base import EmbeddingError
@@ -350,8 +383,9 @@ def recall(
                 continue
             rows.setdefault(answer["id"], answer)
             prior.setdefault(answer["id"], information(words[answer["id"]], rarity))
-            fused[answer["id"]] = max(fused.get(answer["id"], 0.0), score)
+            fused[answer["id"]] = max(fused.get(answer["id"], 0.0), score)  # it ranks where its question did
             answered[answer["id"]] = i
+    own_cosine = _answer_cosines(embedder, vector, {a: rows[a]["content"] for a in answered if a not in cosines})
     if not fused:
         return RecallResult(chosen, (), note, tuple(searched))
     total = sum(query_rarity[t] for t in query_terms) or 1.0
@@ -362,7 +396,9 @@ def recall(
     support: dict[int, float] = {}
     best = max(fused.values())
     threshold = best * memory.cross_session_score_threshold
-    alone = not any(term_stats(db).seen(t) for t in query_terms)  # no word of the query in the history
+    # no word of the query in the history (a CJK pair has no token of its own: the keyword leg says)
+    alone = not any(term_stats(db).seen(t) for t in query_terms if not is_cjk(t)) and not (
+        keyword_ranked and any(is_cjk(t) for t in query_terms))
     said_floor = ALONE_COSINE if alone else MIN_SUPPORT
     # the cosine floor is in the embedder's own scale (a sentence encoder's unrelated pairs sit higher)
     cosine_floor = ALONE_COSINE if alone else getattr(embedder, "min_support", MIN_SUPPORT)
@@ -372,8 +408,10 @@ def recall(
     for i in sorted(fused, key=lambda i: (-fused[i], -i)):
         if not reorders and len(scores) >= limit:
             break
+        # an answer brought in for a repeated question passes the cut as its question would, but its
+        # relevance is its own: its cosine to the query (embedded if no leg found it) or its share of words
         cosine, said = cosine_and_said(answered[i] if answered.get(i) in rows else i)
-        support[i] = max(cosine, said)
+        support[i] = max(cosine, said) if i not in answered else max(own_cosine.get(i, 0.0), *cosine_and_said(i))
         if rows[i]["conversation_id"] == conversation_id or (
             fused[i] >= threshold and (cosine >= cosine_floor or said >= said_floor)
         ):
@@ -399,7 +437,7 @@ def recall(
             created_at=rows[i]["created_at"],
             relevance=round(support[i], 4),  # its cosine, or the rarity-weighted share of the query it holds
             score=round(scores[i], 6),
-            via="both" if i in cosines and i in bm25 else ("vector" if i in cosines else "keyword"),
+            via=_legs(i, cosines, bm25, answered),
         )
         for i in order
     )

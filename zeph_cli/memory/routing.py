@@ -24,7 +24,7 @@ QUESTION_WORDS = frozenset(
     "will shall may might explain describe tell remind recall remember".split()
 )
 _CODE = re.compile(r"::|/|\\|->|=>|\(\)|\w\.\w+\(|[{}\[\]<>]|`|\b\w+\.(?:py|rs|js|ts|go|md|toml|json|ya?ml|conf|sh|c|h)\b")
-_QUOTED = re.compile(r"\"[^\"]{2,}\"|'[^']{2,}'(?!\w)")
+_QUOTED = re.compile(r"\"[^\"]{2,}\"|'[^']{2,}'(?!\w)|«[^»]{2,}»|“[^”]{2,}”|„[^“”]{2,}[“”]|「[^」]{2,}」")
 _SNAKE = re.compile(r"\b[a-z0-9]+(?:_[a-z0-9]+)+\b")
 _CAMEL = re.compile(r"\b(?:[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)\b")
 _WORD = re.compile(r"[\w'-]+")

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..context.recall_block import RecallEntry, render_entry
-from .fusion import terms
+from .fusion import names_something
 from .recall import RECALLED_ROLES, RecallResult, dense_query, recall
 
 if TYPE_CHECKING:
@@ -118,8 +118,8 @@ class MemoryService:
 
     def embeds_for(self, query: str) -> bool:
         """Whether a turn on `query` loads the embedder: semantic recall on, and a query that names something
-        (both legs run for every such query; "continue" or "hello there" recalls nothing)."""
-        return self.semantic_on and bool(terms(query))
+        in any script (both legs run for every such query; "continue" or "hello there" recalls nothing)."""
+        return self.semantic_on and names_something(query)
 
     # ---- loading -------------------------------------------------------------
 
