@@ -5,7 +5,9 @@ Budgets 2k / 4k / 8k / 32k (`ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS`) × workloads
 every third turn} × summarizers {faithful, barely-compressing, failing}, plus
 rows against a server that under-reports usage (no tool schemas, no template).
 Every user turn also states one short distinct fact on a line of its own
-(`FACT-K037 = teal-3`) among its filler.
+(`FACT-K037 = teal-3`) among its filler, and the store holds an earlier
+session on the same topics (without the facts), so semantic recall has
+something to bring back and must find room beside the summary.
 Every turn runs through the real `Agent.run_turn` and the real openai SDK
 against a local fake OpenAI-compatible server whose window is the cell's
 budget: it counts each request's prompt tokens over everything sent, reports
@@ -54,6 +56,8 @@ from tests.fakes.openai_usage import (  # noqa: E402
     tool_call_reply,
 )
 from tests.fakes.server import FakeResponse, FakeServer, RecordedRequest  # noqa: E402
+from zeph_cli.context.recall_block import RECALL_PREFIX  # noqa: E402
+from zeph_cli.messages import Message  # noqa: E402
 from tests.fakes.summarizers import BARELY, FACT, FAILING, FAITHFUL, Summarizer, side_job_kind  # noqa: E402
 
 BUDGETS = (2_000, 4_000, 8_000, 32_000)
@@ -79,7 +83,8 @@ LEGEND = (
     f"✗: misses its target. Planted facts: {PLANTED_FACTS} FACT- codes in user messages across the session, "
     "looked for in the last chat request the server answered (none answered: 0%). Fact lines: the turn's "
     "`FACT-K037 = teal-3` line, key and value verbatim, in that same request; beside them the tokens it "
-    "took (the server's count) and the prompt budget (the budget minus the 20% reply reserve). Tool rounds: chat requests "
+    "took (the server's count) and the prompt budget (the budget minus the 20% reply reserve). Recall: the turns "
+    "whose requests carried the semantic recall block, and that block's tokens in the last request. Tool rounds: chat requests "
     "that answer tool results, refused ones included; '–' when there were none. Summary calls: compaction "
     "summaries (single, chunk and merge calls); tool-pair summaries are counted apart below. Over budget: "
     "requests the server refused with context_length_exceeded, summary requests included. Prune events: soft "
@@ -168,6 +173,19 @@ def session_plans(workload: str, turns: int) -> list[TurnPlan]:
     return plans
 
 
+def write_earlier_session(store, cwd: str, workload: str, turns: int) -> None:
+    """An earlier session in the store on the topics of this one: half of each turn's text before its fact
+    line, and a reply, for semantic recall to bring back (recall never returns the running
+    session's own messages, so without one it has nothing to add)."""
+    rng = random.Random(11)
+    conversation = store.create_conversation(provider="compatible", model=MODEL, cwd=cwd, title="an earlier session")
+    for turn, plan in enumerate(session_plans(workload, turns)):
+        text = plan.prompt.split(f"\n{fact_line(turn)}\n")[0].removeprefix(f"Turn {turn}: ")
+        words = text.split()
+        store.add_message(conversation.id, Message.user("Last week: " + " ".join(words[: len(words) // 2])))
+        store.add_message(conversation.id, Message.assistant(prose(rng, 300)))
+
+
 def write_workspace(root: Path) -> None:
     rng = random.Random(3)
     root.mkdir(parents=True, exist_ok=True)
@@ -208,6 +226,8 @@ class SessionModel:
     turn: int = -1
     last_chat_text: str = ""  # every message's text in the latest chat request the server answered
     last_chat_tokens: int = 0  # ... and its prompt tokens, by the server's count
+    last_recall_tokens: int = 0  # ... and the tokens of its semantic recall block (0: none sent)
+    recall_turns: set[int] = field(default_factory=set)  # turns whose first chat request carried recall
     _called: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -236,6 +256,10 @@ class SessionModel:
                 if rejection is None:
                     self.last_chat_text = "\n".join(message_text(m) for m in messages)
                     self.last_chat_tokens = prompt.total
+                    recall = [message_text(m) for m in messages if message_text(m).startswith(RECALL_PREFIX)]
+                    self.last_recall_tokens = sum(self.window.count(text) for text in recall)
+                    if recall:
+                        self.recall_turns.add(self.turn)
                 record.tool_round = bool(messages) and messages[-1].get("role") == "tool"
                 question = plan.prompt if plan else ""
                 record.carries_question = any(
@@ -278,6 +302,8 @@ class CellResult:
     facts_kept: int = 0
     fact_lines_kept: int = 0  # the turns' FACT-K… lines, verbatim, in the last request answered
     last_tokens: int = 0  # the prompt tokens of the last request answered
+    last_recall_tokens: int = 0  # ... of which its semantic recall block (0: none sent)
+    recall_turns: int = 0  # turns that sent a semantic recall block
     tool_rounds: int = 0
     tool_rounds_with_question: int = 0
     turns_failed: int = 0
@@ -379,9 +405,14 @@ async def run_session(cell: Cell, turns: int, tmp: Path) -> CellResult:
     result = CellResult(cell, turns)
     finished: list = []
     agent = build_agent(server.url, cell.budget, workspace, tmp / "data" / "zeph.db")
+    write_earlier_session(agent.store, str(workspace), cell.workload, turns)
     started = time.perf_counter()
     try:
         await agent.start()
+        if agent.memory is not None:  # the earlier session's vectors, as `zeph memory reindex` writes them
+            from zeph_cli.memory.service import index_pending
+
+            await asyncio.to_thread(index_pending, agent.memory)
         conversation = agent.new_conversation(f"budget matrix {cell.name}")
 
         async def one_turn(prompt: str) -> str | None:
@@ -429,6 +460,8 @@ async def run_session(cell: Cell, turns: int, tmp: Path) -> CellResult:
     result.facts_kept = len(planted & set(FACT.findall(model.last_chat_text)))
     result.fact_lines_kept = sum(fact_line(turn) in model.last_chat_text for turn in range(turns))
     result.last_tokens = model.last_chat_tokens
+    result.last_recall_tokens = model.last_recall_tokens
+    result.recall_turns = len(model.recall_turns)
     result.compactions = dict(Counter(r.kind for r in finished if not getattr(r, "skipped", "")))
     return result
 
@@ -493,6 +526,7 @@ def table_row(r: CellResult) -> list[str]:
         _mark(f"{r.facts_pct:.0f}%", facts_target is not None and r.facts_pct < facts_target),
         _mark(f"{r.fact_lines_kept}/{r.turns}", lines_target is not None and r.fact_lines_pct < lines_target),
         f"{r.last_tokens:,} of {r.capacity:,}",
+        f"{r.recall_turns}/{r.turns}, {r.last_recall_tokens:,}",
         _mark(f"{question:.0f}%", question < 100) if question is not None else "–",
         _mark(f"{r.turns_failed}/{r.turns}", r.turns_failed > 0),
         f"{r.wall_s:.1f}",
@@ -511,6 +545,7 @@ HEADER = [
     "facts kept",
     "fact lines kept",
     "tokens sent (last request)",
+    "turns with recall, its tokens (last)",
     "tool rounds with question",
     "failed turns",
     "wall s",

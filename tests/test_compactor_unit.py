@@ -163,6 +163,27 @@ async def test_a_summarizer_that_barely_compresses_never_grows_the_summary_past_
     assert note.startswith("[cut to fit the summary's slot:") and "zeph sessions show" in note
 
 
+async def test_a_summary_in_its_own_words_that_fits_its_slot_is_stored_whole(session_factory):
+    handlers = [f"- The handler in src/api/handler_{n}.py returns 404 for a missing tenant since build {4500 + n}."
+                for n in range(40)]
+
+    async def thorough(prompt: str, max_tokens: int) -> str:
+        return "\n".join(["## 3. Files & Code", *handlers])
+
+    session = session_factory(8000, thorough)
+    for i in range(14):
+        session.turn(i)
+    events = [e async for e in session.compactor.compact(session.conversation)]
+    assert any(isinstance(e, CompactionFinished) and e.result.summary_id for e in events)
+    (summary,) = session.summaries()
+    report = session.report(session.conversation)
+    floor = summary_cap(report.capacity, report.fixed_tokens, session.config.memory.compression.max_summary_tokens)
+    assert count_message(COUNTER, summary.message) > floor  # above the floor: informative lines use the room
+    lines = summary.message.content.splitlines()
+    assert [line for line in lines if line.startswith("- The handler")] == handlers
+    assert not any(line.startswith("[cut to fit") for line in lines)
+
+
 async def test_condensing_a_summary_keeps_the_fact_lines_the_condensed_one_dropped(session_factory):
     facts = [f"- FACT-K{n:03d} = amber-{n * 7}" for n in range(30)]
 

@@ -98,7 +98,7 @@ def _history(n: int, words: int = 40) -> list[HistoryItem]:
     return items
 
 
-def test_recall_takes_only_room_below_the_soft_line_and_never_trims_history():
+def test_recall_takes_only_room_below_the_hard_lines_margin_and_never_trims_history():
     counter = default_counter()
     budget = compute_budget(configured_tokens=2000, auto_budget=True, window=2000, soft_threshold=0.6, hard_threshold=0.9)
     entries = [render_entry(100 + i, "user", "2026-11-01T00:00:00+00:00", "", "remembered fact " * 30) for i in range(5)]
@@ -111,9 +111,17 @@ def test_recall_takes_only_room_below_the_soft_line_and_never_trims_history():
     assert report.used_tokens <= budget.available * budget.soft_threshold
     # no running turn yet (a preview): the recall block comes after the history, where the next message goes
     assert messages[-1].role == "context" and messages[-1].content.startswith(RECALL_PREFIX)
-    # A history already past the soft line: no recall at all, and nothing trimmed for it.
-    without, plain = assemble(layers, _history(14, 80), budget, counter, window=2000)
-    with_recall, report = assemble(layers, _history(14, 80), budget, counter, window=2000, recall=entries)
+    # A history past the soft line (it grows there between compactions): recall takes what is left below
+    # the hard line less 5% of the budget, and trims nothing.
+    past_soft, plain = assemble(layers, _history(12, 80), budget, counter, window=2000)
+    assert plain.used_tokens > budget.available * budget.soft_threshold
+    with_recall, report = assemble(layers, _history(12, 80), budget, counter, window=2000, recall=entries)
+    assert report.block("semantic recall") and report.recalled_ids
+    assert report.used_tokens <= budget.available * (budget.hard_threshold - 0.05)
+    assert report.trimmed_messages == plain.trimmed_messages
+    # A history already within that margin: no recall at all, and nothing trimmed for it.
+    without, plain = assemble(layers, _history(16, 80), budget, counter, window=2000)
+    with_recall, report = assemble(layers, _history(16, 80), budget, counter, window=2000, recall=entries)
     assert report.block("semantic recall") is None and not report.recalled_ids
     assert with_recall == without and report.trimmed_messages == plain.trimmed_messages
 

@@ -208,6 +208,7 @@ class Agent:
                 dump_probe=self.dump_probe,
                 dump_compaction=self.dump_compaction,
                 ensure_started=self._ensure_started,
+                recall_entries=lambda: self.turn_memory.entries,
             )
         )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from ..context.compaction import (
@@ -35,6 +35,7 @@ from ..context.compaction import (
     protect_window,
     pruned_message,
     summarize_range,
+    recall_room,
     summary_cap,
     summary_slot,
     tool_pair_prompt,
@@ -42,20 +43,21 @@ from ..context.compaction import (
 from ..config import Config
 from ..context.compaction import provisional
 from ..context.compaction.guidelines import with_guidelines
-from ..context.compaction.informative import CARRIED_HEADER, normalized, states_fact
+from ..context.compaction.informative import CARRIED_HEADER, copied_share, normalized, shingles, states_fact
 from ..context.compaction.prompts import render_transcript
 from ..context.compaction.ranges import SUMMARY_PROMPT_TOKENS, chunk_size, newest_round
 from ..context.compaction.result import CompactionResult
 from ..context.compaction.summarizer import carry_earlier_facts
 from ..context.probe import VALIDATING_MESSAGE, blocks_compaction, run_probe
 from ..context.assembler import HistoryItem, pinned_index
+from ..context.recall_block import RECALL_HEADER, RecallEntry
 from ..context.report import ContextReport
 from .events import AgentEvent, AgentWarning, CompactionFinished, CompactionStarted, CompactionStatus
 from ..log import get_logger
 from ..messages import Message
 from ..store import CompactionStore, Conversation, ConversationStore, ToolLog
 from ..store.transactions import write_transaction
-from ..tokens import TokenCounter, count_message
+from ..tokens import MESSAGE_OVERHEAD, TokenCounter, count_message
 
 log = get_logger("compaction")
 
@@ -78,7 +80,8 @@ def _nothing(*_args, **_kwargs) -> None:
 
 @dataclass(frozen=True)
 class _Room:
-    """How a summary fills its slot: what states no fact takes `others` tokens at most (the slot's floor)."""
+    """How a summary fills its slot: the lines `facts` refuses, and those that carry nothing, take `others`
+    tokens at most (the slot's floor)."""
 
     others: int | None
     facts: Callable[[str], bool]
@@ -101,6 +104,7 @@ class CompactionDeps:
     dump_probe: Callable[[object], None] = _nothing
     dump_compaction: Callable[[dict], None] = _nothing
     ensure_started: Callable[[], Awaitable[object]] | None = None  # before compaction on demand
+    recall_entries: Callable[[], Sequence[RecallEntry]] = tuple  # what semantic recall found for the turn
 
 
 class Compactor:
@@ -438,6 +442,7 @@ class Compactor:
             report.capacity, report.fixed_tokens, max_summary,
             soft_threshold=deps.config.memory.soft_compaction_threshold,
             hard_threshold=deps.config.memory.hard_compaction_threshold,
+            recall_tokens=recall_room(report.capacity, report.fixed_tokens, self._recall_tokens(report)),
             **self._kept_tokens(conversation, visible, report),
         )
         cap = int(slot / factor)  # the slot is in the report's (calibrated) tokens, the summary in the tokenizer's
@@ -552,23 +557,35 @@ class Compactor:
             "prunable_tokens": int(sum(item.tokens for item in kept if item.message.tool_results) * factor),
         }
 
+    def _recall_tokens(self, report: ContextReport) -> int:
+        """What the turn's semantic recall block takes with every entry recall found (0: none), calibrated."""
+        entries = self.deps.recall_entries()
+        if not entries:
+            return 0
+        text = "\n".join([RECALL_HEADER, *(entry.text for entry in entries)])
+        return math.ceil((self.deps.counter().count(text) + MESSAGE_OVERHEAD) * self._calibration(report))
+
     @staticmethod
     def _calibration(report: ContextReport) -> float:
         """The factor the report's blocks were calibrated by (its tokens over the tokenizer's)."""
         return report.used_tokens / report.raw_tokens if report.raw_tokens else 1.0
 
     def _room(self, report: ContextReport, middle: list[HistoryItem], max_summary_tokens: int) -> _Room:
-        """What may fill the slot above its floor: facts, not text copied from the tool outputs summarized
-        (those can be read again); the floor in the tokenizer's tokens (None without a budget)."""
+        """What may fill the slot above its floor: the summary's own informative lines (cut_summary ranks
+        them) and short fact lines kept verbatim; not text copied from the tool outputs summarized (those
+        can be read again), nor a summarizer's copy of the conversation (half a line or more in runs of
+        words the range said: that is not summarizing, and would fill the slot at every compaction). The
+        floor in the tokenizer's tokens (None without a budget)."""
         copied = {normalized(line) for item in middle for result in item.message.tool_results
                   for line in result.content.splitlines()}
         copied |= {normalized(line) for item in middle if item.message.tool_calls
                    for line in render_transcript([item]).splitlines()}  # the calls as the summarizer saw them
+        said = shingles([render_transcript(middle)])
         floor = summary_cap(report.capacity, report.fixed_tokens, max_summary_tokens)
         return _Room(
             int(floor / self._calibration(report)) if report.capacity else None,
-            lambda line: (states_fact(line) and normalized(line) not in copied
-                          and not line.lstrip("-*• ").startswith(TRANSCRIPT_MARKS)),
+            lambda line: (normalized(line) not in copied and not line.lstrip("-*• ").startswith(TRANSCRIPT_MARKS)
+                          and (states_fact(line) or 2 * copied_share(line, said) < 1)),
         )
 
     async def _chunk_tokens(self, purpose: str, reply_cap: int, budget: int = 0) -> tuple[int, int]:
@@ -577,7 +594,7 @@ class Compactor:
         return chunk_size(window, budget, reply_cap)
 
     async def _fit_slot(self, text: str, cap: int, purpose: str, room: _Room) -> str:
-        """`text` (a summary starting with its marker line) within `cap` tokens, what states no fact within
+        """`text` (a summary starting with its marker line) within `cap` tokens, copied and empty lines within
         the slot's floor (`room`): as it is when it fits, else condensed by the summarizer when it is over the
         cap, else cut, least informative lines first. Never longer than the cap."""
         counter = self.deps.counter()
@@ -595,7 +612,7 @@ class Compactor:
         return self._cut(text, shorter or body, cap, room)
 
     def _cut(self, text: str, body: str, cap: int, room: _Room) -> str:
-        """`body` with its marker line within `cap` tokens, what states no fact within `room.others` (`text`:
+        """`body` with its marker line within `cap` tokens, copied and empty lines within `room.others` (`text`:
         the summary as it came)."""
         counter = self.deps.counter()
         marker = counter.count(SUMMARY_MARKER + "\n") + 2

@@ -9,8 +9,10 @@ messages — Octopus' role for retrieved material) just before the running turn,
 blocks (the enhancement prompt) as the very last messages. Everything before the
 per-turn blocks is the same from one turn to the next but for the turn just
 added, so prompt caches (and a local server's KV cache) keep the history too. Semantic recall only
-takes room that is free: at most its allocation share and never past the soft
-compaction line, so it never causes a compaction or trims history. The messages returned are exactly those sent (tool results wrapped as
+takes room that is free: at most its allocation share and never within
+RECALL_HARD_MARGIN of the hard compaction line (it may pass the soft one, into the
+room history grows into between compactions), so it never causes an LLM
+compaction or trims history. The messages returned are exactly those sent (tool results wrapped as
 untrusted data) and every token of them is in the report, each message
 attributed to its block (`sent_blocks`). History that does
 not fit the budget is dropped oldest first, never a tool call without its
@@ -41,6 +43,7 @@ if TYPE_CHECKING:  # the skills and worldbook modules load when a turn has skill
 # Blocks are calibrated one by one and history group by group: their roundings
 # may add up to a few tokens more than the allowance they were fitted to.
 ROUNDING_SLACK = 8
+RECALL_HARD_MARGIN = 0.05  # recall leaves this share of the budget free below the hard compaction line
 UNBUDGETED_RECALL_TOKENS = 2000  # the recall block's cap when there is no budget to take a share of
 RECALL_SLOT = "semantic_recall"
 SKILLS_LAYER = "skills"
@@ -199,7 +202,10 @@ def assemble(
         summary_tokens = calibration.apply(raw_summaries)
         if recall:
             everything = fixed + summary_tokens + calibration.apply(sum(i.tokens for i in recent))
-            free = int(budget.available * budget.soft_threshold) - everything - ROUNDING_SLACK
+            # recall may take what is left below the hard line (less a margin), not only below the soft one:
+            # history grows into the room below the soft line between compactions, and recall would go first
+            free = int(budget.available * max(budget.hard_threshold - RECALL_HARD_MARGIN, budget.soft_threshold)) \
+                - everything - ROUNDING_SLACK
             recall_text, recalled = _recall_block(
                 recall, min(allocation.for_slot(RECALL_SLOT), free), counter, calibration
             )

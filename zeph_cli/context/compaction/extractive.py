@@ -33,6 +33,7 @@ from .markers import SUMMARY_MARKER, is_compaction_summary
 
 KEPT_LINES = "Kept sentences (extractive, provisional):"  # summarized again once the summarizer answers
 SENTENCE_CHARS = 300  # one kept sentence of a message is cut at this length
+TIGHTEN_CHARS = 4 * SENTENCE_CHARS  # what of a sentence is read to choose its clauses before that cut
 LONG_LINE_CHARS = 300  # a summary line longer than this is cut into its sentences
 PREVIEWS_FROM_TOKENS = 400  # smaller slots leave out the metadata summary's last-message previews
 SCROLL_BACK = "the originals stay in the user's scroll-back (zeph sessions show)"
@@ -96,9 +97,10 @@ def _candidates(items: list[HistoryItem]) -> list[tuple[str, int, int]]:
 
 
 def _shorten(unit: str) -> str:
-    """A unit tightened to its telling clauses and cut at SENTENCE_CHARS, its speaker label kept."""
+    """A unit tightened to its telling clauses and cut at SENTENCE_CHARS, its speaker label kept; only its
+    first TIGHTEN_CHARS are read (a 15,000-character token is not scored clause by clause)."""
     label, text = split_label(unit)
-    return label + _tighten(text)[:SENTENCE_CHARS]
+    return label + _tighten(text[:TIGHTEN_CHARS])[:SENTENCE_CHARS]
 
 
 def pick(
@@ -173,19 +175,24 @@ def cut_summary(
     cap_tokens: int,
     counter: TokenCounter,
     *,
-    facts: Callable[[str], bool] = states_fact,
+    facts: Callable[[str], bool] = lambda line: True,
     others_tokens: int | None = None,
 ) -> str:
     """A summary body within `cap_tokens`: its lines kept as they are and in their order, the least
-    informative left out first (repeated text, filler, lines without codes, numbers, identifiers or rare
-    words), headings kept over what is kept under them, and a last line saying how much was cut. With
-    `others_tokens` (the slot's floor), the lines `facts` does not accept, the headings and that line share
-    it with the facts (`informative.others_room`): the room above it is for facts. A body within both limits
-    comes back as it is."""
+    informative left out first (repeated text, filler, lines without codes, numbers, identifiers, paths,
+    key = value pairs or rare words), headings kept over what is kept under them, and a last line saying how
+    much was cut. With `others_tokens` (the slot's floor), the room above it is for the lines that carry
+    something (`informative.scores` above 0) and that `facts` accepts (the caller leaves out, say, text
+    copied from tool outputs that can be read again); the other lines, the headings and the note share the
+    floor with them (`informative.others_room`). A body within both limits comes back as it is."""
     units = _summary_units(text)
+    content_points = scores([(unit, n) for n, unit in enumerate(units)])
+    telling = {unit for unit, points in zip(units, content_points)
+               if points > 0 and not is_heading(unit) and facts(unit)}
+    eligible = telling.__contains__
     within = counter.count(text) <= cap_tokens
     if within and others_tokens is not None:
-        costs = [(counter.count(unit) + 1, is_heading(unit) or not facts(unit)) for unit in units]
+        costs = [(counter.count(unit) + 1, not eligible(unit)) for unit in units]
         fact_tokens = sum(cost for cost, other in costs if not other)
         within = sum(cost for cost, other in costs if other) <= others_room(others_tokens, fact_tokens)
     if within:
@@ -202,7 +209,7 @@ def cut_summary(
     room = cap_tokens - note_cost - heading_cost
     others_floor = None if others_tokens is None else max(others_tokens - note_cost - heading_cost, 0)
     chosen = choose([(units[n], n, 0) for n in content], room, lambda unit: counter.count(unit) + 1, fill=True,
-                    facts=facts, others_budget=others_floor)
+                    facts=eligible, others_budget=others_floor)
     kept = [content[index] for index in chosen]
     points = dict(zip(content, scores([(units[n], n) for n in content])))
 

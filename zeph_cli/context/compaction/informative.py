@@ -7,8 +7,10 @@ user asked to keep, codes, key = value pairs, paths, identifiers, numbers and wo
 score most. Text said again keeps one copy: `strip_repeated` takes runs of SHINGLE_WORDS words an earlier
 source said out of the later ones (a fact glued to boilerplate is freed from it), `choose` keeps a unit said
 twice once. Choosing within a token budget keeps units in their original order, and the room above a
-summary slot's floor goes to units that state facts. A fact line of an earlier summary is never dropped
-by `carry_facts` unless the new summary still states it.
+summary slot's floor goes to the units the caller lets in first (a summary's informative lines; in the
+extractive fallback, the units that state facts). A fact line of an earlier summary is never dropped by
+`carry_facts` unless the new summary still states it: its key with a value, or its codes, paths and
+numbers — a key named without a value is not enough. Every pattern is linear in the text's length.
 """
 
 from __future__ import annotations
@@ -17,15 +19,22 @@ import re
 from collections.abc import Callable, Sequence
 
 # Codes a later turn cannot guess: FACT-AB12, ERR_42, PROJ-7, ABC123, commit hashes.
+# Every pattern starts only where a token starts (a lookbehind, not \b, which also matches inside
+# "a-b-c" or "a.b.c") and has no nested ambiguity: one search is linear in the text's length, so a
+# 15,000-character token (a JWT, a base64 blob) costs what its length does, not its square.
 _CODE = re.compile(
-    r"\b(?=[A-Z0-9_-]*\d)(?=[A-Z0-9_-]*[A-Z])[A-Z0-9][A-Z0-9_-]{3,}\b|\b[A-Z]{2,}[-_][A-Z0-9][A-Z0-9_-]*\b|\b[0-9a-f]{7,40}\b"
+    r"(?<![\w-])(?=[A-Z0-9_-]*\d)(?=[A-Z0-9_-]*[A-Z])[A-Z0-9][A-Z0-9_-]{3,}\b"
+    r"|(?<![\w-])[A-Z]{2,}[-_][A-Z0-9][A-Z0-9_-]*\b|\b[0-9a-f]{7,40}\b"
 )
 _NAME = re.compile(r"\b[a-z]+(?:_[a-z0-9]+)+\b|\b[a-z]+(?:[A-Z][a-z0-9]+)+\b")  # snake_case, camelCase
-_PATH = re.compile(r"(?:[\w.-]+/)+[\w.-]+|\b[\w-]+\.(?:py|js|ts|tsx|rs|go|md|toml|json|ya?ml|txt|c|h|cpp|java|sh|sql|cfg|ini)\b")
+_PATH = re.compile(
+    r"(?<![\w.-])(?:[\w.-]+/)+[\w.-]+"
+    r"|(?<![\w.-])[\w-]+\.(?:py|js|ts|tsx|rs|go|md|toml|json|ya?ml|txt|c|h|cpp|java|sh|sql|cfg|ini)\b"
+)
 _NUMBER = re.compile(r"\d")
-# key = value (any value), or key: value when the value carries a digit (port: 5433)
-_ASSIGNED = re.compile(r"(?<![\w=.\-/])([\w.\-/]*[A-Za-z_][\w.\-/]*)\s?=\s?[^\s=,;]+")
-_LABELLED = re.compile(r"\b[A-Za-z][\w.\-]*:\s?(?=[\w.\-/]*\d)[\w.\-/]+")
+# key = value (any value), or key: value when the value carries a digit (port: 5433); groups: key, value
+_ASSIGNED = re.compile(r"(?<![\w=.\-/])(?=[\w.\-/]*[A-Za-z_])([\w.\-/]+)\s?=\s?([^\s=,;]+)")
+_LABELLED = re.compile(r"(?<![\w.\-])([A-Za-z][\w.\-]*):\s?(?=[\w.\-/]*\d)([\w.\-/]+)")
 _DECISION = re.compile(
     r"\b(decid\w*|chose|choose|agreed|must|never|always|use|using|fix\w*|error\w*|fail\w*|todo|next|plan\w*|because)\b",
     re.IGNORECASE,
@@ -81,7 +90,16 @@ def words(text: str) -> set[str]:
 
 def assigned_keys(text: str) -> list[str]:
     """The keys of the key = value pairs in `text` (`FACT-K7 = blue` → FACT-K7)."""
-    return _ASSIGNED.findall(body(text))
+    return [key for key, _ in _ASSIGNED.findall(body(text))]
+
+
+def pairs(text: str) -> list[tuple[str, str]]:
+    """The (key, value) pairs `text` states: key = value, and key: value when the value carries a digit
+    (`db port: 5433` → ("port", "5433")); values without their closing punctuation."""
+    text = body(text)
+    found = [(k, v.rstrip(_EDGE_PUNCTUATION)) for k, v in _ASSIGNED.findall(text)]
+    found += [(k, v.rstrip(_EDGE_PUNCTUATION)) for k, v in _LABELLED.findall(text)]
+    return [(k, v) for k, v in found if v]
 
 
 def _key_value(text: str) -> bool:
@@ -154,6 +172,32 @@ def strip_repeated(units: Sequence[tuple[str, int]]) -> list[str]:
         label = _LABEL.match(text)
         out.append(f"{label.group() if label else ''}{rest}" if rest else "")
     return out
+
+
+def _shingle_words(text: str) -> list[str]:
+    return [w for w in (t.lower().strip(_EDGE_PUNCTUATION) for t in body(text).split()) if w]
+
+
+def shingles(texts: Sequence[str]) -> set[tuple[str, ...]]:
+    """Every run of SHINGLE_WORDS words in `texts`: what `copied_share` compares a line against."""
+    found: set[tuple[str, ...]] = set()
+    for text in texts:
+        said = _shingle_words(text)
+        found.update(tuple(said[n:n + SHINGLE_WORDS]) for n in range(len(said) - SHINGLE_WORDS + 1))
+    return found
+
+
+def copied_share(text: str, said: set[tuple[str, ...]]) -> float:
+    """The share of `text`'s words that sit in a run of SHINGLE_WORDS words found in `said` (`shingles`):
+    1.0 for a line copied whole, 0.0 for one said in its own words or shorter than a run."""
+    found = _shingle_words(text)
+    if len(found) < SHINGLE_WORDS or not said:
+        return 0.0
+    covered = [False] * len(found)
+    for n in range(len(found) - SHINGLE_WORDS + 1):
+        if tuple(found[n:n + SHINGLE_WORDS]) in said:
+            covered[n:n + SHINGLE_WORDS] = [True] * SHINGLE_WORDS
+    return sum(covered) / len(found)
 
 
 def scores(units: Sequence[tuple[str, int]]) -> list[int]:
@@ -238,17 +282,44 @@ def states_fact(text: str) -> bool:
     return _key_value(text) or any(p.search(text) for p in (_CODE, _MEMO))
 
 
-def _mentions(summary: str, key: str) -> bool:
-    return re.search(rf"(?<![\w\-.]){re.escape(key)}(?![\w\-])", summary, re.IGNORECASE) is not None
+def _mentions(text: str, token: str) -> bool:
+    return re.search(rf"(?<![\w\-.]){re.escape(token)}(?![\w\-])", text, re.IGNORECASE) is not None
+
+
+def _telling(text: str) -> set[str]:
+    """The tokens of `text` a later summary must repeat to state what it says: codes, paths, identifiers and
+    words with digits."""
+    text = body(text)
+    found = {m.group() for p in (_CODE, _PATH, _NAME) for m in p.finditer(text)}
+    found |= {w for w in text.split() if _NUMBER.search(w)}
+    return {token.strip(_EDGE_PUNCTUATION) for token in found} - {""}
+
+
+def _states_pair(summary_lines: Sequence[str], key: str, value: str) -> bool:
+    """Whether a line of the summary states `key` with `value`, or with another value (a later one)."""
+    key = key.lower()
+    for line in summary_lines:
+        if not _mentions(line, key):
+            continue
+        if _mentions(line, value) or any(k.lower() == key or k.lower().endswith(("." + key, " " + key))
+                                         for k, _ in pairs(line)):
+            return True
+    return False
 
 
 def covered(line: str, summary: str, present: set[str] | None = None) -> bool:
     """Whether `summary` (whose content `words` are `present`, when known) still states what the fact `line`
-    says: every key of its key = value pairs (a later value for the same key supersedes it), else at least
-    half of its content words."""
-    keys = assigned_keys(line)
-    if keys:
-        return all(_mentions(summary, key) for key in keys)
+    says: each of its key = value (or key: value) pairs, the key with its value on one line of the summary,
+    or the key with a value of its own (a later value supersedes it) — the key alone is not enough; a line
+    without pairs needs its codes, paths, identifiers and numbers all in the summary and, with none of
+    those, at least half of its content words."""
+    found_pairs = pairs(line)
+    if found_pairs:
+        summary_lines = summary.splitlines()
+        return all(_states_pair(summary_lines, key, value) for key, value in found_pairs)
+    telling = _telling(line)
+    if telling:
+        return all(_mentions(summary, token) for token in telling)
     found = words(line)
     present = words(summary) if present is None else present
     return not found or 2 * len(found & present) >= len(found)

@@ -5,7 +5,10 @@ layers and the history kept verbatim are counted (its tool outputs aside: the so
 newer ones come, and read_overflow reads them again), never so much that the context with them comes
 within HARD_MARGIN of the hard line (a context still over it would tell compaction it cannot make
 progress), never less than its floor — the spec's summaries share (15%) of what the budget leaves after
-the fixed layers, or a few lines when that is less — and never more than `max_summary_tokens`. The floor
+the fixed layers, or a few lines when that is less — and never more than `max_summary_tokens`. When
+semantic recall has found something, the context with the summary, its block (at most its share) and the
+tool outputs also stays HARD_MARGIN below the hard line: the assembler lets recall reach there, above the
+soft line, so a summary the size of its slot does not push recall out. The floor
 alone sizes the history a compaction keeps verbatim, so a larger slot never summarizes more turns; it
 only lets a summary keep more of what it was given. A summary is never stored above its slot.
 """
@@ -17,6 +20,17 @@ from ..allocation import allocate
 SUMMARY_FLOOR_TOKENS = 64
 SLOT_SLACK_TOKENS = 16  # the summary message's framing and the roundings of a calibrated count
 HARD_MARGIN = 0.05  # with its tool outputs, the context after a compaction stays this far below the hard line
+RECALL_SLOT = "semantic_recall"
+
+
+def recall_room(capacity: int, fixed_tokens: int, wanted_tokens: int) -> int:
+    """What the semantic recall block keeps below the hard line's margin beside a summary: what its entries take
+    (`wanted_tokens`: 0 when recall found nothing), at most its share of what the prompt budget leaves after
+    the fixed layers."""
+    if not capacity or wanted_tokens <= 0:
+        return 0
+    share = allocate(max(capacity - fixed_tokens, 0), {"summaries", RECALL_SLOT}).for_slot(RECALL_SLOT)
+    return min(share, wanted_tokens)
 
 
 def summary_cap(capacity: int, fixed_tokens: int, max_summary_tokens: int) -> int:
@@ -37,16 +51,19 @@ def summary_slot(
     hard_threshold: float,
     kept_tokens: int,
     prunable_tokens: int = 0,
+    recall_tokens: int = 0,
 ) -> int:
     """Tokens one compaction summary may take when `kept_tokens` of history stay verbatim beside it, of which
     `prunable_tokens` are tool outputs: what is left below the soft compaction line (`soft_threshold` of
     `capacity`) without those, HARD_MARGIN below the hard line (`hard_threshold`) with them, and at least
-    the floor (`summary_cap`). Tokens as the report counts them (calibrated)."""
+    the floor (`summary_cap`); `recall_tokens` (`recall_room`) stay free for semantic recall below the
+    hard line's margin, where the assembler lets its block reach. Tokens as the report counts them (calibrated)."""
     floor = summary_cap(capacity, fixed_tokens, max_summary_tokens)
     if not capacity:
         return floor
     below_soft = int(capacity * soft_threshold) - fixed_tokens - (kept_tokens - prunable_tokens) - SLOT_SLACK_TOKENS
-    below_hard = int(capacity * (hard_threshold - HARD_MARGIN)) - fixed_tokens - kept_tokens - SLOT_SLACK_TOKENS
+    below_hard = (int(capacity * (hard_threshold - HARD_MARGIN)) - fixed_tokens - kept_tokens - recall_tokens
+                  - SLOT_SLACK_TOKENS)
     return max(floor, min(below_soft, below_hard, max_summary_tokens))
 
 
