@@ -111,7 +111,7 @@ class ScriptedModel:
         facts = fact_lines(prompt)
         return completion(
             "1. User Intent: a long test session.\n"
-            f"3. Files & Code: notes.txt.\n"
+            "3. Files & Code: notes.txt.\n"
             "6. User Messages: the user planted these facts:"
             + ("".join(f"\n- {fact}" for fact in facts) if facts else " none.")
             + "\n9. Next Step: answer the next question."

@@ -323,7 +323,7 @@ def test_a_file_in_another_encoding_is_one_error_even_skipping_bad_lines(tmp_pat
     source.write_bytes("".join(json.dumps(r) + "\n" for r in lines).encode(encoding))
     for flags in ((), ("--skip-bad",)):
         result = run_zeph("sessions", "import", str(source), *flags)
-        first = assert_one_line_error(result, 1, f"{source} line 1: {named}", "not UTF-8", "nothing was imported", "iconv")
+        assert_one_line_error(result, 1, f"{source} line 1: {named}", "not UTF-8", "nothing was imported", "iconv")
         assert len(err(result).splitlines()) == 1, err(result)
     assert db_rows_safe("select id from conversations") == []
 

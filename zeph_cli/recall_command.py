@@ -54,7 +54,7 @@ def hit_objects(turn: "TurnMemory", store: "ConversationStore") -> list[dict[str
 async def _recall_all(
     memory: "MemoryService", store: "ConversationStore", queries: Sequence[str], session_id: Optional[int], each
 ) -> None:
-    conversation_id, exclude = NEW_SESSION, frozenset()
+    conversation_id, exclude = NEW_SESSION, frozenset[int]()
     if session_id is not None:
         conversation_id = store.get_conversation(session_id).id
         exclude = frozenset(m.id for m in store.history(conversation_id, agent_visible=True))

@@ -122,7 +122,7 @@ def words(text: str) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _stemmer():
-    import snowballstemmer  # pure Python; loaded when a generated text is first checked
+    import snowballstemmer  # type: ignore[import-untyped]  # pure Python; loaded when a generated text is first checked
 
     return snowballstemmer.stemmer("english")
 

@@ -53,7 +53,7 @@ def default_path(env: Mapping[str, str] = os.environ) -> Path:
     if env.get("LLM_USER_PATH"):
         return Path(env["LLM_USER_PATH"]) / "logs.db"
     try:
-        from typer._click import get_app_dir  # type: ignore[import-not-found]  # typer's own copy of click
+        from typer._click import get_app_dir  # type: ignore[import-not-found,attr-defined]  # typer's own copy of click
     except ImportError:
         from click import get_app_dir
     return Path(get_app_dir("io.datasette.llm")) / "logs.db"

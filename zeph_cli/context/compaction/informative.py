@@ -242,19 +242,20 @@ def choose(
         seen.add(key)
         ranked.append((score + bonus, index, text))
     ranked.sort(key=lambda r: (-r[0], len(r[2]), -r[1]))
-    limited = facts is not None and others_budget is not None
-    if limited:
-        ranked = [r for r in ranked if facts(r[2])] + [r for r in ranked if not facts(r[2])]
+    is_fact = facts if facts is not None and others_budget is not None else None  # None: no separate cap
+    total_others = others_budget or 0
+    if is_fact is not None:
+        ranked = [r for r in ranked if is_fact(r[2])] + [r for r in ranked if not is_fact(r[2])]
     chosen: list[int] = []
     used = others = 0
-    cap_others = others_budget
+    cap_others = total_others
     for score, index, text in ranked:
         if score <= 0 and not fill:
             continue
         spent = cost(text)
-        other = limited and not facts(text)
-        if other and cap_others == others_budget:  # the facts are in: the others get what they left
-            cap_others = others_room(others_budget, used)
+        other = is_fact is not None and not is_fact(text)
+        if other and cap_others == total_others:  # the facts are in: the others get what they left
+            cap_others = others_room(total_others, used)
         if used + spent > budget or (other and others + spent > cap_others):
             continue
         chosen.append(index)

@@ -100,7 +100,7 @@ class MiniLMEmbedder:
         import gzip
 
         try:
-            import onnxruntime  # (it imports numpy: a missing numpy is named by the error too)
+            import onnxruntime  # type: ignore[import-untyped]  # (it imports numpy: a missing numpy is named by the error too)
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise EmbeddingError(
