@@ -228,6 +228,37 @@ def test_a_reply_that_repeats_an_injected_block_is_marked_reported_and_never_rec
     assert "Here is what I know" not in recalled  # the echo never is
 
 
+def test_a_reply_written_as_recall_entries_is_marked_reported_and_never_recalled(fake_server, compatible, tmp_path):
+    """The small embedded model answers in the recall block's own format, with entries it made up (seen: "- [2026-11-28
+    · "How do I check tyre pressure?" · user] How do you check the air in your car?"); recalled later, such lines feed the
+    block's shape back into every turn. They are not a copy of any block, so the verbatim rule cannot see them."""
+    made_up = ('- [2026-11-28 · "Staging" · user] The staging database of the ledger service listens on 6543.\n'
+               '- [2026-11-29 · "Ports" · user] The ledger staging database uses port 6543 for every client.')
+    _reply(fake_server, made_up)
+    imitated = run_zeph("ask", "Which port does the ledger staging database listen on?", env=compatible, cwd=tmp_path)
+    assert imitated.returncode == 0, err(imitated)
+    _reply(fake_server, "Noted: the ledger staging database listens on 6543, behind the office VPN.")
+    own = run_zeph("ask", "Remember: the ledger staging database listens on 6543.", env=compatible, cwd=tmp_path)
+    assert own.returncode == 0, err(own)
+    marked = db_rows("select id, metadata from messages where role = 'assistant' order by id")
+    assert json.loads(marked[0]["metadata"]).get("echo") == ["recall entry format"]
+    assert "echo" not in json.loads(marked[1]["metadata"])
+
+    session = db_rows("select conversation_id from messages where id = ?", marked[0]["id"])[0]["conversation_id"]
+    shown = run_zeph("context", "--json", "--session", str(session), env=compatible, cwd=tmp_path)
+    assert shown.returncode == 0, err(shown)
+    lines = json.loads(out(shown))["memory"]
+    assert (f"echo: reply #{marked[0]['id']} is written as recall entries (copied or made up); it is kept out of "
+            "recall") in lines, lines
+
+    _reply(fake_server, "ok")
+    asked = run_zeph("ask", "What port is the ledger staging database on?", env=compatible, cwd=tmp_path)
+    assert asked.returncode == 0, err(asked)
+    recalled = "\n".join(_recall_blocks(_chat_requests(fake_server)[-1]))
+    assert "behind the office VPN" in recalled  # a reply of its own is recalled
+    assert "for every client" not in recalled and "of the ledger service" not in recalled  # the made-up entries never
+
+
 def test_a_question_naming_a_friend_recalls_what_was_said_not_the_small_talk_around_the_name(fake_server, compatible):
     """Greetings and thanks that carry a friend's name are most of what names them; a question about that
     friend must bring back what was said, and a backtick in a question must not leave recall empty."""

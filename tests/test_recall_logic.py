@@ -168,3 +168,19 @@ def test_a_chinese_reply_echoes_a_block_it_repeats_not_one_sharing_a_few_charact
     own = ("你可以先用asyncio和aiohttp并发抓取各个新闻网站，再用SQLAlchemy把文章批量写入数据库，"
            "同时给URL建唯一索引来去重；另外建议记录每次抓取的耗时和失败原因，方便以后排查问题。")
     assert echoed_blocks(own, blocks) == ()  # shares "新闻", "Python", "数据" and no more
+
+
+def test_a_reply_written_as_recall_entries_is_told_from_one_quoting_an_entry():
+    from zeph_cli.context.echo import imitates_recall_entries
+
+    seen = ('- [2026-11-28 · "How do I check tyre pressure?" · user] How do you check the air in your car?\n'
+            '- [2026-11-29 · "I\'m a data engineer" · user] How do you debug a Docker container?\n\n'
+            "How to check the air in your car:")
+    assert imitates_recall_entries(seen)
+    assert imitates_recall_entries('**[2026-11-28 · "Sourdough" · user]**\n1. **[2026-11-30 · "Bread"]** bake it')
+    assert imitates_recall_entries('- [2026-11-28 · "Ports" · user] staging is on 6543')  # a reply that is one entry
+    quoting = ('You said earlier:\n- [2026-11-28 · "Ports" · user] staging is on 6543\n'
+               "So point the client at port 6543 and restart it.")
+    assert not imitates_recall_entries(quoting)  # one entry quoted among lines of its own
+    assert not imitates_recall_entries("- [x] done\n- [ ] 2026-11-28 · release")  # a task list, a date elsewhere
+    assert not imitates_recall_entries("")

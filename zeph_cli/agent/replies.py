@@ -61,7 +61,7 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
     message_id = None
     echo = echoed(turn, builder.content)
     if echo:
-        log.info("the reply repeats the %s block verbatim: kept out of recall", ", ".join(echo))
+        log.info("the reply brings back %s: kept out of recall", ", ".join(echo))
     if reply_parts:
         reply = Message("assistant", tuple(reply_parts))
         try:
@@ -153,16 +153,19 @@ SUSPECT_BYTES_PER_TOKEN, MOST_BYTES_PER_TOKEN = 5, 10
 
 def echoed(turn: TurnState, text: str) -> tuple[str, ...]:
     """The injected blocks of the turn's last request (recall, memories, profile, session summaries) that
-    the reply repeats verbatim: such a reply is marked and never recalled."""
-    if not text or turn.report is None or len(turn.report.sent_blocks) != len(turn.messages):
+    the reply repeats verbatim, and RECALL_FORMAT when it is written as recall entries: such a reply is
+    marked and never recalled."""
+    if not text:
         return ()
-    from ..context.echo import ECHO_BLOCKS, echoed_blocks
+    from ..context.echo import ECHO_BLOCKS, RECALL_FORMAT, echoed_blocks, imitates_recall_entries
 
     blocks: dict[str, str] = {}
-    for name, message in zip(turn.report.sent_blocks, turn.messages):
-        if name in ECHO_BLOCKS:
-            blocks[name] = f"{blocks.get(name, '')}\n{message.content}"
-    return echoed_blocks(text, blocks) if blocks else ()
+    if turn.report is not None and len(turn.report.sent_blocks) == len(turn.messages):
+        for name, message in zip(turn.report.sent_blocks, turn.messages):
+            if name in ECHO_BLOCKS:
+                blocks[name] = f"{blocks.get(name, '')}\n{message.content}"
+    found = echoed_blocks(text, blocks) if blocks else ()
+    return found + ((RECALL_FORMAT,) if imitates_recall_entries(text) else ())
 
 
 def dropped_tools(agent: Agent, turn: TurnState, usage: Usage) -> str | None:

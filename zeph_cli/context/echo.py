@@ -5,11 +5,15 @@ Invariant: pure. Text is compared in lower-cased `text_units` (words, and charac
 scripts written without spaces: a bigram counts as a word); a reply echoes a block when runs of at
 least RUN_WORDS consecutive units found in that block cover at least ECHO_SHARE of the reply's units,
 or one such run is at least LONG_RUN units long. A reply that quotes a line of a block and goes on with
-its own answer is not an echo.
+its own answer is not an echo. A reply written as recall entries (`imitates_recall_entries`: lines that
+open like "- [2026-11-28 · "title" · user]", copied or made up) counts as bringing back the recall block
+whatever its words: the small embedded model writes such lines after seeing the block, and recalled
+later they feed the block's shape back into every turn.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from .text_units import units
@@ -19,6 +23,10 @@ ECHO_BLOCKS = ("semantic recall", "memory", "user profile", "recent conversation
 RUN_WORDS = 8
 ECHO_SHARE = 0.5
 LONG_RUN = 40
+RECALL_FORMAT = "recall entry format"  # the name a reply written as recall entries is marked with
+# A line opening like a recall entry (context/recall_block.render_entry): "- [YYYY-MM-DD · …", after any
+# list marker, numbering, emphasis or quote sign.
+_ENTRY_HEAD = re.compile(r"^[\s>*_+\-\d.]*\[\d{4}-\d{2}-\d{2} · ", re.MULTILINE)
 
 
 def _words(text: str) -> list[str]:
@@ -47,3 +55,11 @@ def echoed_blocks(reply: str, blocks: Mapping[str, str]) -> tuple[str, ...]:
         if sum(covered) >= ECHO_SHARE * len(said) or longest >= LONG_RUN:
             found.append(name)
     return tuple(found)
+
+
+def imitates_recall_entries(reply: str) -> bool:
+    """Whether `reply` is written as recall entries: two or more of its lines open like one, or its only
+    non-blank line does (a reply quoting one entry among lines of its own is not)."""
+    heads = len(_ENTRY_HEAD.findall(reply))
+    lines = sum(1 for line in reply.splitlines() if line.strip())
+    return heads >= 2 or (heads == 1 and lines == 1)

@@ -41,8 +41,7 @@ def memory_lines(
             text = text if len(text) <= 70 else text[:69] + "…"
             lines.append(f"  #{hit.message_id} session {hit.conversation_id} ({hit.role}, relevance {hit.relevance:.2f}, {hit.via}): {text}")
     for message_id, blocks in echoes[-ECHOES_SHOWN:]:
-        lines.append(f"echo: reply #{message_id} repeats the {' and '.join(blocks)} block verbatim; "
-                     "it is kept out of recall")
+        lines.append(f"echo: reply #{message_id} {_echo_phrase(blocks)}; it is kept out of recall")
     if len(echoes) > ECHOES_SHOWN:
         lines.append(f"  ({len(echoes) - ECHOES_SHOWN} earlier echoing repl{'y' if len(echoes) - ECHOES_SHOWN == 1 else 'ies'} "
                      "not listed)")
@@ -50,3 +49,14 @@ def memory_lines(
         lines.append(f"memory: {len(turn.memory_ids)} saved memor{'y' if len(turn.memory_ids) == 1 else 'ies'} sent "
                      f"(ids {', '.join(map(str, turn.memory_ids))})")
     return lines
+
+
+def _echo_phrase(blocks: Sequence[str]) -> str:
+    """What an echoing reply did: "repeats the memory block verbatim", "is written as recall entries", or both."""
+    from ..context.echo import RECALL_FORMAT
+
+    verbatim = [b for b in blocks if b != RECALL_FORMAT]
+    parts = [f"repeats the {' and '.join(verbatim)} block verbatim"] if verbatim else []
+    if RECALL_FORMAT in blocks:
+        parts.append("is written as recall entries (copied or made up)")
+    return " and ".join(parts)
