@@ -605,6 +605,27 @@ async def test_a_long_streamed_reply_is_sealed_in_blocks_and_rendered_completely
         await session.aclose()
 
 
+async def test_a_long_reply_that_arrives_before_the_screen_catches_up_is_sealed_too(fake_server, model, workspace):
+    """A stream faster than the screen's refresh (or a busy machine) ends before the tail is next rendered:
+    the tail is sealed at the end as it would have been while streaming, not left as one live widget."""
+    from zeph_cli.tui.transcript import SEGMENT_CHARS
+
+    paragraphs = [f"Paragraph {i}: " + "words " * 60 + "\n\n" for i in range(40)]
+    text = "".join(paragraphs)
+    chunks = [paragraphs[0], "".join(paragraphs[1:])]  # the first is rendered at once, the rest waits for a refresh
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(chunks, usage=None)))
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "long please")
+            (reply,) = entries(app, AssistantEntry)
+            assert reply.text in (text, text.rstrip())
+            assert reply.sealed and len(reply.markdown.source) < SEGMENT_CHARS
+            assert "".join(reply.sealed) + reply.markdown.source == reply.text
+    finally:
+        await session.aclose()
+
+
 async def test_long_transcripts_unmount_old_entries_and_bring_them_back(fake_server, model, workspace, monkeypatch):
     from textual.widgets import Button
 

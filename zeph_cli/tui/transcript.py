@@ -209,7 +209,14 @@ class AssistantEntry(Vertical):
             self.sealed = []
         done = sum(len(part) for part in self.sealed)
         self._unrendered = ""
-        self._live = self.text[done:]
+        rest = self.text[done:]
+        # What came faster than it was rendered (a fast stream, a busy machine) is sealed as streaming seals it.
+        cut = seal_point(rest) if len(rest) > SEGMENT_CHARS else 0
+        if cut:
+            self._live = rest[:cut]
+            await self._seal()
+            rest = rest[cut:]
+        self._live = rest
         await self.markdown.update(self._live)
 
 
