@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import signal
+
 import pytest
 
 from tests.fakes.server import FakeServer
+
+# A suite started in the background by a shell without job control (`nohup … &`, a CI step run that way)
+# inherits SIGINT ignored, and every zeph it starts would too: the Ctrl+C tests would then test nothing but
+# the shell. Each test process takes Python's own handler back, so the processes it starts get the default.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 PROVIDER_ENV = (
     "ANTHROPIC_API_KEY",
