@@ -9,7 +9,9 @@ with a one-line reason on any failure.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,3 +29,37 @@ class Embedder(Protocol):
     def embed(self, texts: list[str]) -> "np.ndarray":
         """(len(texts), dim) float32, rows L2-normalized."""
         ...
+
+
+Files = TypeVar("Files")
+
+
+class LoadOnce(Generic[Files]):
+    """What `open_files` returns, made once by whichever thread asks first (a background warm-up or a turn);
+    an `EmbeddingError` it raised is raised again on every later call, so a missing package or a damaged
+    file is one line each time, not a new attempt per message."""
+
+    def __init__(self, open_files: Callable[[], Files]) -> None:
+        self._open_files = open_files
+        self._lock = threading.Lock()
+        self._files: Files | None = None
+        self._failure: EmbeddingError | None = None
+
+    @property
+    def done(self) -> bool:
+        return self._files is not None
+
+    def get(self) -> Files:
+        files = self._files
+        if files is not None:
+            return files
+        with self._lock:
+            if self._files is None:
+                if self._failure is not None:
+                    raise self._failure
+                try:
+                    self._files = self._open_files()
+                except EmbeddingError as exc:
+                    self._failure = exc
+                    raise
+            return self._files

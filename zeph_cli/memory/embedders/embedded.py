@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base import EmbeddingError
+from .base import EmbeddingError, LoadOnce
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,30 +62,18 @@ class EmbeddedEmbedder:
     def __init__(self, folder: Path | str | None = None, *, max_chars: int = MAX_CHARS) -> None:
         self._folder = Path(folder) if folder is not None else None
         self.max_chars = max_chars
-        self._lock = threading.Lock()
+        self._files: LoadOnce[tuple[np.ndarray, Any]] = LoadOnce(self._read_files)
         self._table: np.ndarray | None = None  # (vocabulary + 1, 256) float16, as shipped, plus a zero row
         self._tokenizer: Any = None
-        self._failure: EmbeddingError | None = None
 
     @property
     def loaded(self) -> bool:
-        return self._table is not None
+        return self._files.done
 
     def load(self) -> None:
         """Read the weights and the tokenizer (once; safe to call from any thread, e.g. to warm up
         in the background). A failure raises `EmbeddingError` now and on every later call."""
-        if self._table is not None:
-            return
-        with self._lock:
-            if self._table is not None:
-                return
-            if self._failure is not None:
-                raise self._failure
-            try:
-                self._table, self._tokenizer = self._read_files()
-            except EmbeddingError as exc:
-                self._failure = exc
-                raise
+        self._table, self._tokenizer = self._files.get()
 
     def _read_files(self) -> tuple[np.ndarray, Any]:
         folder = self._folder or wordllama_folder()

@@ -17,11 +17,10 @@ failure raises `EmbeddingError` with one line, then and on every later call.
 from __future__ import annotations
 
 import importlib.util
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .base import EmbeddingError
+from .base import EmbeddingError, LoadOnce
 
 if TYPE_CHECKING:
     import numpy as np
@@ -67,30 +66,18 @@ class MiniLMEmbedder:
     def __init__(self, weights: Path | str | None = None, *, max_chars: int = MAX_CHARS) -> None:
         self._weights = Path(weights) if weights is not None else None
         self.max_chars = max_chars
-        self._lock = threading.Lock()
+        self._files: LoadOnce[tuple[Any, Any]] = LoadOnce(self._open)
         self._session: Any = None
         self._tokenizer: Any = None
-        self._failure: EmbeddingError | None = None
 
     @property
     def loaded(self) -> bool:
-        return self._session is not None
+        return self._files.done
 
     def load(self) -> None:
         """Open the model and read the tokenizer (once; safe from any thread). A failure raises
         `EmbeddingError` now and on every later call."""
-        if self._session is not None:
-            return
-        with self._lock:
-            if self._session is not None:
-                return
-            if self._failure is not None:
-                raise self._failure
-            try:
-                self._tokenizer, self._session = self._open()
-            except EmbeddingError as exc:
-                self._failure = exc
-                raise
+        self._tokenizer, self._session = self._files.get()
 
     def _open(self) -> tuple[Any, Any]:
         weights = self._weights or weights_path()
