@@ -240,6 +240,10 @@ class SandboxConfig:
     allow_write: tuple[str, ...] = setting((), "Extra directories sandboxed commands may write to.", kind=tuple)
     allow_network: bool = setting(True, "Let sandboxed commands use the network (false needs bubblewrap on Linux).")
     strict: bool = setting(False, "Refuse shell commands when no sandbox backend works here (or network isolation is asked for and unavailable).")  # noqa: E501
+    pass_env: tuple[str, ...] = setting(
+        (), "Variables passed to commands although their names look like secrets (KEY, SECRET, TOKEN, PASSWORD…); "
+        "shell-style patterns, e.g. NPM_TOKEN or CI_*.", kind=tuple,
+    )
 
 
 @dataclass

@@ -22,6 +22,7 @@ from ..tools.base import ToolContext
 from .events import AgentEvent, AgentWarning, ToolCallFinished, ToolCallStarted
 
 if TYPE_CHECKING:
+    from ..config import Config
     from ..context.report import ContextReport
     from ..store import Conversation, ConversationStore
     from ..tools.base import ToolSet
@@ -82,6 +83,8 @@ def runner(agent: Agent, conversation: Conversation, tools: ToolSet) -> ToolCall
         sandbox=agent.sandbox,
         memories=agent.long_term_memory(conversation.id),
         skills=agent.extras.skills,
+        pass_env=tuple(tools_config.sandbox.pass_env),
+        secret_env=provider_key_variables(agent.config),
     )
     return ToolCallRunner(
         tools=tools,
@@ -94,6 +97,14 @@ def runner(agent: Agent, conversation: Conversation, tools: ToolSet) -> ToolCall
         summarizer=agent.side_jobs.complete if tools_config.summarize_output else None,
         output_limit=lambda text: output_chars(agent, conversation, text),
     )
+
+
+def provider_key_variables(config: Config) -> tuple[str, ...]:
+    """The environment variables the configured providers read their API keys from (never passed to commands)."""
+    from ..providers import KEY_ENV
+
+    entries = [*config.llm.providers, *([config.llm.summary_provider] if config.llm.summary_provider else [])]
+    return tuple(sorted({*KEY_ENV.values(), *(e.api_key_env for e in entries if e.api_key_env)}))
 
 
 def output_chars(agent: Agent, conversation: Conversation, text: str) -> int:

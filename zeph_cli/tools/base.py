@@ -55,6 +55,10 @@ class ToolContext:
     default_timeout_secs: float = 120.0
     max_timeout_secs: float = 600.0
     env: Mapping[str, str] | None = None  # None = the process environment
+    # Variables passed to commands although they look like secrets (patterns), and the names that are
+    # secrets whatever they look like (the providers' api_key_env): see tools/command_env.py.
+    pass_env: tuple[str, ...] = ()
+    secret_env: tuple[str, ...] = ()
     # Context compression on demand (compress_context): strategy in, a one-line outcome out.
     compress: ContextCompressor | None = None
     # The OS sandbox every process a tool starts runs in; None = unconfined.

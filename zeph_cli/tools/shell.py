@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Tool, ToolContext, ToolResult
+from .command_env import command_environment, withheld_note
 from .failures import ToolFailure
 
 __all__ = ["BashTool", "CappedOutput"]
@@ -109,11 +110,17 @@ class BashTool(Tool, declared="bash"):
             notes = context.sandbox.explain(text, context.cwd)
             if notes:
                 result = dataclasses.replace(result, content="\n".join([result.content, *notes]))
+        _, withheld = command_environment(os.environ if context.env is None else context.env,
+                                          pass_env=context.pass_env, secret_names=context.secret_env)
+        note = withheld_note(command, withheld)
+        if note:
+            result = dataclasses.replace(result, content="\n".join([result.content, note]))
         return result
 
 
 async def _spawn(command: str, context: ToolContext) -> asyncio.subprocess.Process:
-    env = dict(os.environ if context.env is None else context.env)
+    env, _ = command_environment(os.environ if context.env is None else context.env,
+                                 pass_env=context.pass_env, secret_names=context.secret_env)
     cwd = context.cwd
     if not cwd.is_dir():
         raise ToolFailure(f"bash: the working directory {cwd} does not exist or is not a directory")
