@@ -560,3 +560,37 @@ def test_an_unresolvable_path_is_refused_not_raised_as_a_crash(root):
     with pytest.raises(PathOutsideWorkspace, match=r"^init-cwd/x .*access refused$"):
         confinement.resolve("init-cwd/x", root)
     assert confinement.contains(root / "init-cwd" / "x") is False
+
+
+
+def test_a_directory_swapped_for_a_link_after_the_check_never_leads_the_write_outside(root, outside, monkeypatch):
+    """A command left running in the background can flip a directory into a symlink between the path check
+    and the write (it raced write_file into a file outside after 15 tries): the write follows no link."""
+    import zeph_cli.tools.files as files
+    from zeph_cli.tools.text_files import write_atomically
+
+    (root / "sub").mkdir()
+    (root / "sub" / "notes.txt").write_text("old text\n")
+    (outside / "notes.txt").write_text("old text\n")  # the canary the swapped link leads to
+    context = ToolContext(Confinement(root), root)
+    checked = files.resolve("sub/notes.txt", context)  # what confinement allowed
+    (root / "sub").rename(root / "sub-moved")
+    (root / "sub").symlink_to(outside, target_is_directory=True)  # the race, won: sub now leads outside
+    monkeypatch.setattr(files, "resolve", lambda raw, ctx: checked)  # the check ran before the swap
+
+    with pytest.raises(ToolFailure, match="symbolic link since the path was checked; nothing was written"):
+        files.write_file({"path": "sub/notes.txt", "content": "new text\n"}, context)
+    with pytest.raises(OSError):  # edit_file's write, after its read
+        write_atomically(checked, "new text\n")
+    assert (outside / "notes.txt").read_text() == "old text\n"
+    assert sorted(p.name for p in outside.iterdir()) == ["notes.txt", "secret.txt"]  # no temporary file either
+
+
+def test_write_file_makes_missing_directories_and_refuses_a_file_in_the_way(root, ctx):
+    from zeph_cli.tools.files import write_file
+
+    write_file({"path": "a/b/c.txt", "content": "x\n"}, ctx)
+    assert (root / "a" / "b" / "c.txt").read_text() == "x\n"
+    (root / "plain").write_text("a file\n")
+    with pytest.raises(ToolFailure, match="cannot create plain/d/e.txt: plain is not a directory"):
+        write_file({"path": "plain/d/e.txt", "content": "x\n"}, ctx)

@@ -186,7 +186,7 @@ def write_file(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
     if REDACTION_MARK in content:
         check_written_content(content, _existing_text(path))
     try:
-        _make_parents(path, context)
+        _check_parents(path, context)
         write_atomically(path, content)
     except OSError as exc:
         raise os_failure(exc, path, context, "write") from None
@@ -215,13 +215,13 @@ def _line_count_if_exists(path: Path, context: ToolContext) -> int | None:
         raise os_failure(exc, path, context, "write") from None
 
 
-def _make_parents(path: Path, context: ToolContext) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        blocker = next((p for p in reversed(path.parents) if os.path.exists(p) and not os.path.isdir(p)), path.parent)
+def _check_parents(path: Path, context: ToolContext) -> None:
+    """Refuse a path whose directory cannot be made because a file stands where a directory should
+    (the directories themselves are made by write_atomically, following no symlink)."""
+    blocker = next((p for p in reversed(path.parents) if os.path.lexists(p) and not os.path.isdir(p)), None)
+    if blocker is not None:
         name, blocking = shown(path, context), shown(blocker, context)
-        raise ToolFailure(f"cannot create {name}: {blocking} is not a directory") from None
+        raise ToolFailure(f"cannot create {name}: {blocking} is not a directory")
 
 
 def write_preview(arguments: dict[str, Any], context: ToolContext) -> str:

@@ -12,8 +12,8 @@ import contextlib
 import difflib
 import errno
 import os
+import secrets
 import stat
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +125,9 @@ def os_failure(exc: OSError, path: Path, context: ToolContext, doing: str) -> To
         return ToolFailure(missing(path, context))
     if isinstance(exc, PermissionError):
         return ToolFailure(f"cannot {doing} {shown(path, context)}: permission denied")
+    if doing == "write" and exc.errno in (errno.ELOOP, errno.ENOTDIR):
+        return ToolFailure(f"cannot write {shown(path, context)}: a directory on its path is not a directory or has "
+                           "become a symbolic link since the path was checked; nothing was written")
     return ToolFailure(f"cannot {doing} {shown(path, context)}: {exc.strerror or exc}")
 
 
@@ -263,26 +266,63 @@ def count_remaining_lines(handle: BinaryIO) -> int:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write UTF-8 text through a temporary file in the same directory, keeping the file's mode."""
+    """Write UTF-8 text through a temporary file in the same directory, keeping the file's mode.
+
+    `path` is the real path confinement checked. The directory is reached one component at a time from
+    `/` without following any symlink (missing ones are made the same way), and the temporary file is
+    made and renamed inside that directory's descriptor: a directory swapped for a link to elsewhere after
+    the check (a command left running in the background can race the tool) fails with ELOOP or ENOTDIR
+    instead of leading the write outside the workspace."""
     data = text.encode("utf-8", errors="replace")
+    directory = directory_beneath_root(path.parent, create=True)
     try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    else:
-        if not os.access(path, os.W_OK):  # replacing would succeed, but the file is read-only
-            raise PermissionError(errno.EACCES, "permission denied", str(path))
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            mode = stat.S_IMODE(os.stat(path.name, dir_fd=directory, follow_symlinks=False).st_mode)
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        else:
+            if not os.access(path.name, os.W_OK, dir_fd=directory):  # replacing would succeed; the file is read-only
+                raise PermissionError(errno.EACCES, "permission denied", str(path))
+        temporary = f".{path.name}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=directory)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fchmod(handle.fileno(), mode)
+                os.fsync(handle.fileno())
+            os.replace(temporary, path.name, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=directory)
+            raise
+    finally:
+        os.close(directory)
+
+
+_DIRECTORY_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | os.O_NOFOLLOW  # O_PATH: no read right needed
+
+
+def directory_beneath_root(directory: Path, *, create: bool = False) -> int:
+    """A descriptor of `directory` (absolute and real), opened component by component from `/` following no
+    symlink; missing components are made when `create`. A component that is (now) a symlink raises OSError
+    (ELOOP or ENOTDIR)."""
+    fd = os.open("/", _DIRECTORY_FLAGS)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
+        for part in directory.parts[1:]:
+            try:
+                inner = os.open(part, _DIRECTORY_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                inner = os.open(part, _DIRECTORY_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return fd
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
+        os.close(fd)
         raise
 
 
