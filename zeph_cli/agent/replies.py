@@ -157,15 +157,14 @@ def echoed(turn: TurnState, text: str) -> tuple[str, ...]:
     marked and never recalled."""
     if not text:
         return ()
-    from ..context.echo import ECHO_BLOCKS, RECALL_FORMAT, echoed_blocks, imitates_recall_entries
+    from ..context.echo import ECHO_BLOCKS, echoes
 
     blocks: dict[str, str] = {}
     if turn.report is not None and len(turn.report.sent_blocks) == len(turn.messages):
         for name, message in zip(turn.report.sent_blocks, turn.messages):
             if name in ECHO_BLOCKS:
                 blocks[name] = f"{blocks.get(name, '')}\n{message.content}"
-    found = echoed_blocks(text, blocks) if blocks else ()
-    return found + ((RECALL_FORMAT,) if imitates_recall_entries(text) else ())
+    return echoes(text, blocks)
 
 
 def dropped_tools(agent: Agent, turn: TurnState, usage: Usage) -> str | None:

@@ -29,18 +29,14 @@ RECALL_FORMAT = "recall entry format"  # the name a reply written as recall entr
 _ENTRY_HEAD = re.compile(r"^[\s>*_+\-\d.]*\[\d{4}-\d{2}-\d{2} · ", re.MULTILINE)
 
 
-def _words(text: str) -> list[str]:
-    return units(text)
-
-
 def echoed_blocks(reply: str, blocks: Mapping[str, str]) -> tuple[str, ...]:
     """The names of the blocks (name → text) that `reply` repeats verbatim, in `blocks` order."""
-    said = _words(reply)
+    said = units(reply)
     if len(said) < RUN_WORDS:
         return ()
     found = []
     for name, text in blocks.items():
-        words = _words(text)
+        words = units(text)
         if len(words) < RUN_WORDS:
             continue
         grams = {tuple(words[i : i + RUN_WORDS]) for i in range(len(words) - RUN_WORDS + 1)}
@@ -63,3 +59,9 @@ def imitates_recall_entries(reply: str) -> bool:
     heads = len(_ENTRY_HEAD.findall(reply))
     lines = sum(1 for line in reply.splitlines() if line.strip())
     return heads >= 2 or (heads == 1 and lines == 1)
+
+
+def echoes(reply: str, blocks: Mapping[str, str]) -> tuple[str, ...]:
+    """Why `reply` is an echo: the blocks it repeats verbatim (`echoed_blocks`), then RECALL_FORMAT when it is
+    written as recall entries; () when it is neither."""
+    return echoed_blocks(reply, blocks) + ((RECALL_FORMAT,) if imitates_recall_entries(reply) else ())

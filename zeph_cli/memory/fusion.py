@@ -14,6 +14,8 @@ import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 
+from ..context.text_units import bigrams
+
 RRF_K = 60  # the constant of Cormack et al.'s reciprocal rank fusion, as commonly used
 
 STOPWORDS = frozenset(
@@ -76,10 +78,8 @@ def terms(text: str) -> set[str]:
                 part = part.strip("._:/-")
                 if len(part) > 1 and part not in STOPWORDS:
                     found.add(part)
-            elif len(part) == 1:
-                found.add(part)
             else:
-                found.update(p for p in (part[i:i + 2] for i in range(len(part) - 1)) if p not in CJK_STOPWORDS)
+                found.update(pair for pair in bigrams(part) if pair not in CJK_STOPWORDS)  # a lone one itself
     return found
 
 

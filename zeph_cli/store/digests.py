@@ -11,6 +11,7 @@ newest first, the given project's first (`discards()` lists the discarded).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .sqlite import Database
@@ -52,9 +53,9 @@ class UserProfile:
     discarded_at: str | None = None
 
 
-_DIGEST_COLUMNS = (
-    "d.conversation_id, d.project, d.text, d.user_turns, d.updated_at, d.attempted_at, c.title, d.discarded, "
-    "d.discarded_at, d.discarded_turns"
+_SELECT_DIGESTS = (
+    "select d.conversation_id, d.project, d.text, d.user_turns, d.updated_at, d.attempted_at, c.title, d.discarded, "
+    "d.discarded_at, d.discarded_turns from session_digests d join conversations c on c.id = d.conversation_id "
 )
 _PROFILE_COLUMNS = "text, source, updated_at, attempted_at, discarded, discarded_at"
 
@@ -65,6 +66,10 @@ class DigestStore:
 
     # ---- digests --------------------------------------------------------------------------
 
+    def _digests(self, condition: str, params: Sequence[object] = ()) -> list[SessionDigest]:
+        """The digests (with their session's title) `condition` (a where clause and its order) selects."""
+        return [SessionDigest(*row) for row in self.db.execute(_SELECT_DIGESTS + condition, list(params)).fetchall()]
+
     def user_turns(self, conversation_id: int) -> int:
         """User messages stored in the conversation (compacted ones included: they were turns)."""
         (count,) = self.db.execute(
@@ -73,12 +78,8 @@ class DigestStore:
         return count
 
     def get(self, conversation_id: int) -> SessionDigest | None:
-        row = self.db.execute(
-            f"select {_DIGEST_COLUMNS} from session_digests d join conversations c on c.id = d.conversation_id "
-            "where d.conversation_id = ?",
-            [conversation_id],
-        ).fetchone()
-        return SessionDigest(*row) if row else None
+        found = self._digests("where d.conversation_id = ?", [conversation_id])
+        return found[0] if found else None
 
     def save(self, conversation_id: int, project: str, text: str, user_turns: int, at: str | None = None) -> None:
         """Store the conversation's digest text, covering `user_turns` turns."""
@@ -119,31 +120,21 @@ class DigestStore:
 
     def discards(self) -> list[SessionDigest]:
         """The sessions whose last summary was discarded, newest discard first."""
-        rows = self.db.execute(
-            f"select {_DIGEST_COLUMNS} from session_digests d join conversations c on c.id = d.conversation_id "
-            "where d.discarded != '' order by d.discarded_at desc, d.conversation_id desc"
-        ).fetchall()
-        return [SessionDigest(*row) for row in rows]
+        return self._digests("where d.discarded != '' order by d.discarded_at desc, d.conversation_id desc")
 
     def recent(self, *, project: str, exclude: int | None, limit: int) -> list[SessionDigest]:
         """Up to `limit` digests with text of other conversations: `project`'s newest first, then the rest."""
         if limit <= 0:
             return []
-        rows = self.db.execute(
-            f"select {_DIGEST_COLUMNS} from session_digests d join conversations c on c.id = d.conversation_id "
+        return self._digests(
             "where d.text != '' and d.conversation_id != ? "
             "order by (d.project = ?) desc, d.updated_at desc, d.conversation_id desc limit ?",
             [exclude if exclude is not None else -1, project, limit],
-        ).fetchall()
-        return [SessionDigest(*row) for row in rows]
+        )
 
     def all(self) -> list[SessionDigest]:
         """Every digest with text, newest first."""
-        rows = self.db.execute(
-            f"select {_DIGEST_COLUMNS} from session_digests d join conversations c on c.id = d.conversation_id "
-            "where d.text != '' order by d.updated_at desc, d.conversation_id desc"
-        ).fetchall()
-        return [SessionDigest(*row) for row in rows]
+        return self._digests("where d.text != '' order by d.updated_at desc, d.conversation_id desc")
 
     def updated_since(self, since: str | None) -> int:
         """Digests written after `since` (all, for None)."""

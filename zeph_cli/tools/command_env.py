@@ -32,9 +32,8 @@ def command_environment(
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     """`env` without the variables that look like secrets (see the module's invariant), and their names, sorted."""
     patterns, named = tuple(pass_env), {n for n in secret_names if n}
-    withheld = sorted(n for n in env if (looks_secret(n) or n in named) and not passed(n, patterns))
-    kept = {name: value for name, value in env.items() if name not in set(withheld)}
-    return kept, tuple(withheld)
+    withheld = {n for n in env if (looks_secret(n) or n in named) and not passed(n, patterns)}
+    return {name: value for name, value in env.items() if name not in withheld}, tuple(sorted(withheld))
 
 
 def withheld_note(command: str, withheld: Iterable[str]) -> str:

@@ -88,7 +88,9 @@ class BashTool(Tool, declared="bash"):
         timeout = min(requested, context.max_timeout_secs)
         # A cancellation while the subprocess is still being set up would leave its children running
         # (asyncio then kills the shell alone): the spawn finishes, shielded, and the group is stopped.
-        spawning = asyncio.ensure_future(_spawn(command, context))
+        env, withheld = command_environment(os.environ if context.env is None else context.env,
+                                            pass_env=context.pass_env, secret_names=context.secret_env)
+        spawning = asyncio.ensure_future(_spawn(command, context, env))
         output = CappedOutput()
         try:
             process = await asyncio.shield(spawning)
@@ -110,17 +112,13 @@ class BashTool(Tool, declared="bash"):
             notes = context.sandbox.explain(text, context.cwd)
             if notes:
                 result = dataclasses.replace(result, content="\n".join([result.content, *notes]))
-        _, withheld = command_environment(os.environ if context.env is None else context.env,
-                                          pass_env=context.pass_env, secret_names=context.secret_env)
         note = withheld_note(command, withheld)
         if note:
             result = dataclasses.replace(result, content="\n".join([result.content, note]))
         return result
 
 
-async def _spawn(command: str, context: ToolContext) -> asyncio.subprocess.Process:
-    env, _ = command_environment(os.environ if context.env is None else context.env,
-                                 pass_env=context.pass_env, secret_names=context.secret_env)
+async def _spawn(command: str, context: ToolContext, env: dict[str, str]) -> asyncio.subprocess.Process:
     cwd = context.cwd
     if not cwd.is_dir():
         raise ToolFailure(f"bash: the working directory {cwd} does not exist or is not a directory")

@@ -88,11 +88,6 @@ def words(text: str) -> set[str]:
     }
 
 
-def assigned_keys(text: str) -> list[str]:
-    """The keys of the key = value pairs in `text` (`FACT-K7 = blue` → FACT-K7)."""
-    return [key for key, _ in _ASSIGNED.findall(body(text))]
-
-
 def pairs(text: str) -> list[tuple[str, str]]:
     """The (key, value) pairs `text` states: key = value, and key: value when the value carries a digit
     (`db port: 5433` → ("port", "5433")); values without their closing punctuation."""
