@@ -51,7 +51,8 @@ def test_config_keys_and_environment_variables(tmp_path):
         "ZEPH_TOOLS_SANDBOX_ALLOW_NETWORK": "false", "ZEPH_TOOLS_SANDBOX_STRICT": "1",
     }).config.tools.sandbox
     assert config == SandboxConfig(enabled=True, profile="read-only", allow_write=("/a", "/b"), allow_network=False, strict=True)
-    assert SandboxConfig() == SandboxConfig(True, "workspace", (), True, False)
+    assert SandboxConfig() == SandboxConfig(enabled=True, profile="workspace", allow_write=(), allow_network=False,
+                                            allow_read=(), deny_read=(), max_processes=1024, strict=False)
 
 
 # ---- macOS profile ------------------------------------------------------------------------------------
@@ -120,7 +121,7 @@ def test_no_note_when_the_user_could_not_write_there_anyway():
 def test_network_note_only_when_the_network_is_blocked():
     failure = "curl: (6) Could not resolve host: example.com"
     assert network_note(failure, policy(network=True)) is None
-    assert "allow_network = false" in network_note(failure, policy(network=False))
+    assert "allow_network = true" in network_note(failure, policy(network=False))
     assert network_note("ok", policy(network=False)) is None
 
 
@@ -129,14 +130,16 @@ def test_network_note_only_when_the_network_is_blocked():
 
 def test_state_lines():
     p = policy()
-    assert SandboxState(True, "landlock", p).line() == "sandbox: landlock (workspace, network allowed)"
-    assert SandboxState(True, None, p, "no Landlock here", strict=False).line() == (
+    assert SandboxState(True, "bubblewrap+landlock", p).line() == "sandbox: bubblewrap+landlock (workspace, network allowed)"
+    assert SandboxState(True, None, p, ("no Landlock here",), strict=False).line() == (
         "sandbox: unavailable — no Landlock here; shell commands run unconfined"
     )
-    assert SandboxState(True, None, p, "x", strict=True).refuses
+    assert SandboxState(True, None, p, ("x",), strict=True).refuses
     assert not SandboxState(True, "landlock", p).refuses
-    line = SandboxState(True, "landlock", policy(network=False), "network isolation needs bubblewrap: gone").line()
-    assert line == "sandbox: landlock (workspace, network not isolated — network isolation needs bubblewrap: gone; commands can still use it)"
+    line = SandboxState(True, "landlock", policy(network=False), ("the bubblewrap wall (gone)", "a process limit (no)")).line()
+    assert line == ("sandbox: landlock (workspace, network blocked); missing: the bubblewrap wall (gone); "
+                    "a process limit (no); commands run without it")
+    assert SandboxState(True, "landlock", p, ("the bubblewrap wall (gone)",), strict=True).refuses
 
 
 def test_disabled_sandbox_neither_probes_nor_wraps(tmp_path):

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -35,12 +37,13 @@ needs_landlock = pytest.mark.skipif(LANDLOCK_PROBLEM is not None, reason=f"Landl
 
 
 @pytest.fixture
-def outside(tmp_path: Path) -> Path:
-    """A directory outside the workspace holding a canary file."""
-    directory = tmp_path / "outside"
-    directory.mkdir()
+def outside():
+    """A directory outside the workspace holding a canary file, outside /tmp too (commands have a
+    private /tmp, which would hide it rather than refuse writing it)."""
+    directory = Path(tempfile.mkdtemp(prefix="zeph-outside-", dir="/var/tmp"))
     (directory / "canary.txt").write_text("still here\n")
-    return directory
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def sandboxed(workspace: Path, backend: str = "auto", **settings) -> ToolContext:
@@ -61,7 +64,7 @@ async def test_destructive_command_outside_the_workspace_leaves_the_canary_and_s
     result = await bash(context, f"rm -rf {outside}/*")
     assert (outside / "canary.txt").read_text() == "still here\n"
     assert result.is_error and result.exit_code == 1
-    assert "Permission denied" in result.content
+    assert "Read-only file system" in result.content
     note = result.content.splitlines()[-1]
     assert note.startswith(f"[sandbox: writing {outside / 'canary.txt'} was refused")
     assert str(workspace) in note and "allow_write" in note and "allowed_paths" in note
@@ -86,16 +89,24 @@ async def test_writes_in_the_workspace_and_the_private_temp_dir_work(workspace):
     assert not result.is_error, result.content
     lines = result.content.splitlines()
     assert lines[:2] == ["hi", "x"]
-    temp_dir = Path(lines[2])
-    assert temp_dir.name.startswith("zeph-sandbox-") and not temp_dir.is_relative_to(workspace)
+    assert lines[2] == "/tmp"  # inside the wall, /tmp is the sandbox's own
     assert (workspace / "b").read_text() == "hi\n"
 
 
 @needs_landlock
 async def test_the_temp_dir_is_private_not_all_of_tmp(workspace, tmp_path):
+    (tmp_path / "host-file").write_text("on the host\n")
     context = sandboxed(workspace)
-    result = await bash(context, f"touch {tmp_path}/shared-tmp-file")
+    result = await bash(context, f"touch {tmp_path}/shared-tmp-file; cat {tmp_path}/host-file")
     assert result.is_error and not (tmp_path / "shared-tmp-file").exists()
+    assert "on the host" not in result.content
+    assert "commands have a private /tmp" in result.content and "allow_read" in result.content
+    kept = await bash(context, "echo kept > /tmp/note")  # /tmp lasts from one command to the next
+    assert not kept.is_error
+    again = await bash(context, "cat /tmp/note")
+    assert again.content == "kept"
+    shown = await bash(sandboxed(workspace, allow_read=(str(tmp_path / "host-file"),)), f"cat {tmp_path}/host-file")
+    assert shown.content == "on the host"
 
 
 @needs_landlock
@@ -154,15 +165,16 @@ async def test_allow_network_false_cuts_even_loopback_to_the_host(workspace, out
     port = listener.getsockname()[1]
     try:
         connect = f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
-        open_result = await bash(sandboxed(workspace), connect)
-        closed = sandboxed(workspace, allow_network=False)
+        open_result = await bash(sandboxed(workspace, allow_network=True), connect)
+        closed = sandboxed(workspace)  # the default
         closed_result = await bash(closed, connect)
         write_result = await bash(closed, f"rm -rf {outside}/*")
     finally:
         listener.close()
     assert open_result.content == "connected"
     assert closed_result.is_error and "connected" not in closed_result.content
-    assert closed.sandbox.state().line() == "sandbox: landlock+bubblewrap (workspace, network blocked)"
+    assert "allow_network = true" in closed_result.content.splitlines()[-1]
+    assert closed.sandbox.state().line() == "sandbox: bubblewrap+landlock (workspace, network blocked)"
     assert write_result.is_error and (outside / "canary.txt").exists()  # Landlock still applies inside
 
 
@@ -252,4 +264,4 @@ def test_zeph_ask_cannot_delete_outside_and_zeph_context_shows_the_sandbox(fake_
     tool_result = [m["content"] for m in sent["messages"] if m["role"] == "tool"][0]
     assert "[sandbox: writing" in tool_result and "allow_write" in tool_result
     shown = out(run_zeph("context", env=env, cwd=workspace)).splitlines()
-    assert "sandbox: landlock (workspace, network allowed)" in shown
+    assert "sandbox: bubblewrap+landlock (workspace, network blocked)" in shown

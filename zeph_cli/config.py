@@ -238,7 +238,15 @@ class SandboxConfig:
         choices=SANDBOX_PROFILES,
     )
     allow_write: tuple[str, ...] = setting((), "Extra directories sandboxed commands may write to.", kind=tuple)
-    allow_network: bool = setting(True, "Let sandboxed commands use the network (false needs bubblewrap on Linux).")
+    allow_network: bool = setting(
+        False, "Let sandboxed commands use the network (off: loopback only; allowed_hosts opens single hosts)."
+    )
+    allow_read: tuple[str, ...] = setting(
+        (), "Secret stores commands may read although hidden by default (~/.ssh, ~/.aws, ~/.netrc…), or paths in /tmp.",
+        kind=tuple,
+    )
+    deny_read: tuple[str, ...] = setting((), "More files or directories to hide from commands and the file tools.", kind=tuple)
+    max_processes: int = setting(1024, "Most processes (and threads) a sandboxed command may have at once.", lo=16, hi=1_000_000)
     strict: bool = setting(False, "Refuse shell commands when no sandbox backend works here (or network isolation is asked for and unavailable).")  # noqa: E501
     pass_env: tuple[str, ...] = setting(
         (), "Variables passed to commands although their names look like secrets (KEY, SECRET, TOKEN, PASSWORD…); "

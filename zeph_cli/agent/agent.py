@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import Config
+from ..config import Config, SandboxConfig
 from ..context.assembler import HistoryItem, PromptLayer
 from ..context.budget import Budget, compute_budget
 from ..context.environment import EnvironmentFacts
@@ -97,6 +97,15 @@ class Workspace:
     prompts: dict[str, PromptModule] = field(default_factory=lambda: load_prompt_modules(None, None)[0])
 
 
+def hidden_from_tools(settings: SandboxConfig, roots: Sequence[Path], cwd: Path) -> tuple[Path, ...]:
+    """The secret stores and zeph's own files inside the tools' roots: refused by the file tools, hidden from
+    commands (`allow_read` lets one through)."""
+    from ..tools.sandbox.protected import ZephFiles, protection
+
+    return protection(roots, home=Path.home(), cwd=cwd, zeph=ZephFiles.of_this_process(),
+                      allow_read=settings.allow_read, deny_read=settings.deny_read).hidden
+
+
 class Agent:
     """One session's agent: `start()` once, then `run_turn()` for each prompt (see the module's invariant)."""
 
@@ -128,7 +137,10 @@ class Agent:
         # With no one to ask, write and exec tools are refused (and the model is told why).
         self.approver = approver or deny_all("no one is present to approve it")
         extra = [Path(p).expanduser() for p in config.tools.allowed_paths]
-        self.confinement = Confinement(workspace_root(cwd), [p if p.is_absolute() else cwd / p for p in extra], cwd=cwd)
+        self.confinement = Confinement(
+            workspace_root(cwd), [p if p.is_absolute() else cwd / p for p in extra], cwd=cwd,
+            hidden=lambda: hidden_from_tools(config.tools.sandbox, self.confinement.allowed, cwd),
+        )
         self.profile: ModelProfile | None = None
         self.counter: TokenCounter = default_counter()
         self.workspace: Workspace | None = None

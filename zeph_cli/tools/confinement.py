@@ -2,7 +2,8 @@
 
 Invariant: a path is allowed only if, fully resolved (`~`, `..` and every
 symlink followed), it lies inside the workspace root or one of the extra
-allowed directories; everything else is refused with a message naming the
+allowed directories, and not in a hidden path (a secret store or zeph's own
+files, even inside the workspace); everything else is refused with a message naming the
 path and the root; a path that cannot be resolved (a link the kernel will
 not follow) is refused the same way. Pure path logic: no file is read or written here.
 """
@@ -10,16 +11,24 @@ not follow) is refused the same way. Pure path logic: no file is read or written
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .failures import PathOutsideWorkspace
 
 
 class Confinement:
-    def __init__(self, root: Path, extra: Sequence[Path] = (), *, cwd: Path | None = None) -> None:
+    """`hidden` gives the paths inside the roots that the tools must not touch at all (secret stores,
+    zeph's own files); it is asked once, when a path is first resolved."""
+
+    def __init__(
+        self, root: Path, extra: Sequence[Path] = (), *, cwd: Path | None = None,
+        hidden: Callable[[], Sequence[Path]] | None = None,
+    ) -> None:
         self.root = Path(os.path.realpath(root))
         self.extra = tuple(Path(os.path.realpath(Path(p).expanduser())) for p in extra)
+        self._hidden_source = hidden
+        self._hidden: tuple[Path, ...] | None = None
         # Paths are shown relative to where the user works (which may be below the root).
         self.cwd = Path(os.path.realpath(cwd)) if cwd is not None else self.root
 
@@ -54,7 +63,19 @@ class Confinement:
                 where += " or tools.allowed_paths (" + ", ".join(str(p) for p in self.extra) + ")"
             via = f" (it resolves to {resolved})" if str(resolved) != str(candidate) else ""
             raise PathOutsideWorkspace(f"{raw} is outside {where}{via}; access refused")
+        secret = next((h for h in self.hidden if resolved == h or resolved.is_relative_to(h)), None)
+        if secret is not None:
+            raise PathOutsideWorkspace(
+                f"{raw} is in {secret}, which is hidden from tools (a secret store or zeph's own files); access refused. "
+                "The user can list it in [tools.sandbox] allow_read"
+            )
         return resolved
+
+    @property
+    def hidden(self) -> tuple[Path, ...]:
+        if self._hidden is None:
+            self._hidden = tuple(self._hidden_source()) if self._hidden_source is not None else ()
+        return self._hidden
 
     def display(self, path: Path) -> str:
         """A path as the model should see it: relative to the working directory when

@@ -106,10 +106,12 @@ class BashTool(Tool, declared="bash"):
             raise
         if ending != "exited":
             await _stop_group(process, reader)
+        if context.sandbox is not None:
+            context.sandbox.release()
         text = output.text()
         result = _result(text, process.returncode, ending, timeout, requested, context.max_timeout_secs)
         if context.sandbox is not None:
-            notes = context.sandbox.explain(text, context.cwd)
+            notes = context.sandbox.explain(text, context.cwd, command, failed=result.is_error)
             if notes:
                 result = dataclasses.replace(result, content="\n".join([result.content, *notes]))
         note = withheld_note(command, withheld)

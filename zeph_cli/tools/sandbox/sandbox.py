@@ -1,15 +1,20 @@
-"""One agent's sandbox: the settings, the backend that enforces them, and its state in words.
+"""One agent's sandbox: the settings, the backends that enforce them, and its state in words.
 
-Invariant: while the sandbox is enabled, `command` returns an argv under which
-the program cannot write outside the policy's writable paths — or raises
-`SandboxRefused` when strict and that cannot be guaranteed. When no backend works
-and strict is off, the program runs unconfined and `take_notice` reports it
-once. Backends are probed lazily (see `detect`).
+Invariant: while the sandbox is enabled, `command` returns an argv under which the program
+cannot write outside the policy's writable paths — or raises `SandboxRefused` when strict and
+some protection cannot be had here. On Linux the argv is a process limit, then the bubblewrap
+wall (read-only `/`, private `/tmp`, PID/IPC/UTS/network namespaces, secret stores hidden, git's
+and zeph's own files read-only, outside unix sockets covered), then the Landlock launcher; each
+part that cannot run here is named in `SandboxState.missing`, which `take_notice` reports once.
+When nothing works and strict is off, the program runs unconfined. Backends are probed lazily
+(see `detect`), by running them.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 import tempfile
 import weakref
 from collections.abc import Mapping, Sequence
@@ -18,66 +23,85 @@ from pathlib import Path
 
 from ...config import SandboxConfig
 from ..failures import ToolFailure
+from .bubblewrap import INSIDE_TEMP, WallLayout, wall_prefix
+from .denials import hidden_note, network_note, protected_note, refused_write_note
 from .detect import BACKEND_CHOICES, bubblewrap_status, filesystem_backend
-from .bubblewrap import network_isolation_prefix
-from .denials import network_note, refused_write_note
-from .landlock_backend import landlock_command, landlock_site
+from .landlock_backend import LAUNCHER, landlock_command, landlock_site
+from .limits import ProcessLimit
 from .policy import SandboxPolicy, build_policy
+from .protected import Protection, ZephFiles, protection
 from .seatbelt import seatbelt_command
+from .sockets import bound_socket_paths
 
 __all__ = ["Sandbox", "SandboxRefused", "SandboxState"]
 
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
 
-
 class SandboxRefused(ToolFailure):
-    """strict = true and no backend can enforce the sandbox: the command is not run."""
+    """strict = true and some protection cannot be had here: the command is not run."""
 
 
 @dataclass(frozen=True)
 class SandboxState:
-    """What confines commands: `backend` ("landlock", "landlock+bubblewrap", "seatbelt") or None."""
+    """What confines commands: `backend` ("bubblewrap+landlock", "bubblewrap", "landlock", "seatbelt")
+    or None, and `missing`, the protections that could not be had here (each says why)."""
 
     enabled: bool
     backend: str | None
     policy: SandboxPolicy | None
-    problem: str | None = None  # why there is no backend, or why the network is not isolated
+    missing: tuple[str, ...] = ()
     strict: bool = False
     off_reason: str = ""
 
     @property
+    def wall(self) -> bool:
+        return self.backend is not None and self.backend.startswith("bubblewrap")
+
+    @property
+    def problem(self) -> str | None:
+        return "; ".join(self.missing) or None
+
+    @property
     def refuses(self) -> bool:
-        return self.enabled and self.strict and self.problem is not None
+        return self.enabled and self.strict and bool(self.missing)
 
     def line(self) -> str:
-        """`sandbox: landlock (workspace, network allowed)` or `sandbox: unavailable — why`."""
+        """`sandbox: bubblewrap+landlock (workspace, network blocked)` or `sandbox: unavailable — why`."""
         if not self.enabled:
             return f"sandbox: off ({self.off_reason})"
         if self.backend is None:
             consequence = "shell commands are refused (strict = true)" if self.strict else "shell commands run unconfined"
             return f"sandbox: unavailable — {self.problem}; {consequence}"
         assert self.policy is not None
-        if self.problem is None:
+        if not self.missing:
             return f"sandbox: {self.backend} ({self.policy.describe()})"
-        consequence = "shell commands are refused (strict = true)" if self.strict else "commands can still use it"
-        return f"sandbox: {self.backend} ({self.policy.profile}, network not isolated — {self.problem}; {consequence})"
+        consequence = "shell commands are refused (strict = true)" if self.strict else "commands run without it"
+        return f"sandbox: {self.backend} ({self.policy.describe()}); missing: {self.problem}; {consequence}"
 
 
 class Sandbox:
     """Built once per agent from `[tools.sandbox]` and the workspace roots (workspace + allowed_paths).
 
-    `backend` forces the choice ("auto", "landlock", "seatbelt" or "none"); "none" stands for a
-    machine where nothing works.
+    `backend` forces the choice ("auto", "landlock", "seatbelt" or "none"): "landlock" is Landlock
+    without the bubblewrap wall, "none" stands for a machine where nothing works.
     """
 
-    def __init__(self, settings: SandboxConfig, workspace: Sequence[Path], *, cwd: Path, backend: str = "auto") -> None:
+    def __init__(
+        self, settings: SandboxConfig, workspace: Sequence[Path], *, cwd: Path, backend: str = "auto",
+        zeph: ZephFiles | None = None, home: Path | None = None,
+    ) -> None:
         if backend not in BACKEND_CHOICES:
             raise ValueError(f"unknown sandbox backend {backend!r}")
         self.settings = settings
         self.workspace = tuple(workspace)
         self.cwd = cwd
         self.backend_choice = backend
+        self.zeph = zeph
+        self.home = home
         self._state: SandboxState | None = None
+        self._layout: WallLayout | None = None
+        self._limit: ProcessLimit | None = None
+        self._held: set[Path] = set()  # directories the wall made to hold missing protected paths
         self._noticed = False
 
     @property
@@ -96,65 +120,154 @@ class Sandbox:
             return SandboxState(False, None, None, off_reason="[tools.sandbox] enabled = false")
         if settings.profile == "off":
             return SandboxState(False, None, None, off_reason='[tools.sandbox] profile = "off"')
-        temp_dir = Path(tempfile.mkdtemp(prefix="zeph-sandbox-"))
-        weakref.finalize(self, shutil.rmtree, temp_dir, True)
+        parent = Path(tempfile.mkdtemp(prefix="zeph-sandbox-"))
+        weakref.finalize(self, shutil.rmtree, parent, True)
+        self._layout = WallLayout.make(parent)
         policy = build_policy(
-            settings.profile, self.workspace, settings.allow_write, temp_dir, network=settings.allow_network, cwd=self.cwd
+            settings.profile, self.workspace, settings.allow_write, self._layout.temp,
+            network=settings.allow_network, cwd=self.cwd,
         )
-        backend, problem = filesystem_backend(self.backend_choice)
-        if backend is None:
-            return SandboxState(True, None, policy, problem, settings.strict)
-        if backend == "landlock" and not policy.network:
-            bwrap, why = bubblewrap_status()
-            if bwrap is None:
-                return SandboxState(True, backend, policy, f"network isolation needs bubblewrap: {why}", settings.strict)
-            backend = "landlock+bubblewrap"
-        return SandboxState(True, backend, policy, None, settings.strict)
+        fs_backend, fs_problem = filesystem_backend(self.backend_choice)
+        if not sys.platform.startswith("linux") or self.backend_choice in ("landlock", "none"):
+            wall, wall_problem = None, ("the bubblewrap wall was not chosen" if self.backend_choice != "none" else None)
+        else:
+            wall, wall_problem = bubblewrap_status()
+        missing: list[str] = []
+        if wall is None and fs_backend is None:
+            return SandboxState(True, None, policy, (fs_problem or wall_problem or "no sandbox backend works here",),
+                                settings.strict)
+        if sys.platform.startswith("linux"):
+            if wall is None:
+                missing.append(_without_wall(wall_problem or "", policy.network))
+            if fs_backend is None:
+                missing.append(f"Landlock ({fs_problem})")
+            self._limit = ProcessLimit(settings.max_processes)
+            if self._limit.missing:
+                missing.append(f"a process limit ({self._limit.missing})")
+        elif not policy.network:
+            missing.append("network isolation (it needs bubblewrap on Linux)")
+        backend = "+".join(name for name in ("bubblewrap" if wall else None, fs_backend) if name)
+        return SandboxState(True, backend, policy, tuple(missing), settings.strict)
 
     def command(self, program: list[str]) -> list[str]:
         """The argv that runs `program` inside the sandbox (`program` itself when it is off or
-        unavailable). Raises `SandboxRefused` when strict and the sandbox cannot be enforced."""
+        unavailable). Raises `SandboxRefused` when strict and some protection is missing."""
         state = self.state()
         if state.refuses:
             raise SandboxRefused(
-                f"{Path(program[0]).name}: refused — [tools.sandbox] strict = true and the sandbox cannot be enforced here "
-                f"({state.problem}); the user can set strict = false to run commands unconfined"
+                f"{Path(program[0]).name}: refused — [tools.sandbox] strict = true and the sandbox is not complete here "
+                f"(missing: {state.problem}); the user can set strict = false to run commands with what there is"
             )
         if state.backend is None or state.policy is None:
             return program
-        if state.backend.startswith("landlock"):
+        if state.backend == "seatbelt":
+            return seatbelt_command(state.policy, program)
+        argv = list(program)
+        if "landlock" in state.backend:
             site = landlock_site()
             assert site is not None  # the probe found it
-            argv = landlock_command(state.policy, program, site)
-            if state.backend == "landlock+bubblewrap":
-                bwrap, _ = bubblewrap_status()
-                assert bwrap is not None
-                argv = [*network_isolation_prefix(bwrap), *argv]
-            return argv
-        return seatbelt_command(state.policy, program)
+            argv = landlock_command(self._inside_policy(state), argv, site)
+        if state.wall:
+            bwrap, _ = bubblewrap_status()
+            assert bwrap is not None and self._layout is not None
+            roots = [p for p in state.policy.writable if p != state.policy.temp_dir]
+            guard = self.protection()
+            self._held.update(guard.held_empty)
+            argv = [*wall_prefix(
+                bwrap, self._layout, writable=roots, network=state.policy.network, protection=guard,
+                sockets=bound_socket_paths() or (), visible=self._visible(), cwd=self.cwd,
+            ), *argv]
+        if self._limit is not None:
+            argv = [*self._limit.prefix(), *argv]
+        return argv
+
+    def release(self) -> None:
+        """After a command ended: remove the empty directories the wall made to hold missing protected
+        paths (`.zeph`, `.git/hooks`), so that the workspace is left as it was."""
+        while self._held:
+            try:
+                os.rmdir(self._held.pop())
+            except OSError:
+                pass  # not empty (the user made it meanwhile) or already gone
+
+    def protection(self) -> Protection:
+        """What commands may not see or change right now (checked on each call: a `.git` may appear)."""
+        state = self.state()
+        roots = [] if state.policy is None else [p for p in state.policy.writable if p != state.policy.temp_dir]
+        return protection(
+            roots, home=self.home or Path.home(), cwd=self.cwd, zeph=self.zeph or ZephFiles.of_this_process(),
+            allow_read=self.settings.allow_read, deny_read=self.settings.deny_read,
+        )
+
+    def _inside_policy(self, state: SandboxState) -> SandboxPolicy:
+        """The policy as seen inside the wall, where the private temp dir is /tmp."""
+        assert state.policy is not None
+        if not state.wall:
+            return state.policy
+        writable = (INSIDE_TEMP, *(p for p in state.policy.writable if p != state.policy.temp_dir))
+        return SandboxPolicy(state.policy.profile, writable, INSIDE_TEMP, state.policy.network)
+
+    def _visible(self) -> list[Path]:
+        """Paths under /tmp that commands still need to see: the workspace (read-only when the profile says so),
+        what runs the launcher, the user's PATH, allow_read."""
+        paths = [*self.workspace, self.cwd, Path(sys.prefix), Path(sys.base_prefix), LAUNCHER.parent]
+        site = landlock_site()
+        if site:
+            paths.append(Path(site))
+        paths += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
+        home = self.home or Path.home()
+        paths += [home / p[2:] if p.startswith("~/") else (Path(p) if os.path.isabs(p) else self.cwd / p)
+                  for p in self.settings.allow_read]
+        out: list[Path] = []
+        for path in paths:
+            real = Path(os.path.realpath(path))
+            if os.path.exists(real) and real not in out:
+                out.append(real)
+        return out
 
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """`env` with the temp-dir variables pointing at the private temp dir (when sandboxed)."""
         state = self.state()
         out = dict(env)
         if state.backend is not None and state.policy is not None:
+            temp = INSIDE_TEMP if state.wall else state.policy.temp_dir
             for name in TEMP_VARIABLES:
-                out[name] = str(state.policy.temp_dir)
+                out[name] = str(temp)
         return out
 
-    def explain(self, output: str, cwd: Path) -> list[str]:
+    def explain(self, output: str, cwd: Path, command: str = "", *, failed: bool = True) -> list[str]:
         """Lines to add to a failed command's result when the sandbox is why it failed."""
         state = self.state()
         if state.backend is None or state.policy is None:
             return []
-        notes = [refused_write_note(output, state.policy, cwd)]
-        if "bubblewrap" in state.backend:
+        guard = self.protection() if state.wall else Protection()
+        notes = [
+            refused_write_note(output, state.policy, cwd, protected=guard, temp_shown=str(INSIDE_TEMP) if state.wall else None),
+            protected_note(output, guard, cwd),
+            hidden_note(command, guard, self.home or Path.home(), private_tmp=state.wall and failed),
+        ]
+        if state.wall or not state.policy.network:
             notes.append(network_note(output, state.policy))
         return [n for n in notes if n]
 
     def take_notice(self) -> str | None:
-        """Once, after the backends were probed: the warning that commands are not confined."""
-        if self._noticed or self._state is None or not self._state.enabled or self._state.problem is None:
+        """Once, after the backends were probed: the warning that protections are missing, and where
+        zeph's own files lie inside the workspace."""
+        if self._noticed or self._state is None or not self._state.enabled:
+            return None
+        lines = [self._state.line()] if self._state.missing or self._state.backend is None else []
+        if self._state.wall:
+            lines += [f"sandbox: {note}" for note in self.protection().notes]
+        if not lines:
             return None
         self._noticed = True
-        return self._state.line()
+        return "\n".join(lines)
+
+
+def _without_wall(why: str, network_allowed: bool) -> str:
+    """What is lost when the bubblewrap wall cannot run (Landlock alone still confines writes)."""
+    lost = "file metadata (chmod, chown, touch) outside, other processes (kill, ptrace), devices, unix sockets " \
+           "outside, secret stores (~/.ssh…), read-only .git hooks and config, a private /tmp"
+    if not network_allowed:
+        lost += ", network isolation"
+    return f"the bubblewrap wall ({why}), so commands are not kept from: {lost}"
