@@ -302,3 +302,39 @@ def test_secret_stores_are_hidden_unless_allowed(site, fake_server):
             os.lchown(path, site.uid, site.uid)
     (allowed,) = site.ask(fake_server, "cat ~/.ssh/id_rsa | tail -1")
     assert allowed == "secret-key-material"
+
+
+# ---- where the wall cannot run ------------------------------------------------------------------------------
+
+
+def test_without_user_namespaces_zeph_says_once_what_is_missing_and_strict_refuses(site, fake_server):
+    """A machine without user namespaces, made for real: zeph runs in a user namespace of its own whose
+    limit on further ones is 0, so bwrap cannot build the wall; Landlock still confines writes."""
+    if shutil.which("unshare") is None:
+        pytest.skip("needs util-linux unshare")
+    if site.uid:
+        pytest.skip("as nobody, root inside `unshare -r` owns nothing of the interpreter's directories here")
+    command = f"echo x > {site.canary}; echo one; echo two"
+
+    def script() -> None:
+        for n in range(2):
+            fake_server.queue(tool_reply(f"call_{n}", "bash", {"command": command}))
+        fake_server.queue(text_reply("done"))
+
+    script()
+    prefix: list[str] = []
+    no_userns = ["unshare", "-Ur", "sh", "-c", 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "sh"]
+    env = site.env(fake_server)
+    done = subprocess.run([*prefix, *no_userns, ZEPH, "ask", "-y", "go"], capture_output=True, text=True, env=env,
+                          cwd=site.ws, timeout=180)
+    assert done.returncode == 0, done.stderr
+    missing = [line for line in done.stderr.splitlines() if "missing: the bubblewrap wall" in line]
+    assert len(missing) == 1, done.stderr  # once, not per command
+    assert "file metadata" in missing[0] and "secret stores" in missing[0] and "commands run without it" in missing[0]
+    assert site.canary.read_text() == "still here\n"  # Landlock alone still refuses the write
+    script()
+    strict = subprocess.run([*prefix, *no_userns, ZEPH, "ask", "-y", "go"], capture_output=True, text=True,
+                            env={**env, "ZEPH_TOOLS_SANDBOX_STRICT": "true"}, cwd=site.ws, timeout=180)
+    assert strict.returncode == 0, strict.stderr
+    refused = [_unwrapped(r) for r in sent_tool_results(fake_server)]
+    assert all("strict = true" in r and "missing: the bubblewrap wall" in r for r in refused), refused

@@ -230,7 +230,9 @@ SANDBOX_PROFILES = ("workspace", "read-only", "off")
 @dataclass
 class SandboxConfig:
     """[tools.sandbox]: the OS sandbox shell commands run in."""
-    enabled: bool = setting(True, "Run shell commands in an OS sandbox (Linux Landlock, macOS sandbox-exec).")
+    enabled: bool = setting(
+        True, "Run shell commands in an OS sandbox (Linux: a bubblewrap wall with Landlock inside; macOS: sandbox-exec)."
+    )
     profile: str = setting(
         "workspace",
         "workspace: write the workspace, tools.allowed_paths, allow_write and a private temp dir, read elsewhere; "
@@ -247,7 +249,7 @@ class SandboxConfig:
     )
     deny_read: tuple[str, ...] = setting((), "More files or directories to hide from commands and the file tools.", kind=tuple)
     max_processes: int = setting(1024, "Most processes (and threads) a sandboxed command may have at once.", lo=16, hi=1_000_000)
-    strict: bool = setting(False, "Refuse shell commands when no sandbox backend works here (or network isolation is asked for and unavailable).")  # noqa: E501
+    strict: bool = setting(False, "Refuse shell commands when some protection cannot be had here (the state line says which).")
     pass_env: tuple[str, ...] = setting(
         (), "Variables passed to commands although their names look like secrets (KEY, SECRET, TOKEN, PASSWORD…); "
         "shell-style patterns, e.g. NPM_TOKEN or CI_*.", kind=tuple,

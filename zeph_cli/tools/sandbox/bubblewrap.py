@@ -5,7 +5,7 @@ Invariant: under `wall_prefix` a command sees `/` read-only, a minimal `/dev`, i
 namespaces, a private `/tmp` (the sandbox's temp dir), and no network but loopback unless the
 policy allows it; it may write only the policy's writable roots, minus what `Protection` keeps
 read-only; hidden paths show as empty, and the unix sockets servers outside listen on are covered.
-It runs with no capabilities, in a new session (no controlling terminal to type into), and dies
+It runs with no capabilities (root as nobody), in a new session (no controlling terminal to type into), and dies
 with its parent; when the command's first process ends, everything it started ends too (the PID
 namespace goes with its init). Whether the wall works here is known only from running it
 (`probe_bubblewrap`).
@@ -28,6 +28,7 @@ __all__ = ["WallLayout", "bwrap_binary", "probe_bubblewrap", "wall_prefix"]
 
 PROBE_TIMEOUT_SECS = 15
 INSIDE_TEMP = Path("/tmp")
+NOBODY = 65534
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,11 @@ def wall_prefix(
     still read (the interpreter that runs the launcher, say)."""
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if os.geteuid() == 0:
+        # Root is nobody inside (with no capabilities it can do no more anyway): programs see what they may
+        # do, and a command can make a user namespace of its own (the kernel lets no one but a holder of
+        # CAP_SETFCAP map uid 0 again, so `unshare -r` or a nested sandbox would fail as root).
+        argv += ["--uid", str(NOBODY), "--gid", str(NOBODY)]
     if not network:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(layout.temp), str(INSIDE_TEMP)]

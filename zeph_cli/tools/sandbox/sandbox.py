@@ -36,6 +36,7 @@ from .sockets import bound_socket_paths
 __all__ = ["Sandbox", "SandboxRefused", "SandboxState"]
 
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
+INSIDE_PROC = Path("/proc")
 
 class SandboxRefused(ToolFailure):
     """strict = true and some protection cannot be had here: the command is not run."""
@@ -204,7 +205,9 @@ class Sandbox:
         assert state.policy is not None
         if not state.wall:
             return state.policy
-        writable = (INSIDE_TEMP, *(p for p in state.policy.writable if p != state.policy.temp_dir))
+        # /proc inside is the sandbox's own (its PID namespace, with /proc/sys read-only): writing it lets a
+        # command set up a nested sandbox (a user namespace's uid_map), which a test suite of sandboxes needs.
+        writable = (INSIDE_TEMP, *(p for p in state.policy.writable if p != state.policy.temp_dir), INSIDE_PROC)
         return SandboxPolicy(state.policy.profile, writable, INSIDE_TEMP, state.policy.network)
 
     def _visible(self) -> list[Path]:
