@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,10 @@ from zeph_cli.tools.sandbox.denials import network_note, refused_write_note
 from zeph_cli.tools.sandbox.landlock_backend import LAUNCHER
 from zeph_cli.tools.sandbox.policy import SandboxPolicy, build_policy
 from zeph_cli.tools.sandbox.sandbox import SandboxState
+from zeph_cli.tools.sandbox.limits import ProcessLimit
+from zeph_cli.tools.sandbox.protected import ZephFiles, protection
 from zeph_cli.tools.sandbox.seatbelt import seatbelt_command, seatbelt_profile
+from zeph_cli.tools.sandbox.sockets import bound_socket_paths
 
 WS = Path("/work/ws")
 TEMP = Path("/tmp/zeph-sandbox-x")
@@ -170,3 +174,89 @@ def test_launcher_without_the_landlock_package_refuses_to_run(tmp_path):
     assert done.stderr.strip() == (
         "zeph sandbox: the landlock package cannot be imported (No module named 'landlock'); the command was not run"
     )
+
+
+# ---- what is hidden and what is read-only ------------------------------------------------------------------
+
+
+def _tree(tmp_path: Path) -> tuple[Path, Path]:
+    home, ws = tmp_path / "home", tmp_path / "home" / "ws"
+    for d in (home / ".ssh", home / ".aws", ws / ".git" / "hooks", ws / ".git" / "modules" / "lib" / "hooks"):
+        d.mkdir(parents=True)
+    for f in (home / ".netrc", ws / ".git" / "config", ws / ".git" / "modules" / "lib" / "config"):
+        f.write_text("x\n")
+    return home, ws
+
+
+def test_secret_stores_are_hidden_allow_read_shows_one_and_deny_read_adds(tmp_path):
+    home, ws = _tree(tmp_path)
+    (ws / "private").mkdir()
+    got = protection([ws], home=home, cwd=ws, zeph=ZephFiles(), allow_read=["~/.aws"], deny_read=["private"])
+    assert {home / ".ssh", home / ".netrc", ws / "private"} <= set(got.hidden)
+    assert home / ".aws" not in got.hidden and home / ".gnupg" not in got.hidden  # shown, missing
+    assert got.is_hidden(home / ".ssh" / "id_rsa") and not got.is_hidden(home / ".sshx")
+
+
+def test_nothing_that_holds_a_writable_root_is_hidden_and_only_the_outermost_is_listed(tmp_path):
+    home, ws = _tree(tmp_path)
+    zeph = ZephFiles(private=(home, home / ".ssh"))  # zeph's data dir would be the whole home here
+    got = protection([ws], home=home, cwd=ws, zeph=zeph, deny_read=["~/.ssh/keys"])
+    assert home not in got.hidden and home / ".ssh" in got.hidden
+    assert home / ".ssh" / "keys" not in got.hidden
+
+
+def test_git_parts_and_zeph_files_in_a_writable_root_are_read_only_and_missing_ones_held(tmp_path):
+    home, ws = _tree(tmp_path)
+    venv = ws / ".venv"
+    venv.mkdir()
+    got = protection([ws], home=home, cwd=ws, zeph=ZephFiles(installed=(venv,)))
+    assert set(got.read_only) == {ws / ".git" / "config", ws / ".git" / "hooks", ws / ".git" / "modules" / "lib" / "config",
+                                  ws / ".git" / "modules" / "lib" / "hooks", venv}
+    assert got.held_empty == (ws / ".zeph",)  # .git/info missing is not held: git does not run it
+    assert any(str(venv) in note and "may read it but not change it" in note for note in got.notes)
+    (ws / ".zeph").mkdir()
+    assert ws / ".zeph" in protection([ws], home=home, cwd=ws, zeph=ZephFiles()).read_only
+
+
+def test_a_worktree_pointer_is_read_only_and_nothing_is_held_where_it_could_not_be_made(tmp_path):
+    home, ws = _tree(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / ".git").write_text("gitdir: /elsewhere\n")
+    got = protection([other], home=home, cwd=other, zeph=ZephFiles())
+    assert got.read_only == (other / ".git",)
+    if os.geteuid() != 0:  # root may write anywhere
+        other.chmod(0o555)
+        try:
+            assert protection([other], home=home, cwd=other, zeph=ZephFiles()).held_empty == ()
+        finally:
+            other.chmod(0o755)
+
+
+def test_bound_unix_sockets_are_read_from_the_kernel_table(tmp_path):
+    import socket as sockets_module
+
+    path = tmp_path / "s.sock"
+    server = sockets_module.socket(sockets_module.AF_UNIX)
+    server.bind(str(path))
+    (tmp_path / "plain").write_text("x")
+    table = tmp_path / "unix"
+    table.write_text(
+        "Num       RefCount Protocol Flags    Type St Inode Path\n"
+        f"0000: 00000002 00000000 00010000 0001 01 1 {path}\n"
+        "0000: 00000002 00000000 00010000 0001 01 2 @abstract\n"
+        f"0000: 00000002 00000000 00010000 0001 01 3 {tmp_path / 'plain'}\n"
+        "0000: 00000002 00000000 00010000 0001 01 4 /gone/s.sock\n"
+        "0000: 00000003 00000000 00000000 0001 03 5\n"
+    )
+    try:
+        assert bound_socket_paths(table) == [path]
+        assert bound_socket_paths(tmp_path / "missing") is None
+    finally:
+        server.close()
+
+
+def test_the_process_limit_prefix_for_users_and_where_root_has_no_cgroup():
+    user = ProcessLimit(64, euid=1000)
+    assert user.prefix()[:2] == ["/bin/sh", "-c"] and "ulimit -p 64" in user.prefix()[2]
+    assert user.missing is None and user.cgroup is None

@@ -101,7 +101,8 @@ def protection(
             read_only.append(git)  # a worktree's pointer: redirected, git would run another directory's hooks
         for held in HELD_EMPTY:
             target = root / held
-            if target.parent.is_dir() and not os.path.lexists(target):
+            # held only where it could be made: the wall makes it as the mount point
+            if target.parent.is_dir() and not os.path.lexists(target) and os.access(target.parent, os.W_OK):
                 held_empty.append(target)
             elif held == ".zeph" and target.is_dir():
                 read_only.append(target)

@@ -142,6 +142,8 @@ class Sandbox:
                 missing.append(_without_wall(wall_problem or "", policy.network))
             if fs_backend is None:
                 missing.append(f"Landlock ({fs_problem})")
+            if wall is not None and bound_socket_paths() is None:
+                missing.append("covering unix sockets outside (the kernel's table /proc/net/unix cannot be read)")
             self._limit = ProcessLimit(settings.max_processes)
             if self._limit.missing:
                 missing.append(f"a process limit ({self._limit.missing})")
