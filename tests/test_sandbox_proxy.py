@@ -503,6 +503,21 @@ def test_the_relay_holds_no_output_cannot_be_taken_over_and_ends_with_the_comman
 
 
 @needs_sandbox
+def test_a_proxy_gone_during_the_command_is_a_502_line_not_a_dropped_connection(proxy_for, target, short_dir):
+    proxy = proxy_for(target.pattern)
+    command = sandboxed(proxy, ["sh", "-c", f"echo running; read go; curl -sS http://{target.pattern}/"],
+                        short_dir, wait=False)
+    assert command.stdin is not None and command.stdout is not None
+    assert command.stdout.readline() == "running\n"
+    proxy.close()
+    command.stdin.write("go\n")
+    command.stdin.close()
+    assert command.stdout.read().startswith("zeph sandbox: zeph's network proxy is not answering (")
+    assert command.wait(timeout=HANG) == 0
+    assert target.seen == []
+
+
+@needs_sandbox
 def test_the_launcher_refuses_to_run_when_the_proxy_does_not_answer(short_dir):
     proxy = HostProxy(short_dir / "absent.sock", ["pypi.org"])  # never started
     done = sandboxed(proxy, ["sh", "-c", "echo ran"], short_dir)

@@ -122,6 +122,7 @@ def _serve(listener: socket.socket, socket_path: str, watched: int, watch_fd: in
             except OSError:
                 continue
             if not active.acquire(blocking=False):
+                _answer(client, 503, f"more than {MAX_CONNECTIONS} connections at once through the sandbox's relay")
                 client.close()
                 continue
             try:
@@ -182,9 +183,7 @@ def _relay(client: socket.socket, socket_path: str, active: threading.BoundedSem
             upstream.connect(socket_path)
             upstream.settimeout(None)
         except OSError as exc:
-            line = f"zeph sandbox: zeph's network proxy is not answering ({exc.strerror or exc})\n".encode()
-            client.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                           b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(line), line))
+            _answer(client, 502, f"zeph's network proxy is not answering ({exc.strerror or exc})")
             return
         back = threading.Thread(target=_copy, args=(upstream, client), daemon=True)
         back.start()
@@ -196,6 +195,18 @@ def _relay(client: socket.socket, socket_path: str, active: threading.BoundedSem
         client.close()
         upstream.close()
         active.release()
+
+
+def _answer(client: socket.socket, status: int, why: str) -> None:  # pragma: no cover
+    """An HTTP error to a client the relay cannot serve (it speaks HTTP to its proxy first)."""
+    line = f"zeph sandbox: {why}\n".encode()
+    try:
+        client.settimeout(1.0)
+        reason = b"Bad Gateway" if status == 502 else b"Service Unavailable"
+        client.sendall(b"HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+                       b"Content-Length: %d\r\n\r\n%s" % (status, reason, len(line), line))
+    except OSError:
+        pass
 
 
 def _copy(source: socket.socket, sink: socket.socket) -> None:  # pragma: no cover
