@@ -335,6 +335,22 @@ def test_connections_beyond_the_limit_are_answered_503(proxy_for, target):
     assert target.seen == []
 
 
+async def test_the_proxy_serves_while_the_callers_event_loop_waits_on_it(short_dir, target):
+    """As the bash tool uses it: started and closed from inside a running loop, which it never blocks."""
+    import asyncio
+
+    proxy = HostProxy(short_dir / "p.sock", [target.pattern])
+    proxy.start()
+    try:
+        reader, writer = await asyncio.open_unix_connection(proxy.socket_path)
+        writer.write(f"GET http://{target.pattern}/from-a-loop HTTP/1.1\r\n\r\n".encode())
+        response = await asyncio.wait_for(reader.read(), HANG)
+        writer.close()
+    finally:
+        proxy.close()
+    assert response.endswith(f"target says: host={target.pattern} path=/from-a-loop\n".encode())
+
+
 def test_close_stops_serving_and_removes_the_socket(short_dir, target):
     proxy = HostProxy(short_dir / "p.sock", [target.pattern])
     with proxy:
