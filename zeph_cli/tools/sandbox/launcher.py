@@ -1,7 +1,8 @@
 """The Landlock exec launcher: confines itself, then becomes the command.
 
-Run as `python -I -S launcher.py SITE_DIR [--write PATH]... -- PROGRAM [ARG]...`
-(or `... SITE_DIR --probe DIR` to test that Landlock works here).
+Run as `python -I -S launcher.py SITE_DIR [--write PATH]... [--proxy-socket PATH] -- PROGRAM [ARG]...`
+(or `... SITE_DIR --probe DIR` to test that Landlock works here). With `--proxy-socket`, a relay to
+zeph's host proxy at PATH is forked first and PROGRAM gets the proxy variables (`proxy_relay.py`).
 
 Invariant: PROGRAM is exec'd only after the Landlock ruleset is in force —
 read and execute everywhere, every write right only beneath the `--write`
@@ -19,8 +20,8 @@ such hazard; `-I -S` keeps the workspace, PYTHON* variables and .pth files out
 of its import path, so a `landlock.py` in the workspace cannot stand in for the
 real package. The same argv-prefix shape serves bubblewrap and sandbox-exec.
 
-This file imports only the standard library and `landlock` (from SITE_DIR):
-never `zeph_cli`.
+This file imports only the standard library, `landlock` (from SITE_DIR) and its
+sibling `proxy_relay.py` (by path): never `zeph_cli`.
 """
 
 from __future__ import annotations
@@ -94,6 +95,23 @@ def probe(directory: str) -> int:
     return 0
 
 
+def start_proxy_relay(socket_path: str) -> None:
+    """Fork the relay to zeph's host proxy at `socket_path` and put the proxy variables in the environment
+    PROGRAM gets. Done before `confine`, whose rules would stop the relay reaching the socket."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "proxy_relay.py")
+    spec = importlib.util.spec_from_file_location("zeph_sandbox_proxy_relay", path)
+    if spec is None or spec.loader is None:
+        raise SandboxFailed(f"the network relay {path} cannot be loaded")
+    relay = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(relay)
+        os.environ.update(relay.start(socket_path))
+    except Exception as exc:  # noqa: BLE001 - RelayFailed says why; anything else is a broken install
+        raise SandboxFailed(str(exc) or type(exc).__name__) from None
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print("usage: launcher.py SITE_DIR [--write PATH]... -- PROGRAM [ARG]...", file=sys.stderr)
@@ -104,12 +122,18 @@ def main(argv: list[str]) -> int:
         if rest[0] == "--probe" and len(rest) == 2:
             return probe(rest[1])
         writable: list[str] = []
-        while rest and rest[0] == "--write" and len(rest) > 1:
-            writable.append(rest[1])
+        proxy_socket: str | None = None
+        while len(rest) > 1 and rest[0] in ("--write", "--proxy-socket"):
+            if rest[0] == "--write":
+                writable.append(rest[1])
+            else:
+                proxy_socket = rest[1]
             rest = rest[2:]
         if len(rest) < 2 or rest[0] != "--":
             print("launcher.py: expected -- PROGRAM [ARG]...", file=sys.stderr)
             return EXIT_SANDBOX_FAILED
+        if proxy_socket is not None:
+            start_proxy_relay(proxy_socket)
         confine(writable)
     except SandboxFailed as exc:
         print(f"zeph sandbox: {exc}; the command was not run", file=sys.stderr)
