@@ -148,7 +148,7 @@ def test_state_lines():
 
 def test_disabled_sandbox_neither_probes_nor_wraps(tmp_path):
     sandbox = Sandbox(SandboxConfig(enabled=False), [tmp_path], cwd=tmp_path)
-    assert sandbox.command(["/bin/sh", "-c", "true"]) == ["/bin/sh", "-c", "true"]
+    assert sandbox.prepare(["/bin/sh", "-c", "true"]).argv == ["/bin/sh", "-c", "true"]
     assert sandbox.environment({"TMPDIR": "/tmp"}) == {"TMPDIR": "/tmp"}
     assert sandbox.take_notice() is None
 

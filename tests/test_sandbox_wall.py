@@ -338,3 +338,38 @@ def test_without_user_namespaces_zeph_says_once_what_is_missing_and_strict_refus
     assert strict.returncode == 0, strict.stderr
     refused = [_unwrapped(r) for r in sent_tool_results(fake_server)]
     assert all("strict = true" in r and "missing: the bubblewrap wall" in r for r in refused), refused
+
+
+def test_allowed_hosts_open_exactly_the_listed_hosts(site, fake_server):
+    import http.server
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the stdlib's name)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"hello from outside\n")
+
+        def log_message(self, *args):
+            pass
+
+    allowed = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hello)
+    other = Listener(socket.AF_INET, ("127.0.0.1", 0))
+    threading.Thread(target=allowed.serve_forever, daemon=True).start()
+    port, other_port = allowed.server_address[1], other.sock.getsockname()[1]
+    config = site.home / ".config" / "zeph" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'[tools.sandbox]\nallowed_hosts = ["127.0.0.1:{port}"]\n')
+    if site.uid:
+        for path in [site.home / ".config", config.parent, config]:
+            os.lchown(path, site.uid, site.uid)
+    try:
+        # The machine's loopback stands for a remote host: --noproxy '' sends it through the proxy, as a
+        # remote name would be (NO_PROXY keeps the sandbox's own loopback direct).
+        results = site.ask(fake_server, f"curl -sS -m 10 --noproxy '' http://127.0.0.1:{port}/",
+                           f"curl -sS -m 10 --noproxy '' http://127.0.0.1:{other_port}/")
+    finally:
+        allowed.shutdown()
+        other.close()
+    assert results[0] == "hello from outside"
+    assert other.received == []
+    assert f"127.0.0.1:{other_port}" in results[1] and "allowed_hosts" in results[1], results[1]

@@ -243,6 +243,10 @@ class SandboxConfig:
     allow_network: bool = setting(
         False, "Let sandboxed commands use the network (off: loopback only; allowed_hosts opens single hosts)."
     )
+    allowed_hosts: tuple[str, ...] = setting(
+        (), "Hosts commands may reach with the network off, through zeph's proxy: names, *.suffix, IPs, host:port.",
+        kind=tuple,
+    )
     allow_read: tuple[str, ...] = setting(
         (), "Secret stores commands may read although hidden by default (~/.ssh, ~/.aws, ~/.netrc…), or paths in /tmp.",
         kind=tuple,
@@ -566,6 +570,15 @@ def load_config(
 
 
 def _check_relations(config: Config, sources: dict[str, str]) -> None:
+    if config.tools.sandbox.allowed_hosts:
+        from .tools.sandbox.host_proxy import parse_host_patterns
+
+        try:
+            parse_host_patterns(config.tools.sandbox.allowed_hosts)
+        except ValueError as exc:
+            raise ConfigError(
+                f"{sources.get('tools.sandbox.allowed_hosts', 'default')}: tools.sandbox.allowed_hosts: {exc}"
+            ) from None
     for pattern in config.tools.blocked_commands:
         try:
             re.compile(pattern)

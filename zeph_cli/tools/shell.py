@@ -17,11 +17,14 @@ import os
 import shutil
 import signal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .base import Tool, ToolContext, ToolResult
 from .command_env import command_environment, withheld_note
 from .failures import ToolFailure
+
+if TYPE_CHECKING:
+    from .sandbox import Launch
 
 __all__ = ["BashTool", "CappedOutput"]
 
@@ -93,25 +96,26 @@ class BashTool(Tool, declared="bash"):
         spawning = asyncio.ensure_future(_spawn(command, context, env))
         output = CappedOutput()
         try:
-            process = await asyncio.shield(spawning)
+            process, launch = await asyncio.shield(spawning)
         except asyncio.CancelledError:
-            process = await spawning
+            process, launch = await spawning
             await _stop_group(process, asyncio.create_task(_read_into(process.stdout, output)))
+            _finish(context, launch)
             raise
         reader = asyncio.create_task(_read_into(process.stdout, output))
         try:
             ending = await _wait_for_shell(process, reader, timeout)
         except BaseException:  # cancelled: the group must not outlive the call
             await _stop_group(process, reader)
+            _finish(context, launch)
             raise
         if ending != "exited":
             await _stop_group(process, reader)
-        if context.sandbox is not None:
-            context.sandbox.release()
+        refused = _finish(context, launch)
         text = output.text()
         result = _result(text, process.returncode, ending, timeout, requested, context.max_timeout_secs)
         if context.sandbox is not None:
-            notes = context.sandbox.explain(text, context.cwd, command, failed=result.is_error)
+            notes = context.sandbox.explain(text, context.cwd, command, failed=result.is_error) + refused
             if notes:
                 result = dataclasses.replace(result, content="\n".join([result.content, *notes]))
         note = withheld_note(command, withheld)
@@ -120,26 +124,40 @@ class BashTool(Tool, declared="bash"):
         return result
 
 
-async def _spawn(command: str, context: ToolContext, env: dict[str, str]) -> asyncio.subprocess.Process:
+def _finish(context: ToolContext, launch: Launch | None) -> list[str]:
+    """The sandbox's tidying after a command, and its notes (hosts its proxy refused)."""
+    if context.sandbox is None or launch is None:
+        return []
+    return context.sandbox.finish(launch)
+
+
+async def _spawn(
+    command: str, context: ToolContext, env: dict[str, str]
+) -> tuple[asyncio.subprocess.Process, Launch | None]:
     cwd = context.cwd
     if not cwd.is_dir():
         raise ToolFailure(f"bash: the working directory {cwd} does not exist or is not a directory")
     shell = shutil.which("bash", path=env.get("PATH", os.defpath)) or "/bin/sh"
     argv = [shell, "-c", command]
+    launch = None
     if context.sandbox is not None:
         await asyncio.to_thread(context.sandbox.state)  # the first call probes the backends in a child
-        argv = context.sandbox.command(argv)
+        launch = context.sandbox.prepare(argv)
+        argv = launch.argv
         env = context.sandbox.environment(env)
     try:
-        return await asyncio.create_subprocess_exec(
+        process = await asyncio.create_subprocess_exec(
             *argv,
             cwd=cwd, env=env, start_new_session=True,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )
     except ValueError as exc:  # NUL byte in the command or the environment
+        _finish(context, launch)
         raise ToolFailure(f"bash: the command cannot be run ({exc})") from None
     except OSError as exc:
+        _finish(context, launch)
         raise ToolFailure(f"bash: {shell} could not be started in {cwd} ({exc.strerror or exc})") from None
+    return process, launch
 
 
 async def _read_into(stream: asyncio.StreamReader | None, output: CappedOutput) -> None:

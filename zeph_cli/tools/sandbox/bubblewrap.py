@@ -24,27 +24,31 @@ from pathlib import Path
 
 from .protected import Protection
 
-__all__ = ["WallLayout", "bwrap_binary", "probe_bubblewrap", "wall_prefix"]
+__all__ = ["INSIDE_NETWORK_DIR", "WallLayout", "bwrap_binary", "probe_bubblewrap", "wall_prefix"]
 
 PROBE_TIMEOUT_SECS = 15
 INSIDE_TEMP = Path("/tmp")
 NOBODY = 65534
+INSIDE_NETWORK_DIR = Path("/dev/zeph-network")  # the proxy's socket, read-only: a command cannot remove it
 
 
 @dataclass(frozen=True)
 class WallLayout:
     """Host directories the wall is built from: `temp` shows as /tmp inside, `empty` is an empty
-    directory mounted read-only over protected paths that do not exist yet."""
+    directory mounted read-only over protected paths that do not exist yet, `network` holds the
+    allowed-hosts proxy's socket."""
 
     temp: Path
     empty: Path
+    network: Path  # where the allowed-hosts proxy listens
 
     @classmethod
     def make(cls, parent: Path) -> WallLayout:
-        temp, empty = parent / "tmp", parent / "empty"
+        temp, empty, network = parent / "tmp", parent / "empty", parent / "network"
         temp.mkdir(mode=0o700, exist_ok=True)
         empty.mkdir(mode=0o500, exist_ok=True)
-        return cls(temp, empty)
+        network.mkdir(mode=0o700, exist_ok=True)
+        return cls(temp, empty, network)
 
 
 def bwrap_binary() -> str | None:
@@ -67,10 +71,12 @@ def wall_prefix(
     sockets: Sequence[Path] = (),
     visible: Sequence[Path] = (),
     cwd: Path | None = None,
+    network_dir: Path | None = None,
 ) -> list[str]:
     """argv to put before a command. `writable` are host paths bound writable at the same place
     (the temp dir excluded: it is /tmp inside); `visible` are paths under /tmp the command must
-    still read (the interpreter that runs the launcher, say)."""
+    still read (the interpreter that runs the launcher, say); `network_dir`, the host directory holding
+    the allowed-hosts proxy's socket, shows read-only as `INSIDE_NETWORK_DIR`."""
     argv = [bwrap, "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
             "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
     if os.geteuid() == 0:
@@ -104,6 +110,8 @@ def wall_prefix(
         if protection.is_hidden(path) or unseen(path):
             continue  # not visible inside anyway
         argv += ["--ro-bind", "/dev/null", str(path)]
+    if network_dir is not None:
+        argv += ["--ro-bind", str(network_dir), str(INSIDE_NETWORK_DIR)]
     if cwd is not None:
         argv += ["--chdir", str(cwd)]
     return [*argv, "--"]

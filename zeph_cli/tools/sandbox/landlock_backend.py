@@ -9,6 +9,8 @@ write outside the allowed directory and allowed one inside it.
 from __future__ import annotations
 
 import importlib.util
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -35,14 +37,33 @@ def landlock_site() -> str | None:
 
 def _launcher_prefix(site: str) -> list[str]:
     # -I: no PYTHON* variables, no cwd or user site on sys.path; -S: no .pth files run.
-    return [sys.executable, "-I", "-S", str(LAUNCHER), site]
+    return [launcher_interpreter(), "-I", "-S", str(LAUNCHER), site]
 
 
-def landlock_command(policy: SandboxPolicy, program: list[str], site: str) -> list[str]:
-    """`program` run under the launcher, writable where `policy` says."""
+def launcher_interpreter() -> str:
+    """A Python this user may run: the one running zeph, else the same version found on PATH. (A
+    virtualenv's `python` may link through a directory the user cannot search — a root-owned pyenv
+    under /root, with zeph started by root as another user. The launcher needs no virtualenv: it is
+    given the site directory, and uses only the standard library besides.)"""
+    try:
+        running = os.readlink("/proc/self/exe")
+    except OSError:
+        running = sys.executable
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (running, sys.executable, shutil.which(version)):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return sys.executable
+
+
+def landlock_command(policy: SandboxPolicy, program: list[str], site: str, *, proxy_socket: Path | None = None) -> list[str]:
+    """`program` run under the launcher, writable where `policy` says; with `proxy_socket`, reaching the
+    network through the allowed-hosts proxy listening there."""
     argv = _launcher_prefix(site)
     for path in (*policy.writable, *WRITABLE_DEVICES):
         argv += ["--write", str(path)]
+    if proxy_socket is not None:
+        argv += ["--proxy-socket", str(proxy_socket)]
     return [*argv, "--", *program]
 
 

@@ -23,9 +23,10 @@ from pathlib import Path
 
 from ...config import SandboxConfig
 from ..failures import ToolFailure
-from .bubblewrap import INSIDE_TEMP, WallLayout, wall_prefix
+from .bubblewrap import INSIDE_NETWORK_DIR, INSIDE_TEMP, WallLayout, wall_prefix
 from .denials import hidden_note, network_note, protected_note, refused_write_note
 from .detect import BACKEND_CHOICES, bubblewrap_status, filesystem_backend
+from .host_proxy import HostProxy, refusal_note
 from .landlock_backend import LAUNCHER, landlock_command, landlock_site
 from .limits import ProcessLimit
 from .policy import SandboxPolicy, build_policy
@@ -33,10 +34,11 @@ from .protected import Protection, ZephFiles, protection
 from .seatbelt import seatbelt_command
 from .sockets import bound_socket_paths
 
-__all__ = ["Sandbox", "SandboxRefused", "SandboxState"]
+__all__ = ["Launch", "Sandbox", "SandboxRefused", "SandboxState"]
 
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
 INSIDE_PROC = Path("/proc")
+PROXY_SOCKET = "proxy.sock"
 
 class SandboxRefused(ToolFailure):
     """strict = true and some protection cannot be had here: the command is not run."""
@@ -80,6 +82,15 @@ class SandboxState:
         return f"sandbox: {self.backend} ({self.policy.describe()}); missing: {self.problem}; {consequence}"
 
 
+@dataclass(frozen=True)
+class Launch:
+    """One command's way into the sandbox: its argv, and what `Sandbox.finish` tidies after it."""
+
+    argv: list[str]
+    held: tuple[Path, ...] = ()  # directories the wall makes to hold missing protected paths
+    proxy_mark: int | None = None  # where the proxy's refusals stood when it started
+
+
 class Sandbox:
     """Built once per agent from `[tools.sandbox]` and the workspace roots (workspace + allowed_paths).
 
@@ -102,7 +113,7 @@ class Sandbox:
         self._state: SandboxState | None = None
         self._layout: WallLayout | None = None
         self._limit: ProcessLimit | None = None
-        self._held: set[Path] = set()  # directories the wall made to hold missing protected paths
+        self._proxy: HostProxy | None = None
         self._noticed = False
 
     @property
@@ -149,12 +160,31 @@ class Sandbox:
                 missing.append(f"a process limit ({self._limit.missing})")
         elif not policy.network:
             missing.append("network isolation (it needs bubblewrap on Linux)")
+        if wall is not None and not policy.network and settings.allowed_hosts:
+            why = self._start_proxy(settings.allowed_hosts)
+            if why:
+                missing.append(f"the allowed_hosts proxy ({why})")
+        elif settings.allowed_hosts and not policy.network:
+            missing.append("the allowed_hosts proxy (it needs the bubblewrap wall)")
         backend = "+".join(name for name in ("bubblewrap" if wall else None, fs_backend) if name)
         return SandboxState(True, backend, policy, tuple(missing), settings.strict)
 
-    def command(self, program: list[str]) -> list[str]:
-        """The argv that runs `program` inside the sandbox (`program` itself when it is off or
-        unavailable). Raises `SandboxRefused` when strict and some protection is missing."""
+    def _start_proxy(self, hosts: Sequence[str]) -> str | None:
+        """Serve `hosts` to commands through a proxy on a socket in the wall's network dir; why not, if not."""
+        assert self._layout is not None
+        proxy = HostProxy(self._layout.network / PROXY_SOCKET, hosts)
+        try:
+            proxy.start()
+        except (OSError, ValueError) as exc:
+            return str(exc)
+        self._proxy = proxy
+        weakref.finalize(self, proxy.close)
+        return None
+
+    def prepare(self, program: list[str]) -> Launch:
+        """How to run `program` inside the sandbox (`program` itself when it is off or unavailable); pass
+        the launch to `finish` once it ended. Raises `SandboxRefused` when strict and some protection is
+        missing."""
         state = self.state()
         if state.refuses:
             raise SandboxRefused(
@@ -162,36 +192,45 @@ class Sandbox:
                 f"(missing: {state.problem}); the user can set strict = false to run commands with what there is"
             )
         if state.backend is None or state.policy is None:
-            return program
+            return Launch(list(program))
         if state.backend == "seatbelt":
-            return seatbelt_command(state.policy, program)
+            return Launch(seatbelt_command(state.policy, program))
         argv = list(program)
+        proxy = self._proxy if state.wall else None
         if "landlock" in state.backend:
             site = landlock_site()
             assert site is not None  # the probe found it
-            argv = landlock_command(self._inside_policy(state), argv, site)
+            socket = INSIDE_NETWORK_DIR / PROXY_SOCKET if proxy is not None else None
+            argv = landlock_command(self._inside_policy(state), argv, site, proxy_socket=socket)
+        held: tuple[Path, ...] = ()
         if state.wall:
             bwrap, _ = bubblewrap_status()
             assert bwrap is not None and self._layout is not None
             roots = [p for p in state.policy.writable if p != state.policy.temp_dir]
             guard = self.protection()
-            self._held.update(guard.held_empty)
+            held = guard.held_empty
             argv = [*wall_prefix(
                 bwrap, self._layout, writable=roots, network=state.policy.network, protection=guard,
                 sockets=bound_socket_paths() or (), visible=self._visible(), cwd=self.cwd,
+                network_dir=self._layout.network if proxy is not None else None,
             ), *argv]
         if self._limit is not None:
             argv = [*self._limit.prefix(), *argv]
-        return argv
+        return Launch(argv, held, proxy.mark() if proxy is not None else None)
 
-    def release(self) -> None:
+    def finish(self, launch: Launch) -> list[str]:
         """After a command ended: remove the empty directories the wall made to hold missing protected
-        paths (`.zeph`, `.git/hooks`), so that the workspace is left as it was."""
-        while self._held:
+        paths (`.zeph`, `.git/hooks`), so that the workspace is left as it was; the lines to add to its
+        result about hosts the proxy refused."""
+        for path in launch.held:
             try:
-                os.rmdir(self._held.pop())
+                os.rmdir(path)
             except OSError:
                 pass  # not empty (the user made it meanwhile) or already gone
+        if launch.proxy_mark is None or self._proxy is None:
+            return []
+        note = refusal_note(self._proxy.refusals_since(launch.proxy_mark), self._proxy.patterns)
+        return [note] if note else []
 
     def protection(self) -> Protection:
         """What commands may not see or change right now (checked on each call: a `.git` may appear)."""
