@@ -1,28 +1,44 @@
-"""Redaction speed on tool outputs of 30,000 characters: a clean log, one with secrets, look-alikes only.
+"""Secret redaction: which secret shapes it catches, which look-alikes it keeps, and how long a 30,000-character
+tool output takes — beside an earlier version of zeph's redaction and beside detect-secrets.
 
-Invariant: prints timings and counts, asserts nothing about time. The texts come from a seeded random
-source, so runs compare. `--detect-secrets` also times detect-secrets' line scanner on the same texts
-(when it is importable), the comparison behind the choice in zeph_cli/tools/redact/__init__.py.
+Invariant: prints figures, asserts nothing. Every text comes from a seeded random source, so runs compare.
+A shape is caught when no 16 characters in a row of its secrets' last two thirds are left in the output (a
+vendor prefix may stay, a cut-off tail may not); look-alike lines are kept when they come out unchanged. The shapes are tests/secret_shapes.py's: UNSEEN_SHAPES (registry, cloud and e-commerce
+tokens, .pgpass and .netrc lines, webhook URLs: the kinds the hand-written table did not know) and
+HELD_OUT_SHAPES (more of the same kinds, written after the rules and not used to tune them). The look-alikes
+are the redaction tests' (references and placeholders, SHAs, UUIDs, base64, hashes beside secret-ish words).
 
-    python benchmarks/redaction.py [--repeat 50] [--detect-secrets]
+    python benchmarks/redaction.py [--repeat 50] [--baseline GIT_REF] [--detect-secrets]
+
+`--baseline` loads zeph_cli/tools/redact as it was at GIT_REF (a commit before the rule set: c70b96f) from
+git; `--detect-secrets` scans with detect-secrets' default plugins, and with its named plugins only (no
+high-entropy ones), and replaces each value it reports (install it to compare: `pip install detect-secrets`).
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import importlib
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
 from benchmarks.texts import prose
-from zeph_cli.tools.redact import redact_secrets
+from tests import test_tool_redact as redaction_tests
+from tests.secret_shapes import HELD_OUT_SHAPES, MORE_LOOK_ALIKES, UNSEEN_SHAPES, Shape
+from zeph_cli.tools.redact import REDACTED, redact_secrets
 
+Redactor = Callable[[str], str]
 SIZE = 30_000
 SECRETS = (
     "OPENAI_API_KEY=sk-abc123DEF456ghi789JKL012mno345PQR678stu901",
@@ -33,6 +49,11 @@ SECRETS = (
     "Authorization: Basic dXNlcjpwYXNzd29yZA==",
     "AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;",
 )
+LOOK_ALIKE_SETS = {
+    "references and placeholders": redaction_tests.FALSE_POSITIVES,
+    "SHAs, UUIDs, base64, prose": redaction_tests.LOOK_ALIKES,
+    "digests beside key words": MORE_LOOK_ALIKES,
+}
 
 
 def look_alike_line(rng: random.Random) -> str:
@@ -47,49 +68,138 @@ def texts(rng: random.Random) -> dict[str, str]:
     step = max(1, len(lines) // len(SECRETS))
     for index, secret in enumerate(SECRETS):
         lines.insert(index * step, secret)
+    with_shapes = list(lines)
+    step = max(1, len(with_shapes) // len(UNSEEN_SHAPES))
+    for index, shape in enumerate(UNSEEN_SHAPES):
+        with_shapes.insert(index * step, shape.text)
     look_alikes: list[str] = []
-    while sum(len(line) + 1 for line in look_alikes) < SIZE:
+    size = 0
+    while size < SIZE:
         look_alikes.append(look_alike_line(rng))
-    return {"prose": clean, "prose + 7 secrets": "\n".join(lines), "SHAs, UUIDs, base64": "\n".join(look_alikes)}
+        size += len(look_alikes[-1]) + 1
+    return {
+        "prose": clean,
+        "prose + 7 secrets": "\n".join(lines),
+        f"+ {len(UNSEEN_SHAPES)} new shapes": "\n".join(with_shapes),
+        "SHAs, UUIDs, base64": "\n".join(look_alikes),
+    }
 
 
-def time_ms(function, text: str, repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        function(text)
-        samples.append((time.perf_counter() - started) * 1000)
-    return statistics.median(samples)
+def zeph_at(ref: str) -> Redactor:
+    """zeph's redaction as it was at a git ref, loaded from git into a temporary package."""
+    files = subprocess.run(
+        ["git", "ls-tree", "-r", "--name-only", ref, "zeph_cli/tools/redact"], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.split()
+    if not files:
+        raise SystemExit(f"no zeph_cli/tools/redact at {ref}")
+    package = Path(tempfile.mkdtemp(prefix="zeph-redact-")) / "redact_baseline"
+    for name in files:
+        target = package / Path(name).relative_to("zeph_cli/tools/redact")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(subprocess.run(["git", "show", f"{ref}:{name}"], cwd=ROOT, check=True, capture_output=True).stdout)
+    sys.path.insert(0, str(package.parent))
+    module = importlib.import_module("redact_baseline")
+    return lambda text: module.redact_secrets(text)[0]
 
 
-def detect_secrets_scanner():
+def detect_secrets_redactor(entropy: bool) -> Redactor:
+    """detect-secrets' line scanner with its default plugins, or with all but the two high-entropy ones."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.core.scan import scan_line
-    from detect_secrets.settings import default_settings
+    from detect_secrets.settings import default_settings, transient_settings
 
-    def scan(text: str) -> int:
-        with default_settings():
-            return sum(len(list(scan_line(line))) for line in text.splitlines())
+    names = [plugin.__name__ for plugin in get_mapping_from_secret_type_to_class().values()]
+    named = {"plugins_used": [{"name": name} for name in names if "HighEntropy" not in name]}
 
-    return scan
+    def redact(text: str) -> str:
+        with default_settings() if entropy else transient_settings(named):
+            found = {secret.secret_value for line in text.splitlines() for secret in scan_line(line) if secret.secret_value}
+        for value in sorted(found, key=len, reverse=True):
+            text = text.replace(value, REDACTED)
+        return text
+
+    return redact
+
+
+def leaks(secret: str, output: str, run: int = 16) -> bool:
+    """Whether `run` characters in a row from the secret's last two thirds (past any vendor prefix) remain."""
+    tail = secret[len(secret) // 3 :]
+    return any(tail[start : start + run] in output for start in range(max(1, len(tail) - run + 1)))
+
+
+def caught(redact: Redactor, shapes: tuple[Shape, ...]) -> tuple[int, list[str]]:
+    missed = []
+    for shape in shapes:
+        output = redact(shape.text)
+        if any(leaks(secret, output) for secret in shape.secrets):
+            missed.append(shape.name)
+    return len(shapes) - len(missed), missed
+
+
+def kept(redact: Redactor, text: str) -> tuple[int, int]:
+    lines = text.splitlines()
+    return sum(1 for line in lines if redact(line) == line), len(lines)
+
+
+def times_ms(redactors: dict[str, tuple[Redactor, int]], text: str) -> dict[str, float]:
+    """Median CPU time of each redactor on `text` (the machine's other work does not count), its runs taken
+    in turn with the others' so that cache and frequency effects fall on all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in redactors}
+    for index in range(max(repeat for _, repeat in redactors.values())):
+        for name, (redact, repeat) in redactors.items():
+            if index < repeat:
+                started = time.process_time()
+                redact(text)
+                samples[name].append((time.process_time() - started) * 1000)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=50)
+    parser.add_argument("--baseline", metavar="GIT_REF", help="also measure zeph's redaction as it was at this commit")
     parser.add_argument("--detect-secrets", action="store_true")
     args = parser.parse_args()
-    scanner = None
+
+    started = time.process_time()
+    redact_secrets("the first call loads and compiles: token sk ey s. a:b")
+    first_call = (time.process_time() - started) * 1000
+    redactors: dict[str, tuple[Redactor, int]] = {"zeph": (lambda text: redact_secrets(text)[0], args.repeat)}
+    if args.baseline:
+        redactors = {f"zeph@{args.baseline}": (zeph_at(args.baseline), args.repeat), **redactors}
     if args.detect_secrets:
         try:
-            scanner = detect_secrets_scanner()
+            redactors["detect-secrets"] = (detect_secrets_redactor(entropy=True), max(1, args.repeat // 10))
+            redactors["d-s named only"] = (detect_secrets_redactor(entropy=False), max(1, args.repeat // 10))
         except ImportError:
-            print("detect-secrets is not installed; timing zeph only")
+            print("detect-secrets is not installed; leaving it out")
+    width = max(len(name) for name in redactors) + 2
+
+    print(f"secret shapes caught (of {len(UNSEEN_SHAPES)} new kinds, {len(HELD_OUT_SHAPES)} held out) and look-alike lines kept")
+    for name, (redact, _) in redactors.items():
+        new, missed_new = caught(redact, UNSEEN_SHAPES)
+        held, missed_held = caught(redact, HELD_OUT_SHAPES)
+        kept_counts = [kept(redact, text) for text in LOOK_ALIKE_SETS.values()]
+        kept_text = ", ".join(f"{k}/{n}" for k, n in kept_counts)
+        print(f"  {name:{width}} new {new:2}/{len(UNSEEN_SHAPES)}  held out {held:2}/{len(HELD_OUT_SHAPES)}  look-alikes kept {kept_text}")
+        if name == "zeph":
+            print(f"  {'':{width}} missed: {', '.join(missed_new + missed_held) or 'none'}")
+    print(f"  (look-alike sets: {', '.join(LOOK_ALIKE_SETS)})")
+    by_kind: dict[str, list[Shape]] = {}
+    for shape in UNSEEN_SHAPES:
+        by_kind.setdefault(shape.kind, []).append(shape)
+    print("  new shapes by kind: " + ", ".join(
+        f"{kind} " + " → ".join(f"{caught(redact, tuple(shapes))[0]}" for redact, _ in redactors.values()) + f"/{len(shapes)}"
+        for kind, shapes in by_kind.items()
+    ) + f"  ({' → '.join(redactors)})")
+
+    print(f"\nCPU time per output (median of --repeat; zeph's first call, loading the rules: {first_call:.0f} ms)")
     for label, text in texts(random.Random(13)).items():
-        _, count = redact_secrets(text)
-        line = f"{label:22} {len(text):6,} chars  zeph: {time_ms(redact_secrets, text, args.repeat):6.2f} ms, {count} redacted"
-        if scanner is not None:
-            line += f"  | detect-secrets: {time_ms(scanner, text, max(1, args.repeat // 10)):7.1f} ms, {scanner(text)} findings"
-        print(line)
+        medians = times_ms(redactors, text)
+        cells = [
+            f"{name}: {medians[name]:7.2f} ms, {redact(text).count(REDACTED):2} redacted" for name, (redact, _) in redactors.items()
+        ]
+        print(f"  {label:22} {len(text):6,} chars  " + "  | ".join(cells))
 
 
 if __name__ == "__main__":

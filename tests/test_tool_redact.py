@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import base64
+import json
+
 import pytest
 
+from tests.cli_helpers import err, run_zeph
+from tests.fakes import openai_wire
+from tests.secret_shapes import HEX, MORE_LOOK_ALIKES, UNSEEN_SHAPES, fake
 from zeph_cli.tools.redact import (
     REDACTED,
     TOKEN_RULES,
+    gitleaks_rules,
     is_secret_name,
     redact_arguments,
     redact_secrets,
 )
+from zeph_cli.tools.redact.token_rules import redact_tokens
 
 OPENAI_KEY = "sk-abc123DEF456ghi789JKL012mno345PQR678stu901"
 OPENAI_PROJECT_KEY = "sk-proj-Ab12Cd34Ef56Gh78Ij90_Kl12-Mn34Op56Qr78St90"
@@ -256,6 +264,7 @@ SENDGRID_KEY = "SG." + "ngeVfQFYQlKU0ufo8x5d1A" + "." + "TwL2iGABf9DHoTf-09kqeF8
 BASIC_CREDENTIALS = "dXNlcjpwYXNzd29yZA=="  # user:password
 AZURE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 DOCKER_AUTH = "Ym90OmdocF9zZWNyZXR0b2tlbjEyMzQ1"  # bot:ghp_secrettoken12345
+MATTERMOST_HOOK = "x1b2" + "c3d4e5f6g7h8i9j0k1l2m3"
 
 # Rule name -> (text with one secret, the text as the model must see it).
 RULE_EXAMPLES = {
@@ -296,7 +305,22 @@ RULE_EXAMPLES = {
     ),
     "mysql-password-option": ("mysql -h db -u root -pS3cretPass99 shop", f"mysql -h db -u root -p{REDACTED} shop"),
     "url-password": ("postgres://app:s3cr3t-pw@db.local/app", f"postgres://app:{REDACTED}@db.local/app"),
+    "webhook-path": (
+        "curl -d @msg.json https://chat.example.com/hooks/" + MATTERMOST_HOOK,
+        f"curl -d @msg.json https://chat.example.com/hooks/{REDACTED}",
+    ),
 }
+SHAPES = {shape.name: shape for shape in UNSEEN_SHAPES}
+# Rows of the table for shapes gitleaks' rules lack (or miss in these forms), by their example shape.
+for _rule_name, _shape_name in {
+    "docker-hub-token": "docker-hub-pat", "nuget-api-key": "nuget-api-key",
+    "google-oauth-access-token": "gcp-oauth-access-token", "google-oauth-client-secret": "gcp-oauth-client-secret",
+    "square-oauth-secret": "square-oauth-secret", "stripe-webhook-secret": "stripe-webhook-secret",
+    "braintree-access-token": "braintree-access-token", "url-signature": "azure-sas-url",
+    "discord-webhook": "discord-webhook", "teams-webhook": "teams-webhook", "zapier-webhook": "zapier-webhook",
+    "pgpass-line": "pgpass-line", "netrc-password": "netrc-one-line",
+}.items():
+    RULE_EXAMPLES[_rule_name] = (SHAPES[_shape_name].text, SHAPES[_shape_name].expected(REDACTED))
 
 
 def test_every_rule_of_the_table_has_an_example():
@@ -439,3 +463,141 @@ def test_tool_call_arguments_are_redacted_at_any_depth_and_the_original_is_kept(
     }
     assert arguments["command"].endswith("https://api") and OPENAI_KEY in arguments["command"]
     assert arguments["env"]["HF_TOKEN"] == HF_TOKEN
+
+
+# ---- gitleaks' rules, and shapes the table did not know ------------------------------------------
+
+
+@pytest.mark.parametrize("shape", UNSEEN_SHAPES, ids=lambda shape: f"{shape.kind}-{shape.name}")
+def test_registry_cloud_and_commerce_tokens_pgpass_netrc_lines_and_webhooks_are_redacted(shape):
+    text, count = redact_secrets(shape.text)
+    assert (text, count) == (shape.expected(REDACTED), len(shape.secrets))
+    assert redact_secrets(text) == (text, 0)
+
+
+# Shapes no row of the table knows: only gitleaks' rules find them.
+FOUND_BY_GITLEAKS = {
+    "pypi-upload-token": "pypi-upload-token", "gitlab-feed-token": "gitlab-feed-token",
+    "artifactory-api-key": "artifactory-api-key", "npmrc-basic-auth": "generic-api-key",
+    "azure-ad-client-secret": "azure-ad-client-secret", "digitalocean-pat": "digitalocean-pat",
+    "heroku-api-key": "heroku-api-key-v2", "alibaba-access-key-id": "alibaba-access-key-id",
+    "shopify-shared-secret": "shopify-shared-secret", "square-access-token": "square-access-token",
+}
+
+
+@pytest.mark.parametrize("shape_name", sorted(FOUND_BY_GITLEAKS))
+def test_shapes_the_table_lacks_are_found_by_gitleaks_rules(shape_name):
+    shape = SHAPES[shape_name]
+    assert redact_tokens(shape.text)[1] == 0, "a row of the table finds it: the example proves nothing"
+    rules = gitleaks_rules.rule_set()
+    rule = next(rule for rule in rules.rules if rule.id == FOUND_BY_GITLEAKS[shape_name])
+    assert any(match for match in gitleaks_rules._rule_findings(rule, shape.text.encode(), rules.global_allowlist))
+    assert redact_secrets(shape.text) == (shape.expected(REDACTED), 1)
+
+
+def test_the_vendored_rules_load_unchanged_except_those_scoped_to_file_paths():
+    rules = gitleaks_rules.rule_set()
+    assert len(rules.rules) == 217 and {rule.id for rule in rules.rules} >= {"generic-api-key", "private-key", "stripe-access-token"}
+    assert sorted(rule_id for rule_id, _ in rules.skipped) == [
+        "freemius-secret-key", "hashicorp-tf-password", "kubernetes-secret-yaml", "nuget-config-password", "pkcs12-file",
+    ]
+    for rule in rules.rules:  # RE2 takes every Go pattern as written
+        gitleaks_rules._compiled(rule.pattern)
+    assert gitleaks_rules.WHOLE_MATCH_RULES <= {rule.id for rule in rules.rules}
+    assert rules.rules[-1].id.startswith("generic")
+
+
+def test_a_file_whose_rules_name_an_unknown_target_is_refused(tmp_path):
+    config = tmp_path / "rules.toml"
+    config.write_text('[[rules]]\nid = "x"\nregex = "x"\n[[rules.allowlists]]\nregexTarget = "path"\nregexes = ["x"]\n')
+    with pytest.raises(ValueError, match="regexTarget 'path'"):
+        gitleaks_rules.load(config)
+
+
+def test_a_generic_value_needs_entropy_and_a_digit_beside_a_secret_ish_word():
+    # gitleaks' generic rule keys on access/auth/credential/key/secret/token… that assignments.py does not
+    # treat as secret names; a random value with a digit there is redacted.
+    random_value = "Zq8" + "xW2vN5bK9mL3pR7tY4"
+    assert redact_secrets(f"auth: {random_value}") == (f"auth: {REDACTED}", 1)
+    assert redact_secrets(f"credentials = '{random_value}'") == (f"credentials = '{REDACTED}'", 1)
+    # kept: 2 bits a character; no digit (gitleaks' guard against identifiers); words (its stopwords)
+    for kept in ("auth: ab12ab12ab12ab12", "auth: XqWz+RyKp/LmVnTbHsGd", "credentials = 'service-account-name'"):
+        assert redact_secrets(kept) == (kept, 0)
+
+
+def test_a_generic_value_shaped_like_a_digest_or_uuid_stays():
+    digest = fake(HEX, 40)
+    for kept in (f"cache_key = {digest}", f"auth: {digest[:32]}", "access: 123e4567-e89b-12d3-a456-426614174000"):
+        assert redact_secrets(kept) == (kept, 0)
+
+
+def test_a_match_must_hold_its_rules_keyword_not_just_the_text():
+    # sourcegraph-access-token also matches any 40 hex digits; gitleaks runs it on every file that says
+    # "sourcegraph", which would make each git SHA in the output a token.
+    text = f"sourcegraph indexed commit {fake(HEX, 40)}\n"
+    assert redact_secrets(text) == (text, 0)
+    token = "sgp_" + fake(HEX, 40)
+    assert redact_secrets(f"sourcegraph token {token}\n") == (f"sourcegraph token {REDACTED}\n", 1)
+
+
+def test_allowlists_of_the_rule_set_apply():
+    # generic-api-key's own (a public or a primary key is no secret)
+    for kept in ('public_key = "Ab3dE5gH7jK9mN1pQ3sT"', "primary_key: Xc4vB6nM8qW2eR4tY6uI"):
+        assert redact_secrets(kept) == (kept, 0)
+    # gcp-api-key's list of keys published on purpose (the table's own row would still take them)
+    assert gitleaks_rules.find_secrets("AIza" + "Syabcdefghijklmnopqrstuvwxyz1234567") == []
+    assert gitleaks_rules.find_secrets("AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY") == [(0, 39)]
+
+
+def test_a_placeholder_alphabet_in_a_token_is_an_example_not_a_secret():
+    # gitleaks' global stopwords: a token spelling out the alphabet is documentation
+    example = "pypi-" + "AgEIcHlwaS5vcmc" + "abcdefghijklmnopqrstuvwxyz" + "0123456789" * 3
+    assert redact_secrets(f"uv publish --token {example}") == (f"uv publish --token {example}", 0)
+    token = SHAPES["pypi-upload-token"].secrets[0]
+    assert redact_secrets(f"uv publish --token {token}") == (f"uv publish --token {REDACTED}", 1)
+
+
+def test_a_jwt_encoded_in_base64_is_redacted_whole():
+    # jwt-base64's groups mark the header's field names; the secret is the whole match
+    encoded = base64.b64encode(JWT.encode()).decode()
+    assert redact_secrets(f"blob {encoded} end") == (f"blob {REDACTED} end", 1)
+
+
+def test_offsets_hold_in_text_that_is_not_ascii():
+    token = "dop_v1_" + fake(HEX, 64)
+    text = f"héllo ✓ 日本語 {token} — done\n"
+    assert redact_secrets(text) == (f"héllo ✓ 日本語 {REDACTED} — done\n", 1)
+    with_surrogate = f"bad \udc80 byte {token}\n"
+    assert redact_secrets(with_surrogate) == (f"bad \udc80 byte {REDACTED}\n", 1)
+
+
+def test_more_look_alikes_stay_untouched():
+    assert redact_secrets(MORE_LOOK_ALIKES) == (MORE_LOOK_ALIKES, 0)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["api_key=", "token: a1", "key = 'a1", "sk", "ey", "s.", "curl -H 'Authorization: ", "curl -u a:", ":", "a:1:b:c:",
+     "db:5432:", "machine ", "machine a login b ", "hooks/", "/hooks/a", "sig=", "?sig=a", "dckr_pat_", "whsec_",
+     "oy2", "ya29.", "webhookb2/", "discord.com/api/webhooks/1/", "hooks.zapier.com/hooks/catch/1/"],
+)
+def test_a_megabyte_of_a_rule_set_fragment_completes(unit):
+    text = unit * (1_000_000 // len(unit))
+    redacted_text, count = redact_secrets(text)
+    assert len(redacted_text) <= len(text) + count * len(REDACTED)
+
+
+def test_through_zeph_ask_the_model_never_sees_pgpass_netrc_or_vendor_tokens(fake_server, compatible, tmp_path):
+    workspace = tmp_path / "project"
+    (workspace / ".git").mkdir(parents=True)
+    shapes = [SHAPES[name] for name in ("pgpass-line", "netrc-lines", "digitalocean-pat", "discord-webhook", "shopify-shared-secret")]
+    (workspace / "creds.txt").write_text("".join(shape.text.rstrip("\n") + "\n" for shape in shapes), encoding="utf-8")
+    arguments = {"command": "cat creds.txt"}
+    fake_server.queue(openai_wire.stream_response(openai_wire.tool_call_chunks([("call_c", "bash", [json.dumps(arguments)])])))
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["read"])))
+    result = run_zeph("ask", "-y", "show the credentials", env=compatible, cwd=workspace)
+    assert result.returncode == 0, err(result)
+    sent = json.dumps(fake_server.requests_to("/v1/chat/completions")[-1].json)
+    assert all(secret not in sent for shape in shapes for secret in shape.secrets)
+    assert sent.count(REDACTED) == sum(len(shape.secrets) for shape in shapes)
+    assert "db.internal:5432:shop:app:" in sent and "machine git.example.org" in sent

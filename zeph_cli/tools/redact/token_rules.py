@@ -3,11 +3,15 @@
 Invariant: every rule is a named row of data — a pattern whose `secret` group is
 replaced by the marker, and a check the matched secret must pass — and every
 pattern starts at a fixed prefix that may not continue a word (or at a fixed
-context such as `hooks.slack.com/` or `Authorization: Basic`), with no
-repetition able to match the same text two ways, so a pass is linear in its
-input. Exact lengths and closing boundaries keep look-alikes out: a git SHA,
-a UUID or a base64 blob has none of these prefixes, `AIza` inside a word is not
-a key, and a bare `mysql -p` has no value to hide. Pure, no I/O.
+context such as `hooks.slack.com/`, `Authorization: Basic` or `machine`, or at
+the start of a line: a .pgpass line), with no repetition able to match the same
+text in more than a bounded number of ways, so a pass is linear in its input.
+Exact lengths and closing boundaries keep look-alikes out: a git SHA, a UUID or
+a base64 blob has none of these prefixes, `AIza` inside a word is not a key, a
+bare `mysql -p` has no value to hide, and grep's `file:line:text` is no .pgpass
+line. The rows are the shapes gitleaks' rules (`gitleaks_rules`, run after
+this table) lack, and the vendors whose tokens those rules miss in the forms
+tools print (see the package docstring). Pure, no I/O.
 """
 
 from __future__ import annotations
@@ -47,6 +51,10 @@ def _looks_random(secret: str) -> bool:
     return _has_digit(secret) or (any(c.isupper() for c in secret) and any(c.islower() for c in secret))
 
 
+def _has_letter_and_digit(secret: str) -> bool:
+    return _has_digit(secret) and any(c.isalpha() for c in secret)
+
+
 def _unredacted_block(body: str) -> bool:
     return body.strip() not in ("", REDACTED)
 
@@ -64,6 +72,22 @@ def _user_and_password(encoded: str) -> bool:
         return b":" in base64.b64decode(encoded, validate=True)
     except (binascii.Error, ValueError):
         return False
+
+
+def _random_after(prefix_length: int) -> Callable[[str], bool]:
+    """`_looks_random` on what follows a fixed prefix that itself holds digits (`ya29.`, `oy2`)."""
+    return lambda secret: _looks_random(secret[prefix_length:])
+
+
+def _any_literal(value: str) -> bool:
+    """A password as a file stores it: anything but a placeholder, a reference or the marker."""
+    return is_literal_secret(value, quoted=True, name="")
+
+
+def _netrc_password(value: str) -> bool:
+    """A `.netrc` password: quotes dropped, four characters or more (`password z` is an example)."""
+    value = value.strip("\"'`")
+    return len(value) >= 4 and _any_literal(value)
 
 
 _WORD_START = r"(?<![A-Za-z0-9_-])"  # a prefix that does not continue a word or a token
@@ -188,6 +212,110 @@ TOKEN_RULES: tuple[SecretRule, ...] = (
             r"(?=[ \t])[^\n;|&]{0,200}?[ \t]-p(?P<secret>\"[^\"\n]*\"|'[^'\n]*'|[^\s'\"`;|&]+)"
         ),
         _unquoted_literal,
+    ),
+    SecretRule(
+        "docker-hub-token",
+        ("dckr_",),
+        re.compile(_WORD_START + r"(?P<secret>dckr_(?:pat|oat)_[A-Za-z0-9_-]{20,})"),
+        _random_after(9),
+    ),
+    SecretRule(
+        "nuget-api-key",
+        ("oy2",),
+        re.compile(_WORD_START + r"(?P<secret>oy2[a-z0-9]{43})" + _WORD_END),
+        _random_after(3),
+    ),
+    SecretRule(
+        "google-oauth-access-token",
+        ("ya29.",),
+        re.compile(_WORD_START + r"(?P<secret>ya29\.[A-Za-z0-9_-]{20,})"),
+        _random_after(5),
+    ),
+    SecretRule(
+        "google-oauth-client-secret",
+        ("gocspx-",),
+        re.compile(_WORD_START + r"(?P<secret>GOCSPX-[A-Za-z0-9_-]{28})" + _WORD_END),
+        _random_after(7),
+    ),
+    SecretRule(
+        "square-oauth-secret",
+        ("sq0csp-",),
+        re.compile(_WORD_START + r"(?P<secret>sq0csp-[A-Za-z0-9_-]{43})" + _WORD_END),
+        _random_after(7),
+    ),
+    SecretRule(
+        "stripe-webhook-secret",
+        ("whsec_",),
+        re.compile(_WORD_START + r"(?P<secret>whsec_[A-Za-z0-9+/=]{24,})"),
+        _random_after(6),
+    ),
+    SecretRule(
+        "braintree-access-token",
+        ("access_token$",),
+        re.compile(r"(?<![A-Za-z0-9_])(?P<secret>access_token\$(?:production|sandbox)\$[0-9a-z]{16}\$[0-9a-f]{32})"),
+        _always,
+    ),
+    SecretRule(
+        "url-signature",
+        ("sig=",),
+        # Azure SAS URLs, and the Logic Apps / Power Automate URLs behind Teams workflows: `…&sig=…`.
+        re.compile(r"[?&](?i:sig)=(?P<secret>[A-Za-z0-9%+/=_-]{16,})"),
+        _looks_random,
+    ),
+    SecretRule(
+        "discord-webhook",
+        ("discord",),
+        re.compile(r"discord(?:app)?\.com/api/webhooks/(?P<secret>[0-9]{17,20}/[A-Za-z0-9_-]{60,})"),
+        _always,
+    ),
+    SecretRule(
+        "teams-webhook",
+        ("webhookb2/", "office.com/webhook/", "office365.com/webhook/"),
+        re.compile(
+            r"(?:webhook\.office\.com/webhookb2|outlook\.office(?:365)?\.com/webhook)/"
+            r"(?P<secret>[A-Za-z0-9-]+@[A-Za-z0-9-]+/IncomingWebhook/[A-Za-z0-9_/-]{32,})"
+        ),
+        _always,
+    ),
+    SecretRule(
+        "zapier-webhook",
+        ("hooks.zapier.com/",),
+        re.compile(r"hooks\.zapier\.com/hooks/catch/(?P<secret>[0-9]+/[A-Za-z0-9]+)"),
+        _has_digit,
+    ),
+    SecretRule(
+        "webhook-path",
+        ("hook/", "hooks/"),
+        # Any service's webhook URL whose path after `/hooks/`, `/hook/` or `/webhooks/` (and one word such
+        # as `incoming/`) is a random token: Mattermost, Rocket.Chat, Webex, Feishu… A numeric hook id or
+        # a word (`/webhooks/stripe`) is not one.
+        re.compile(
+            r"(?<=/)(?:web)?hooks?/(?:[A-Za-z]+/)?"
+            r"(?P<secret>[A-Za-z0-9_-]{20,}(?:/[A-Za-z0-9_-]{8,})*)"
+        ),
+        _has_letter_and_digit,
+    ),
+    SecretRule(
+        "pgpass-line",
+        (":",),
+        # `host:port:database:user:password`, a whole line of ~/.pgpass; the host has a letter, a dot,
+        # is `*` or a socket directory, so times (`12:30:45:…`) and grep's `file:line:text` are not one.
+        re.compile(
+            r"^[ \t]*(?:\*|(?=[0-9_-]*[A-Za-z.])[A-Za-z0-9_.-]+|/[^\s:]*)"
+            r":(?:\*|[0-9]{1,5}):(?:[\w.$*@+-]|\\.)+:(?:[\w.$*@+-]|\\.)+:(?P<secret>[^\n]*[^\s])[ \t]*$",
+            re.MULTILINE,
+        ),
+        _any_literal,
+    ),
+    SecretRule(
+        "netrc-password",
+        ("password",),
+        # `machine HOST [login U] [account A] password P` (or `default …`), on one line or several.
+        re.compile(
+            r"(?<![\w.-])(?:machine[ \t\n]+[^\s]+|default)(?:\s+(?:login|account|port)\s+[^\s]+){0,3}"
+            r"\s+password[ \t]+(?P<secret>[^\s]+)"
+        ),
+        _netrc_password,
     ),
     SecretRule(
         "url-password",
