@@ -40,10 +40,15 @@ needs_wall = pytest.mark.skipif(BWRAP_PATH is None, reason=f"the bubblewrap wall
 
 
 @pytest.fixture
-def outside():
-    """A directory outside the workspace holding a canary file, outside /tmp too (commands have a
-    private /tmp, which would hide it rather than refuse writing it)."""
-    directory = Path(tempfile.mkdtemp(prefix="zeph-outside-", dir="/var/tmp"))
+def outside(tmp_path: Path):
+    """A directory outside the workspace holding a canary file, outside /tmp too where it can be (commands
+    have a private /tmp, which would hide it rather than refuse writing it; inside another sandbox,
+    where /var/tmp is read-only and the wall cannot be built, tmp_path does)."""
+    try:
+        directory = Path(tempfile.mkdtemp(prefix="zeph-outside-", dir="/var/tmp"))
+    except OSError:
+        directory = tmp_path / "outside"
+        directory.mkdir()
     (directory / "canary.txt").write_text("still here\n")
     yield directory
     shutil.rmtree(directory, ignore_errors=True)
