@@ -13,13 +13,16 @@ import functools
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import tty
 from dataclasses import dataclass
@@ -29,6 +32,7 @@ import pytest
 
 from tests.cli_helpers import err, run_zeph
 from tests.test_cli_tools import sent_tool_results, text_reply, tool_reply, workspace  # noqa: F401 (a fixture)
+from zeph_cli.tools.sandbox import seccomp_filter
 from zeph_cli.tools.sandbox.landlock_backend import (
     LAUNCHER,
     LandlockProbe,
@@ -105,7 +109,18 @@ class User:
                               stdin=subprocess.DEVNULL, timeout=TIMEOUT, **popen)
 
     def spawn(self, argv: list[str]) -> subprocess.Popen:
-        return subprocess.Popen([*self.prefix, *argv], stdin=subprocess.DEVNULL)
+        """`argv` started outside the sandbox, returned once it runs (as this user: setpriv has exec'd it)."""
+        process = subprocess.Popen([*self.prefix, *argv], stdin=subprocess.DEVNULL)
+        name = Path(argv[0]).name[:15]
+        for _ in range(1000):
+            try:
+                if Path(f"/proc/{process.pid}/comm").read_text().strip() == name:
+                    return process
+            except OSError:
+                pass
+            threading.Event().wait(0.01)
+        process.kill()
+        raise AssertionError(f"{argv} did not start")
 
 
 @pytest.fixture(params=["root", "unprivileged"])
@@ -500,3 +515,70 @@ def test_zeph_ask_cannot_drive_a_server_outside_through_its_abstract_socket(fake
     assert "PermissionError: [Errno 1] Operation not permitted" in output, output
     assert canary.read_text() == "still here\n"
 
+
+
+# ---- the filter on aarch64, which this machine cannot run -------------------------------------------------------
+
+
+def run_filter(program: list[tuple[int, int, int, int]], arch: int, nr: int, args: tuple[int, ...] = ()) -> int:
+    """What the kernel's classic BPF machine returns for `program` on one system call (the opcodes it uses)."""
+    data = struct.pack("<iIQ6Q", nr, arch, 0, *(list(args) + [0] * (6 - len(args))))
+    accumulator, pc = 0, 0
+    while True:
+        code, jt, jf, k = program[pc]
+        pc += 1
+        if code == 0x20:  # ld [k]
+            accumulator = struct.unpack_from("<I", data, k)[0]
+        elif code == 0x54:  # and #k
+            accumulator &= k
+        elif code == 0x05:  # ja +k
+            pc += k
+        elif code in (0x15, 0x35):  # jeq / jge #k
+            pc += jt if (accumulator == k if code == 0x15 else accumulator >= k) else jf
+        elif code == 0x06:  # ret #k
+            return k
+        else:
+            raise AssertionError(f"opcode {code:#x} not modelled")
+
+
+@pytest.mark.parametrize("machine", sorted(seccomp_filter.ARCHES))
+def test_the_filter_program_decides_per_architecture(machine):
+    program = seccomp_filter.filter_program(machine)
+    arch, calls = seccomp_filter.ARCHES[machine]
+    ioctl, _ = calls["ioctl"]
+    mknodat, _ = calls["mknodat"]
+    allow, kill = seccomp_filter.SECCOMP_RET_ALLOW, seccomp_filter.SECCOMP_RET_KILL_PROCESS
+    deny = seccomp_filter.SECCOMP_RET_ERRNO | 1
+    assert run_filter(program, arch, mknodat, (0, 0, stat.S_IFBLK | 0o600)) == deny
+    assert run_filter(program, arch, mknodat, (0, 0, stat.S_IFCHR | 0o600)) == deny
+    assert run_filter(program, arch, mknodat, (0, 0, stat.S_IFIFO | 0o600)) == allow
+    assert run_filter(program, arch, mknodat, (0, 0, 0o600)) == allow
+    assert run_filter(program, arch, ioctl, (0, termios.TIOCSTI | 1 << 32)) == deny
+    assert run_filter(program, arch, ioctl, (0, 0x541C)) == deny
+    assert run_filter(program, arch, ioctl, (0, termios.TCGETS)) == allow
+    assert run_filter(program, arch, 0, (0, termios.TIOCSTI)) == allow  # another call with the same argument
+    assert run_filter(program, arch ^ 0x80000000, ioctl, (0, termios.TCGETS)) == kill  # the 32-bit ABI
+    if machine == "x86_64":
+        assert run_filter(program, arch, 0x40000000 | ioctl, (0, termios.TCGETS)) == kill  # x32
+
+
+def header_numbers(path: str, names: list[str]) -> dict[str, int] | None:
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return None
+    found = {m.group(1): int(m.group(2), 0) for m in re.finditer(r"#define (\w+)\s+(0x[0-9a-fA-F]+|\d+)\b", text)}
+    return {name: found[name] for name in names if name in found}
+
+
+@pytest.mark.parametrize("machine, header", [("x86_64", "/usr/include/x86_64-linux-gnu/asm/unistd_64.h"),
+                                             ("aarch64", "/usr/include/asm-generic/unistd.h")])
+def test_the_filter_numbers_are_the_kernel_headers(machine, header):
+    calls = seccomp_filter.ARCHES[machine][1]
+    numbers = header_numbers(header, [f"__NR_{call}" for call in calls])
+    elf = header_numbers("/usr/include/linux/elf-em.h", ["EM_X86_64", "EM_AARCH64"])
+    if not numbers or not elf:
+        pytest.skip("the kernel headers (linux-libc-dev) are not installed")
+    assert {call: number for call, (number, _) in calls.items()} == {n.removeprefix("__NR_"): v for n, v in numbers.items()}
+    em = elf["EM_X86_64" if machine == "x86_64" else "EM_AARCH64"]
+    assert seccomp_filter.ARCHES[machine][0] == 0x80000000 | 0x40000000 | em  # 64-bit, little-endian
