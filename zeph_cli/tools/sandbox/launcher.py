@@ -27,10 +27,11 @@ between fork and exec, and `preexec_fn` runs Python there, which CPython
 documents as unsafe when the parent has threads (the chat app and
 `asyncio.to_thread` do): a lock another thread held at fork time (the import
 lock, a logging or allocator lock) can deadlock the child. It also rules out
-vfork/posix_spawn. A separate interpreter costs ~50 ms per command and has no
-such hazard; `-I -S` keeps the workspace, PYTHON* variables and .pth files out
-of its import path, so a `landlock.py` in the workspace cannot stand in for the
-real package. The same argv-prefix shape serves bubblewrap and sandbox-exec.
+vfork/posix_spawn. A separate interpreter costs ~30 ms per command
+(benchmarks/sandbox_launch.py) and has no such hazard; `-I -S` keeps the
+workspace, PYTHON* variables and .pth files out of its import path, so a
+`landlock.py` in the workspace cannot stand in for the real package. The same
+argv-prefix shape serves bubblewrap and sandbox-exec.
 
 This file imports only the standard library, `landlock` (from SITE_DIR) and
 its two siblings `landlock_scopes.py` and `seccomp_filter.py` (loaded by path,
