@@ -135,6 +135,9 @@ def test_network_note_only_when_the_network_is_blocked():
 def test_state_lines():
     p = policy()
     assert SandboxState(True, "bubblewrap+landlock", p).line() == "sandbox: bubblewrap+landlock (workspace, network allowed)"
+    assert SandboxState(True, "bubblewrap+landlock", p, applied="landlock ABI 7, seccomp").line() == (
+        "sandbox: bubblewrap+landlock (workspace, network allowed) · landlock ABI 7, seccomp"
+    )
     assert SandboxState(True, None, p, ("no Landlock here",), strict=False).line() == (
         "sandbox: unavailable — no Landlock here; shell commands run unconfined"
     )

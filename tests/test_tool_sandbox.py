@@ -148,6 +148,21 @@ async def test_off_runs_unconfined(workspace, outside, settings):
 
 
 @needs_landlock
+async def test_commands_get_the_default_sigpipe(workspace):
+    result = await bash(sandboxed(workspace), "yes | head -2")
+    assert result.content == "y\ny" and not result.is_error  # no "Broken pipe": Python's ignored SIGPIPE is not passed on
+
+
+@needs_landlock
+@needs_wall
+async def test_device_nodes_and_signals_outside_get_a_note(workspace):
+    made = await bash(sandboxed(workspace), "mknod disk b 7 0")
+    assert made.is_error and "cannot make device nodes" in made.content.splitlines()[-1]
+    killed = await bash(sandboxed(workspace), "kill -9 1")
+    assert killed.is_error and "signal only the processes they started" in killed.content.splitlines()[-1]
+
+
+@needs_landlock
 async def test_a_command_still_fails_normally_without_a_sandbox_note(workspace):
     context = sandboxed(workspace)
     result = await bash(context, "ls does-not-exist")
@@ -184,7 +199,7 @@ async def test_allow_network_false_cuts_even_loopback_to_the_host(workspace, out
     assert open_result.content == "connected"
     assert closed_result.is_error and "connected" not in closed_result.content
     assert "allow_network = true" in closed_result.content.splitlines()[-1]
-    assert closed.sandbox.state().line() == "sandbox: bubblewrap+landlock (workspace, network blocked)"
+    assert closed.sandbox.state().line().startswith("sandbox: bubblewrap+landlock (workspace, network blocked) · landlock ABI")
     assert write_result.is_error and (outside / "canary.txt").exists()  # Landlock still applies inside
 
 
@@ -275,4 +290,6 @@ def test_zeph_ask_cannot_delete_outside_and_zeph_context_shows_the_sandbox(fake_
     tool_result = [m["content"] for m in sent["messages"] if m["role"] == "tool"][0]
     assert "[sandbox: writing" in tool_result and "allow_write" in tool_result
     shown = out(run_zeph("context", env=env, cwd=workspace)).splitlines()
-    assert "sandbox: bubblewrap+landlock (workspace, network blocked)" in shown
+    line = next(x for x in shown if x.startswith("sandbox: "))
+    # what ran, as the probe found it: the wall, then what the launcher applies (checked, not assumed)
+    assert line.startswith("sandbox: bubblewrap+landlock (workspace, network blocked) · landlock ABI "), line

@@ -115,7 +115,9 @@ class BashTool(Tool, declared="bash"):
         text = output.text()
         result = _result(text, process.returncode, ending, timeout, requested, context.max_timeout_secs)
         if context.sandbox is not None:
-            notes = context.sandbox.explain(text, context.cwd, command, failed=result.is_error) + refused
+            notes = context.sandbox.explain(
+                text, context.cwd, command, failed=result.is_error, exit_code=result.exit_code if ending == "exited" else None
+            ) + refused
             if notes:
                 result = dataclasses.replace(result, content="\n".join([result.content, *notes]))
         note = withheld_note(command, withheld)

@@ -20,7 +20,8 @@ from pathlib import Path
 from .policy import SandboxPolicy
 from .protected import Protection
 
-__all__ = ["hidden_note", "network_note", "protected_note", "refused_write_note", "writable_without_sandbox"]
+__all__ = ["hidden_note", "network_note", "process_note", "protected_note", "refused_write_note",
+           "writable_without_sandbox"]
 
 _DENIED = re.compile(r"Permission denied|Read-only file system|Device or resource busy")
 _QUOTED = re.compile(r"'([^'\n]+)'|‘([^’\n]+)’|\"([^\"\n]+)\"|`([^'`\n]+)'")
@@ -153,3 +154,22 @@ def network_note(output: str, policy: SandboxPolicy) -> str | None:
         "[sandbox: commands have no network (only their own loopback). If the user wants this command to reach the "
         "network, they can set [tools.sandbox] allow_network = true, or list the hosts it needs in allowed_hosts]"
     )
+
+
+_SIGSYS = 31
+_MKNOD = re.compile(r"(?<![\w-])mknod\b")
+_KILL = re.compile(r"(?<![\w-])(?:kill|pkill|killall|kill -\d+)\b")
+
+
+def process_note(command: str, output: str, exit_code: int | None) -> str | None:
+    """One line when the failure comes from what the sandbox refuses beyond files: device nodes, signals to
+    processes outside, and the system calls its filter ends a command for."""
+    if exit_code == -_SIGSYS:
+        return ("[sandbox: the command was ended by the sandbox's system-call filter (SIGSYS): 32-bit programs "
+                "(i386, x32) cannot run in it]")
+    if "Operation not permitted" in output and _MKNOD.search(command):
+        return "[sandbox: commands cannot make device nodes (FIFOs with mkfifo, and files, they can)]"
+    if ("No such process" in output or "Operation not permitted" in output) and _KILL.search(command):
+        return ("[sandbox: commands see and signal only the processes they started themselves, in this same "
+                "command; nothing outside, and nothing a previous command left (it ended with that command)]")
+    return None

@@ -24,10 +24,10 @@ from pathlib import Path
 from ...config import SandboxConfig
 from ..failures import ToolFailure
 from .bubblewrap import INSIDE_NETWORK_DIR, INSIDE_TEMP, WallLayout, wall_prefix
-from .denials import hidden_note, network_note, protected_note, refused_write_note
+from .denials import hidden_note, network_note, process_note, protected_note, refused_write_note
 from .detect import BACKEND_CHOICES, bubblewrap_status, filesystem_backend
 from .host_proxy import HostProxy, refusal_note
-from .landlock_backend import LAUNCHER, landlock_command, landlock_site
+from .landlock_backend import LAUNCHER, landlock_command, landlock_probe, landlock_site
 from .limits import ProcessLimit
 from .policy import SandboxPolicy, build_policy
 from .protected import Protection, ZephFiles, protection
@@ -55,6 +55,7 @@ class SandboxState:
     missing: tuple[str, ...] = ()
     strict: bool = False
     off_reason: str = ""
+    applied: str = ""  # what the launcher was checked to apply: `landlock ABI 7, seccomp, scopes: …`
 
     @property
     def wall(self) -> bool:
@@ -76,10 +77,11 @@ class SandboxState:
             consequence = "shell commands are refused (strict = true)" if self.strict else "shell commands run unconfined"
             return f"sandbox: unavailable — {self.problem}; {consequence}"
         assert self.policy is not None
+        head = f"sandbox: {self.backend} ({self.policy.describe()})" + (f" · {self.applied}" if self.applied else "")
         if not self.missing:
-            return f"sandbox: {self.backend} ({self.policy.describe()})"
+            return head
         consequence = "shell commands are refused (strict = true)" if self.strict else "commands run without it"
-        return f"sandbox: {self.backend} ({self.policy.describe()}); missing: {self.problem}; {consequence}"
+        return f"{head}; missing: {self.problem}; {consequence}"
 
 
 @dataclass(frozen=True)
@@ -166,8 +168,14 @@ class Sandbox:
                 missing.append(f"the allowed_hosts proxy ({why})")
         elif settings.allowed_hosts and not policy.network:
             missing.append("the allowed_hosts proxy (it needs the bubblewrap wall)")
+        applied = ""
+        if fs_backend == "landlock":
+            probe = landlock_probe()
+            applied = probe.describe()
+            if probe.missing_line():
+                missing.append(probe.missing_line() or "")
         backend = "+".join(name for name in ("bubblewrap" if wall else None, fs_backend) if name)
-        return SandboxState(True, backend, policy, tuple(missing), settings.strict)
+        return SandboxState(True, backend, policy, tuple(missing), settings.strict, applied=applied)
 
     def _start_proxy(self, hosts: Sequence[str]) -> str | None:
         """Serve `hosts` to commands through a proxy on a socket in the wall's network dir; why not, if not."""
@@ -279,7 +287,9 @@ class Sandbox:
                 out[name] = str(temp)
         return out
 
-    def explain(self, output: str, cwd: Path, command: str = "", *, failed: bool = True) -> list[str]:
+    def explain(
+        self, output: str, cwd: Path, command: str = "", *, failed: bool = True, exit_code: int | None = None
+    ) -> list[str]:
         """Lines to add to a failed command's result when the sandbox is why it failed."""
         state = self.state()
         if state.backend is None or state.policy is None:
@@ -289,6 +299,7 @@ class Sandbox:
             refused_write_note(output, state.policy, cwd, protected=guard, temp_shown=str(INSIDE_TEMP) if state.wall else None),
             protected_note(output, guard, cwd),
             hidden_note(command, guard, self.home or Path.home(), private_tmp=state.wall and failed),
+            process_note(command, output, exit_code) if failed and state.backend != "seatbelt" else None,
         ]
         if state.wall or not state.policy.network:
             notes.append(network_note(output, state.policy))
