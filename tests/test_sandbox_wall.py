@@ -67,6 +67,16 @@ class Site:
             "ZEPH_LLM_BASE_URL": fake_server.url + "/v1", "ZEPH_LLM_MODEL": "gpt-4o", "ZEPH_LLM_MAX_RETRIES": "0",
         }
 
+    def write_config(self, text: str) -> Path:
+        """zeph's user config in this home, owned by the user zeph runs as."""
+        config = self.home / ".config" / "zeph" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(text)
+        if self.uid:
+            for path in [self.home / ".config", config.parent, config]:
+                os.lchown(path, self.uid, self.uid)
+        return config
+
     def ask(self, fake_server, *commands: str, cwd: Path | None = None) -> list[str]:
         """Run `zeph ask -y` whose model asks for `commands` one after another; the tool results."""
         for n, command in enumerate(commands):
@@ -276,12 +286,7 @@ def test_git_hooks_and_config_and_zeph_prompts_are_read_only(site, fake_server):
 
 
 def test_zeph_started_in_home_cannot_change_its_own_config(site, fake_server):
-    config = site.home / ".config" / "zeph" / "config.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text("[tools.sandbox]\nenabled = true\n")
-    if site.uid:
-        for path in [site.home / ".config", config.parent, config]:
-            os.lchown(path, site.uid, site.uid)
+    config = site.write_config("[tools.sandbox]\nenabled = true\n")
     (result,) = site.ask(fake_server, "echo 'enabled = false' >> ~/.config/zeph/config.toml; echo tried", cwd=site.home)
     assert config.read_text() == "[tools.sandbox]\nenabled = true\n"
     assert "hidden from commands" in result
@@ -294,12 +299,7 @@ def test_secret_stores_are_hidden_unless_allowed(site, fake_server):
     results = site.ask(fake_server, "base64 ~/.ssh/id_rsa; ls -a ~/.ssh")
     assert "secret-key-material" not in results[0] and "c2VjcmV0" not in results[0]
     assert "hidden from commands" in results[0] and "allow_read" in results[0]
-    config = site.home / ".config" / "zeph" / "config.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text('[tools.sandbox]\nallow_read = ["~/.ssh"]\n')
-    if site.uid:
-        for path in [site.home / ".config", config.parent, config]:
-            os.lchown(path, site.uid, site.uid)
+    site.write_config('[tools.sandbox]\nallow_read = ["~/.ssh"]\n')
     (allowed,) = site.ask(fake_server, "cat ~/.ssh/id_rsa | tail -1")
     assert allowed == "secret-key-material"
 
@@ -356,12 +356,7 @@ def test_allowed_hosts_open_exactly_the_listed_hosts(site, fake_server):
     other = Listener(socket.AF_INET, ("127.0.0.1", 0))
     threading.Thread(target=allowed.serve_forever, daemon=True).start()
     port, other_port = allowed.server_address[1], other.sock.getsockname()[1]
-    config = site.home / ".config" / "zeph" / "config.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text(f'[tools.sandbox]\nallowed_hosts = ["127.0.0.1:{port}"]\n')
-    if site.uid:
-        for path in [site.home / ".config", config.parent, config]:
-            os.lchown(path, site.uid, site.uid)
+    site.write_config(f'[tools.sandbox]\nallowed_hosts = ["127.0.0.1:{port}"]\n')
     try:
         # The machine's loopback stands for a remote host: --noproxy '' sends it through the proxy, as a
         # remote name would be (NO_PROXY keeps the sandbox's own loopback direct).
