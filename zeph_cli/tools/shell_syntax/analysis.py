@@ -19,7 +19,7 @@ from .expansion import ASSIGNED_NAME, BracesTooComplex, first_brace_group, split
 from .lexer import MAX_DEPTH, Report, TooDeep
 from .parser import parse
 from .tree import Compound, For, Function, Group, List, Pipeline, Redirect, Simple, Word
-from .programs import interpreter_family, program_source
+from .programs import SHELLS, interpreter_family, program_source
 from .wrappers import WRAPPERS, scripts_run_by
 from .written import WrittenFiles, stdin_program
 
@@ -306,9 +306,14 @@ class _Analyzer:
                 trace.parallel_calls += parallel
         self.track_state(command, state)
         argv = command.argv
+        replace = command.xargs_replace
+        if replace and any(replace in text for text in [*scripts_run_by(argv), program_source(argv)[1] or ""]):
+            # `xargs -I % sh -c '… % …'`: each input line becomes part of the code
+            hint = ' (pass it as "$1" instead)' if command.name in SHELLS else ""
+            self.opaque.append(f"{command.name} code with each xargs input line pasted in at {replace}{hint}")
         for text in scripts_run_by(argv):
-            if command.from_xargs and "{}" in text:
-                text = text.replace("{}", "$XARGS_INPUT")  # xargs -I puts its input into the script
+            if replace:
+                text = text.replace(replace, "$XARGS_INPUT")  # still analysed, the input a variable
             if argv[0] == "eval":
                 self.script(text, state)
             else:
@@ -338,6 +343,7 @@ class _Analyzer:
                     inner = _command(
                         argv[first:stop], (), origin.text(first, stop),
                         cd_path=command.cd_path, from_xargs=command.from_xargs, find_roots=starts,
+                        xargs_replace=command.xargs_replace,
                     )
                     self.emit(inner, origin.tail(first, stop), state, parallel, layers + 1)
 
@@ -355,6 +361,7 @@ class _Analyzer:
             wrapped = _command(
                 command.argv[inner.index:], command.redirects, origin.text(inner.index),
                 cd_path=cd_path, from_xargs=command.from_xargs or inner.from_xargs, find_roots=command.find_roots,
+                xargs_replace=inner.xargs_replace or command.xargs_replace,
             )
             self.emit(wrapped, origin.tail(inner.index), state, parallel, layers + 1)
 
