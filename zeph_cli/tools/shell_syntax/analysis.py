@@ -2,7 +2,8 @@
 every simple command it could run.
 
 Invariant: `parse_command` never raises, runs nothing and touches no files;
-what it cannot analyse is reported as `unverifiable`, never passed over.
+what it cannot analyse — text the parser could not read, nesting too deep,
+braces too large — is reported as `unverifiable`, never passed over.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from .commands import ParsedCommand, SimpleCommand
 from .effects import cd_target, echoed_text, substituted_output
 from .embedded import Embedded, embedded_commands, recipes, variable_command
 from .expansion import ASSIGNED_NAME, BracesTooComplex, first_brace_group, split_assignments, split_fields
-from .lexer import MAX_DEPTH, Report, TooDeep
-from .parser import parse
+from .reader import MAX_DEPTH, Report, TooDeep, parse
 from .tree import Compound, For, Function, Group, List, Pipeline, Redirect, Simple, Word
 from .programs import SHELLS, interpreter_family, program_source
 from .wrappers import WRAPPERS, scripts_run_by
@@ -42,6 +42,8 @@ def parse_command(command: str) -> ParsedCommand:
         analyzer.flag(TOO_DEEP)
     except Exception:  # a parser defect must surface as "unverifiable", never as a pass
         analyzer.flag(PARSER_FAILED)
+    if analyzer.report.unreadable:
+        analyzer.flag(analyzer.report.unreadable[0])
     return analyzer.result()
 
 
