@@ -74,7 +74,7 @@ LLM_PACKAGES = ("llm", "llm-anthropic")
 DEFAULT_VENV = Path.home() / ".cache" / "zeph-bench" / "llm-venv"
 DEFAULT_ZEPH_VENV = Path.home() / ".cache" / "zeph-bench" / "zeph-venv"
 FOREIGN_ENV = ("ZEPH_", "LLM_", "OPENAI_", "ANTHROPIC_", "OLLAMA_")
-WATCHED = ("numpy", "textual", "tiktoken", "sqlite_utils", "zeph_cli.tools.shell_syntax", "zeph_cli.tools.blocklist")
+WATCHED = ("numpy", "textual", "tiktoken", "sqlite_utils", "zeph_cli.tools.shell_syntax", "zeph_cli.tools.blocklist", "tree_sitter")
 
 Command = tuple[list[str], dict[str, str]]
 

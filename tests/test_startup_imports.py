@@ -21,6 +21,7 @@ HEAVY = {
     "numpy", "wordllama", "onnxruntime", "qdrant_client", "safetensors", "tokenizers", "mcp", "mcp_types",
     "pydantic",  # the SDKs need it; parsing a command line must not (typer 0.29 does: pinned below it)
     "re2",  # secret redaction's rule set, loaded with the first tool result
+    "tree_sitter", "tree_sitter_bash",  # the shell parser: loaded by the first command checked
 }
 
 
@@ -81,7 +82,7 @@ def test_ask_imports_only_the_sdk_it_uses_and_what_its_turn_needs(fake_server, t
     # recall is on, but "hi" is routed to keyword search: the embedder (numpy, tokenizers) is not loaded,
     # sqlite-utils does not pull numpy in, and far from every threshold no tokenizer is built
     assert names & {"numpy", "tokenizers", "safetensors", "wordllama", "onnxruntime", "qdrant_client", "tiktoken",
-                    "pandas"} == set()
+                    "pandas", "tree_sitter", "tree_sitter_bash"} == set()
     assert modules & NOT_FOR_A_PLAIN_REPLY == set()
 
     # A question is routed to vectors: the embedder loads (onnxruntime and the tokenizer; wordllama not at

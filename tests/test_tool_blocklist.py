@@ -124,6 +124,9 @@ BLOCKED = [
     ("echo / | xargs rm -rf", "targets from xargs"),
     ("find . -type d | xargs -0 -n1 rm -r", "targets from xargs"),
     ("ls | xargs -I{} rm -rf {}", "targets from xargs"),
+    ("echo / | xargs -I% sh -c 'rm -rf %'", "rm -rf $XARGS_INPUT is blocked"),
+    ("ls | xargs -I{} sh -c 'echo {}'", "sh code with each xargs input line pasted in at {} (pass it as \"$1\" instead)"),
+    ("ls | xargs --replace=@ python3 -c 'print(\"@\")'", "python3 code with each xargs input line pasted in at @"),
     ("find / -exec rm -rf {} \\;", "of / is blocked"),
     ("find / -name '*.log' -exec rm {} +", "of / is blocked"),
     ("find ~ -execdir rm -f {} \\;", "home directory"),
@@ -493,6 +496,9 @@ SAFE = [
     "find / -name passwd 2>/dev/null",
     "xargs rm < files.txt",
     "git ls-files -z | xargs -0 wc -l",
+    "ls | xargs -I{} sh -c 'wc -l \"$1\"' _ {}",
+    "ls | xargs -I% echo %",
+    "grep -c x 2>/dev/null <<< \"$out\"",
     "chmod +x script.sh",
     "chmod -R u+w build",
     "chmod -R a+r .",
@@ -678,14 +684,46 @@ def test_redirections_are_reported_with_their_targets():
     assert parse_command("> /dev/sda").commands[0].argv == ()
 
 
-def test_incomplete_input_is_flagged_but_still_split():
+def test_incomplete_input_is_flagged_still_split_and_refused(ws):
     for command in ("echo 'abc", 'echo "abc', "echo $(ls", "if true; then rm x", "(rm x", "{ rm x;", "echo `ls",
                     "cat <<EOF\nrm x", "case x in a) rm x", "rm x &&", "for i in 1; do rm x"):
         parsed = parse_command(command)
         assert parsed.complete is False, command
         assert parsed.commands, command
+        assert reason_for(command, ws).startswith("this command cannot be checked (the shell parser cannot read it"), command
     assert "rm" in names("if true; then rm x")
     assert parse_command("echo ok; ls").complete is True
+    assert "cannot read it: ')' is missing after 'echo $(ls'" in reason_for("echo $(ls", ws)
+    assert "cannot read it: \"'abc\"" in reason_for("echo 'abc", ws)
+
+
+def test_a_command_the_parser_misreads_is_refused_not_passed(ws):
+    # tree-sitter-bash reads `/` in a test as division and the whole line as one test: rm was not a command
+    assert "cannot be checked" in reason_for("[[ -d / ]] && rm -rf x", ws)
+    # it ends a here-document at a line that only starts with the delimiter; bash runs the $( ) in the body
+    reason = reason_for("cat <<EOF\nEOF | cat '$(rm -rf x)'\nEOF", ws)
+    assert "where the here-document 'EOF' ends" in reason
+    # it reads `>(rm …)` inside `[ ]` as a comparison
+    assert "the shell parser left '>(rm' unparsed" in reason_for("[ -d src/>(rm -rf x) ]", ws)
+
+
+def test_reads_words_as_bash_does_where_tree_sitter_differs():
+    def argv(command: str) -> tuple[str, ...]:
+        return parse_command(command).commands[-1].argv
+
+    assert argv("r\\\nm -rf x") == ("rm", "-rf", "x")  # a line continuation inside a word
+    assert argv("a=1; b=2; echo x$a-$b/") == ("echo", "x1-2/")  # tree-sitter cuts `$b` into `$` and `b/`
+    assert argv("echo $\"t\"x") == ("echo", "tx")
+    rm = parse_command("rm >/dev/null -rf x").commands[0]  # tree-sitter puts `-rf x` into the redirection
+    assert rm.argv == ("rm", "-rf", "x") and rm.redirects == ((">", "/dev/null"),)
+    assert argv("cmd 1>&- x") == ("cmd", "x")
+    assert parse_command("cmd 2>&1 <<< \"$x\" y").commands[0].redirects == (("2>&", "1"), ("<<<", "$x"))
+    assert parse_command("exec 3<> /dev/tcp/h/80").commands[0].redirects == (("3<>", "/dev/tcp/h/80"),)
+    assert "rm" in names("echo `echo \\`rm x\\``")  # backticks nest once unescaped
+    assert "rm" in names("time { rm x; }") and "rm" in names("coproc n { rm x; }")
+    piped = parse_command("cat <<EOF 2>/dev/null | sh -x && echo done\nrm x\nEOF")
+    assert [[c.name for c in p] for p in piped.pipelines] == [["cat", "sh"], ["rm"], ["echo"]] and piped.complete
+    assert not parse_command("cmd 2>&1 <<< x; exec 3<> f; cat <<EOF && a; b\nx\nEOF").unverifiable
 
 
 def test_program_source_tells_where_an_interpreter_reads_its_program():

@@ -3,7 +3,8 @@
 Invariant: every simple command `parse_command` finds — nested, wrapped or
 disguised — is judged by built-in rules that cannot be switched off, then by
 the user's extra patterns; what cannot be verified (a deletion target only
-known at run time, input too deeply nested) is refused, never guessed. The
+known at run time, input too deeply nested, text the shell parser cannot
+read) is refused, never guessed. The
 only I/O is resolving paths (`realpath`, glob matches); nothing is run.
 """
 

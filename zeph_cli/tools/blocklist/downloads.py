@@ -65,7 +65,8 @@ def download_piped_to_interpreter(parsed: ParsedCommand, where: Where) -> str | 
 def _runs_input_as_code(command: SimpleCommand) -> bool:
     kind, code = program_source(command.argv)
     if command.from_xargs:
-        return kind in ("stdin", "missing") or (kind == "code" and code is not None and "{}" in code)
+        replace = command.xargs_replace
+        return kind in ("stdin", "missing") or (kind == "code" and code is not None and bool(replace) and replace in code)
     if tool_name(command) in ("source", ".", "eval"):
         return command.argv[1:2] != () and command.argv[1] in STDIN_PATHS
     return kind == "stdin"

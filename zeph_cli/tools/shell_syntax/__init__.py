@@ -1,11 +1,14 @@
-"""A small shell lexer and splitter: which simple commands could a command line run?
+"""Which simple commands could a command line run? Read with tree-sitter-bash, judged as bash runs it.
 
 Invariant: pure and total — `parse_command` never raises, never runs anything
 and never touches the file system. It reports every simple command bash could
 run for the text, quotes and escapes removed as bash removes them, including
 commands inside substitutions, groups, loops, function bodies, `bash -c` and
 `eval` scripts and behind wrappers such as `sudo`, `env`, `xargs` or
-`find -exec`. What it cannot analyse is flagged (`complete`, `unverifiable`).
+`find -exec`. What it cannot analyse is flagged: `unverifiable` (text the
+parser cannot read, nesting too deep, a brace expansion too large) and
+`complete`. tree-sitter is imported by the first command read (reader.py),
+never at start-up.
 """
 
 from .analysis import PARSER_FAILED, parse_command

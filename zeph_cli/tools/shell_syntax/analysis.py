@@ -2,7 +2,8 @@
 every simple command it could run.
 
 Invariant: `parse_command` never raises, runs nothing and touches no files;
-what it cannot analyse is reported as `unverifiable`, never passed over.
+what it cannot analyse — text the parser could not read, nesting too deep,
+braces too large — is reported as `unverifiable`, never passed over.
 """
 
 from __future__ import annotations
@@ -16,10 +17,9 @@ from .commands import ParsedCommand, SimpleCommand
 from .effects import cd_target, echoed_text, substituted_output
 from .embedded import Embedded, embedded_commands, recipes, variable_command
 from .expansion import ASSIGNED_NAME, BracesTooComplex, first_brace_group, split_assignments, split_fields
-from .lexer import MAX_DEPTH, Report, TooDeep
-from .parser import parse
+from .reader import MAX_DEPTH, Report, TooDeep, parse
 from .tree import Compound, For, Function, Group, List, Pipeline, Redirect, Simple, Word
-from .programs import interpreter_family, program_source
+from .programs import SHELLS, interpreter_family, program_source
 from .wrappers import WRAPPERS, scripts_run_by
 from .written import WrittenFiles, stdin_program
 
@@ -42,6 +42,8 @@ def parse_command(command: str) -> ParsedCommand:
         analyzer.flag(TOO_DEEP)
     except Exception:  # a parser defect must surface as "unverifiable", never as a pass
         analyzer.flag(PARSER_FAILED)
+    if analyzer.report.unreadable:
+        analyzer.flag(analyzer.report.unreadable[0])
     return analyzer.result()
 
 
@@ -306,9 +308,14 @@ class _Analyzer:
                 trace.parallel_calls += parallel
         self.track_state(command, state)
         argv = command.argv
+        replace = command.xargs_replace
+        if replace and any(replace in text for text in [*scripts_run_by(argv), program_source(argv)[1] or ""]):
+            # `xargs -I % sh -c '… % …'`: each input line becomes part of the code
+            hint = ' (pass it as "$1" instead)' if command.name in SHELLS else ""
+            self.opaque.append(f"{command.name} code with each xargs input line pasted in at {replace}{hint}")
         for text in scripts_run_by(argv):
-            if command.from_xargs and "{}" in text:
-                text = text.replace("{}", "$XARGS_INPUT")  # xargs -I puts its input into the script
+            if replace:
+                text = text.replace(replace, "$XARGS_INPUT")  # still analysed, the input a variable
             if argv[0] == "eval":
                 self.script(text, state)
             else:
@@ -338,6 +345,7 @@ class _Analyzer:
                     inner = _command(
                         argv[first:stop], (), origin.text(first, stop),
                         cd_path=command.cd_path, from_xargs=command.from_xargs, find_roots=starts,
+                        xargs_replace=command.xargs_replace,
                     )
                     self.emit(inner, origin.tail(first, stop), state, parallel, layers + 1)
 
@@ -355,6 +363,7 @@ class _Analyzer:
             wrapped = _command(
                 command.argv[inner.index:], command.redirects, origin.text(inner.index),
                 cd_path=cd_path, from_xargs=command.from_xargs or inner.from_xargs, find_roots=command.find_roots,
+                xargs_replace=inner.xargs_replace or command.xargs_replace,
             )
             self.emit(wrapped, origin.tail(inner.index), state, parallel, layers + 1)
 

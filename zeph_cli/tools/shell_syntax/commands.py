@@ -21,6 +21,8 @@ class SimpleCommand:
     program: str = ""
     # Run by xargs: more arguments come from xargs' input and are unknown here.
     from_xargs: bool = False
+    # `xargs -I R` (or -i, --replace): R in the arguments is replaced by each input line.
+    xargs_replace: str = ""
     # Run by `find … -exec`: "{}" stands for each path find yields under these starting points.
     find_roots: tuple[str, ...] = ()
     # Directories changed into (cd, pushd, env -C) before this command ran, in order; None where unknown.

@@ -1,7 +1,8 @@
-"""The syntax tree of a shell script, as the parser builds it and the analysis walks it.
+"""The syntax tree of a shell script, as reader.py builds it from tree-sitter's and the analysis walks it.
 
 Invariant: plain data with no behaviour beyond reading a word's text; nothing
-here knows how the text was read or what running it would do.
+here knows how the text was read (tree-sitter stays in reader.py) or what
+running it would do.
 """
 
 from __future__ import annotations

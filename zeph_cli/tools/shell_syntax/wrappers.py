@@ -21,6 +21,7 @@ class _Inner:
     script: str | None = None  # … or this shell script is run instead
     chdir: str | None = None
     from_xargs: bool = False
+    xargs_replace: str = ""  # `xargs -I R`: R is replaced by each input line in the arguments
     elsewhere: bool = False  # runs in a directory not known here (another host, another root)
 
 
@@ -96,8 +97,19 @@ def _chrt(argv: Sequence[str]) -> _Inner | None:
 
 def _xargs(argv: Sequence[str]) -> _Inner:
     long_values = {"--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}
-    i, _ = getopt(argv, "adEILnPs", long_values)
-    return _Inner(i, from_xargs=True)
+    i, options = getopt(argv, "adEILnPs", long_values)
+    replace = ""
+    for option, value in options:
+        if option == "-I" and value:
+            replace = value
+        elif option == "--replace":
+            replace = value or "{}"
+        elif option == "-i":  # -i[R]: R attached or {} (getopt splits an attached R into flags)
+            replace = "{}"
+    for arg in argv[1:i]:
+        if arg.startswith("-i") and len(arg) > 2:
+            replace = arg[2:]
+    return _Inner(i, from_xargs=True, xargs_replace=replace)
 
 
 def _watch(argv: Sequence[str]) -> _Inner:
