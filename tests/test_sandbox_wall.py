@@ -368,3 +368,18 @@ def test_allowed_hosts_open_exactly_the_listed_hosts(site, fake_server):
     assert results[0] == "hello from outside"
     assert other.received == []
     assert f"127.0.0.1:{other_port}" in results[1] and "allowed_hosts" in results[1], results[1]
+
+
+def test_the_file_tools_refuse_secret_stores_inside_the_workspace(site, fake_server):
+    """zeph started in the home: ~/.ssh lies inside the workspace, and read_file still may not read it."""
+    fake_server.queue(tool_reply("call_r", "read_file", {"path": ".ssh/id_rsa"}))
+    fake_server.queue(tool_reply("call_w", "write_file", {"path": ".ssh/authorized_keys", "content": "ssh-ed25519 AAAA evil\n"}))
+    fake_server.queue(text_reply("done"))
+    prefix = [] if site.uid == 0 else ["setpriv", f"--reuid={site.uid}", f"--regid={site.uid}", "--clear-groups", "--"]
+    done = subprocess.run([*prefix, ZEPH, "ask", "-y", "go"], capture_output=True, text=True,
+                          env=site.env(fake_server), cwd=site.home, timeout=180)
+    assert done.returncode == 0, done.stderr
+    read, write = (_unwrapped(r) for r in sent_tool_results(fake_server))
+    assert "secret-key-material" not in read
+    assert "hidden from tools" in read and "allow_read" in read, read
+    assert "hidden from tools" in write and not (site.home / ".ssh" / "authorized_keys").exists()
