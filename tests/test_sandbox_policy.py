@@ -15,7 +15,7 @@ from zeph_cli.tools.sandbox.denials import network_note, refused_write_note
 from zeph_cli.tools.sandbox.landlock_backend import LAUNCHER
 from zeph_cli.tools.sandbox.policy import SandboxPolicy, build_policy
 from zeph_cli.tools.sandbox.sandbox import SandboxState
-from zeph_cli.tools.sandbox.limits import ProcessLimit
+from zeph_cli.tools.sandbox.limits import ProcessLimit, tasks_of
 from zeph_cli.tools.sandbox.protected import ZephFiles, protection
 from zeph_cli.tools.sandbox.seatbelt import seatbelt_command, seatbelt_profile
 from zeph_cli.tools.sandbox.sockets import bound_socket_paths
@@ -259,7 +259,8 @@ def test_bound_unix_sockets_are_read_from_the_kernel_table(tmp_path):
         server.close()
 
 
-def test_the_process_limit_prefix_for_users_and_where_root_has_no_cgroup():
+def test_the_process_limit_for_users_is_on_top_of_what_they_run_already():
     user = ProcessLimit(64, euid=1000)
-    assert user.prefix()[:2] == ["/bin/sh", "-c"] and "ulimit -p 64" in user.prefix()[2]
-    assert user.missing is None and user.cgroup is None
+    ceiling = int(user.prefix()[2].split("ulimit -p ")[1].split()[0])
+    assert user.prefix()[:2] == ["/bin/sh", "-c"] and user.missing is None and user.cgroup is None
+    assert ceiling >= 64 + tasks_of(os.getuid()) - 8  # the user's own processes (give or take a few since)

@@ -175,7 +175,7 @@ def test_a_process_flood_is_limited_and_nothing_outlives_the_call(site, fake_ser
     )
     (result,) = site.ask(fake_server, f"python3 flood.py; setsid nohup sleep {marker} >/dev/null 2>&1 & echo started")
     started = int(result.split()[0])
-    assert 100 < started < 1024 and "Resource temporarily unavailable" in result, result
+    assert 100 < started < 1100 and "Resource temporarily unavailable" in result, result
     deadline = time.time() + 10
     while _live(f"sleep\x00{marker}") and time.time() < deadline:
         time.sleep(0.1)
@@ -383,3 +383,61 @@ def test_the_file_tools_refuse_secret_stores_inside_the_workspace(site, fake_ser
     assert "secret-key-material" not in read
     assert "hidden from tools" in read and "allow_read" in read, read
     assert "hidden from tools" in write and not (site.home / ".ssh" / "authorized_keys").exists()
+
+
+def test_kernel_settings_stay_read_only(site, fake_server):
+    setting = Path("/proc/sys/kernel/printk_ratelimit")
+    before = setting.read_text()
+    try:
+        (result,) = site.ask(fake_server, f"echo 7 > {setting}; python3 -c \"open('/proc/sys/kernel/core_pattern', 'a')\"")
+        after = setting.read_text()
+    finally:
+        if setting.read_text() != before:  # the escape happened: put the host back
+            setting.write_text(before)
+    assert after == before
+    assert result.count("Read-only file system") + result.count("Permission denied") == 2, result  # nobody: not root's
+
+
+def test_a_replaced_or_redirected_git_directory_runs_nothing_later(site, fake_server):
+    evil = site.ws / "evil"
+    results = site.ask(
+        fake_server,
+        "mv .git .git-old",
+        f"mkdir -p evil/hooks && printf '#!/bin/sh\\ntouch {site.outside}/pwned\\n' > evil/hooks/post-checkout && "
+        "echo ../evil > .git/commondir; echo done",
+    )
+    assert (site.ws / ".git" / "config").exists() and not (site.ws / ".git-old").exists()
+    assert "Device or resource busy" in results[0]
+    assert not (site.ws / ".git" / "commondir").exists() and (evil / "hooks" / "post-checkout").exists()
+    assert "commondir" in results[1] and "it was removed" in results[1], results[1]
+    subprocess.run(["git", "status"], cwd=site.ws, capture_output=True)  # the user's next git command
+    assert not (site.outside / "pwned").exists()
+
+
+def test_a_home_workspace_keeps_its_startup_files(site, fake_server):
+    bashrc = site.home / ".bashrc"
+    bashrc.write_text("# mine\n")
+    (site.home / ".config").mkdir(exist_ok=True)
+    if site.uid:
+        for path in (bashrc, site.home / ".config"):
+            os.lchown(path, site.uid, site.uid)
+    results = site.ask(fake_server, f"echo 'touch {site.outside}/pwned' >> ~/.bashrc", "mv ~/.config ~/.config-old",
+                       cwd=site.home)
+    assert bashrc.read_text() == "# mine\n" and (site.home / ".config").is_dir()
+    assert "Read-only file system" in results[0] and "is read-only for commands" in results[0]
+    assert "Device or resource busy" in results[1] or "Read-only file system" in results[1], results[1]
+
+
+def test_the_file_tools_may_not_write_git_hooks_or_config(site, fake_server):
+    fake_server.queue(tool_reply("call_h", "write_file", {"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\nid\n"}))
+    fake_server.queue(tool_reply("call_c", "edit_file", {"path": ".git/config", "old_string": "[core]",
+                                                         "new_string": "[core]\n\tfsmonitor = id"}))
+    fake_server.queue(text_reply("done"))
+    config = (site.ws / ".git" / "config").read_text()
+    prefix = [] if site.uid == 0 else ["setpriv", f"--reuid={site.uid}", f"--regid={site.uid}", "--clear-groups", "--"]
+    done = subprocess.run([*prefix, ZEPH, "ask", "-y", "go"], capture_output=True, text=True,
+                          env=site.env(fake_server), cwd=site.ws, timeout=180)
+    assert done.returncode == 0, done.stderr
+    hook, edit = (_unwrapped(r) for r in sent_tool_results(fake_server))
+    assert "may not change" in hook and "may not change" in edit, (hook, edit)
+    assert not (site.ws / ".git" / "hooks" / "post-checkout").exists() and (site.ws / ".git" / "config").read_text() == config

@@ -19,16 +19,19 @@ from .failures import PathOutsideWorkspace
 
 class Confinement:
     """`hidden` gives the paths inside the roots that the tools must not touch at all (secret stores,
-    zeph's own files); it is asked once, when a path is first resolved."""
+    zeph's own files); it is asked once, when a path is first resolved. `read_only` gives those they may
+    read but not write (`check_write`), asked on each write (a `.git` may appear)."""
 
     def __init__(
         self, root: Path, extra: Sequence[Path] = (), *, cwd: Path | None = None,
         hidden: Callable[[], Sequence[Path]] | None = None,
+        read_only: Callable[[], Sequence[Path]] | None = None,
     ) -> None:
         self.root = Path(os.path.realpath(root))
         self.extra = tuple(Path(os.path.realpath(Path(p).expanduser())) for p in extra)
         self._hidden_source = hidden
         self._hidden: tuple[Path, ...] | None = None
+        self._read_only_source = read_only
         # Paths are shown relative to where the user works (which may be below the root).
         self.cwd = Path(os.path.realpath(cwd)) if cwd is not None else self.root
 
@@ -70,6 +73,17 @@ class Confinement:
                 "The user can list it in [tools.sandbox] allow_read"
             )
         return resolved
+
+    def check_write(self, path: Path, raw: str) -> None:
+        """Refuse writing `path` (resolved) when it is one of the files that run or speak later, outside the
+        sandbox: a git directory's config and hooks, `.zeph/`, shell startup files when the home is a root."""
+        guarded = tuple(self._read_only_source()) if self._read_only_source is not None else ()
+        base = next((g for g in guarded if path == g or path.is_relative_to(g)), None)
+        if base is not None:
+            raise PathOutsideWorkspace(
+                f"{raw} is in {base}, which the tools may not change (git or zeph would run or obey it later); "
+                "write refused. The user can change it themselves"
+            )
 
     @property
     def hidden(self) -> tuple[Path, ...]:

@@ -173,6 +173,7 @@ class WriteFileTool(Tool, declared="write_file"):
 
 def _writable_target(raw: str, context: ToolContext) -> Path:
     path = resolve(raw, context)
+    context.confinement.check_write(path, raw)
     if os.path.isdir(path):
         raise ToolFailure(f"{shown(path, context)} is a directory; give write_file the path of a file")
     return path
@@ -371,6 +372,7 @@ def edit_file(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
     old, new = arguments["old_string"], arguments["new_string"]
     check_edit_strings(old, new)
     path, text = _editable(arguments, context)
+    context.confinement.check_write(path, str(arguments.get("path", "")))
     name = shown(path, context)
     edit = plan_edit(text, old, new, name)
     try:

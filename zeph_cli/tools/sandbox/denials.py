@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .policy import SandboxPolicy
@@ -114,7 +114,9 @@ def protected_note(output: str, protected: Protection, cwd: Path) -> str | None:
     )
 
 
-def hidden_note(command: str, protected: Protection, home: Path, *, private_tmp: bool) -> str | None:
+def hidden_note(
+    command: str, protected: Protection, home: Path, *, private_tmp: bool, seen: Sequence[Path] = ()
+) -> str | None:
     """One line when the command names a hidden secret store, or a /tmp path that commands cannot see."""
     named = [p for p in protected.hidden if any(form in command for form in _spellings(p, home))]
     if named:
@@ -124,7 +126,8 @@ def hidden_note(command: str, protected: Protection, home: Path, *, private_tmp:
             "missing). If the user wants commands to read it, they can add it to [tools.sandbox] allow_read]"
         )
     if private_tmp:
-        outside = [m for m in _TMP_PATH.findall(command) if os.path.exists(m)]
+        outside = [m for m in _TMP_PATH.findall(command) if os.path.exists(m)
+                   and not any(Path(m) == base or Path(m).is_relative_to(base) for base in seen)]
         if outside:
             return (
                 f"[sandbox: commands have a private /tmp, so {outside[0]} (which exists outside) is not visible to "
@@ -164,7 +167,7 @@ _KILL = re.compile(r"(?<![\w-])(?:kill|pkill|killall|kill -\d+)\b")
 def process_note(command: str, output: str, exit_code: int | None) -> str | None:
     """One line when the failure comes from what the sandbox refuses beyond files: device nodes, signals to
     processes outside, and the system calls its filter ends a command for."""
-    if exit_code == -_SIGSYS:
+    if exit_code in (-_SIGSYS, 128 + _SIGSYS):  # killed, or as bwrap reports its child killed
         return ("[sandbox: the command was ended by the sandbox's system-call filter (SIGSYS): 32-bit programs "
                 "(i386, x32) cannot run in it]")
     if "Operation not permitted" in output and _MKNOD.search(command):

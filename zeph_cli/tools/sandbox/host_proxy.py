@@ -11,19 +11,18 @@ resolution and connecting in time, a tunnel by its idle time; at most `ProxyLimi
 once; flow control caps its buffers.
 
 Wiring (the caller owns both ends; this module never imports the launcher, nor the launcher this):
-- Per command: `proxy = HostProxy(<temp_dir>/proxy-<n>.sock, settings.allowed_hosts)`, then
-  `proxy.start()` before spawning it and `proxy.close()` once its process group is gone. `start()` binds
-  the unix socket (mode 0600; a path holds at most 107 bytes) and serves it from a thread with an event
-  loop of its own, so it works alike under the chat app's loop, `zeph ask`'s `asyncio.run` and plain
-  threads; start and close take well under a millisecond. One per command rather than one per agent:
-  a command may delete files in its temp dir, the socket too, and only its own command would lose it.
+- One proxy per sandbox (`sandbox.Sandbox`): `HostProxy(<dir>/proxy.sock, settings.allowed_hosts)`,
+  started when the sandbox settles and closed when it is collected. The socket (mode 0600; a path holds
+  at most 107 bytes) lies in a directory the bubblewrap wall binds read-only into the sandbox, so a
+  command cannot remove or replace it. It is served from a thread with an event loop of its own, so it
+  works alike under the chat app's loop, `zeph ask`'s `asyncio.run` and plain threads.
 - The command's argv: bubblewrap with `--unshare-net` around the launcher, given
-  `--proxy-socket <the same path>` before `--` (with its `--write` options). The launcher forks a relay
+  `--proxy-socket <the path inside>` before `--` (with its `--write` options). The launcher forks a relay
   on 127.0.0.1 in the sandbox's own loopback and gives the command HTTP_PROXY, HTTPS_PROXY, ALL_PROXY
   (and lowercase) and NO_PROXY (`proxy_relay.py`); it refuses to run the command (exit 125, one line)
   when nothing answers at that path.
-- After the command: `refusal_note(proxy.refusals_since(0), proxy.patterns)` is the line to add to its
-  result, or None (`mark()` and `refusals_since(mark)` serve a proxy shared between commands).
+- Per command: `mark()` before it, `refusal_note(proxy.refusals_since(mark), proxy.patterns)` after it is
+  the line to add to its result, or None.
 - `parse_host_patterns(allowed_hosts)` validates the setting: ValueError, one line naming the entry.
 
 Not covered: a command may send any bytes to an allowed host (its TLS name and HTTP Host header inside a

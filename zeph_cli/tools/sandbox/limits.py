@@ -3,7 +3,8 @@
 Invariant: `ProcessLimit.prefix()` returns an argv prefix (a one-line `/bin/sh` script that then
 execs the rest) which puts the command and everything it starts under the limit before any of it
 runs: a `pids` cgroup when zeph runs as root (the kernel never applies RLIMIT_NPROC to root, even
-inside a user namespace) and the cgroup can be made, RLIMIT_NPROC otherwise. If the cgroup cannot
+inside a user namespace) and the cgroup can be made, RLIMIT_NPROC otherwise (set to what the user
+runs now plus the limit, since it counts all of the user's processes). If the cgroup cannot
 be joined the script exits with 125 and runs nothing. When zeph itself already runs under a pids
 limit (as root inside a sandbox, where no cgroup can be made), that limit holds its commands too.
 `missing` says why there is no limit, when there is none. The cgroup is made once per sandbox and removed when it is collected.
@@ -11,6 +12,7 @@ limit (as root inside a sandbox, where no cgroup can be made), that limit holds 
 
 from __future__ import annotations
 
+import itertools
 import os
 import shlex
 import weakref
@@ -19,6 +21,7 @@ from pathlib import Path
 __all__ = ["ProcessLimit"]
 
 V1_PIDS = Path("/sys/fs/cgroup/pids")
+_SERIAL = itertools.count()
 V2_ROOT = Path("/sys/fs/cgroup")
 
 
@@ -43,10 +46,29 @@ class ProcessLimit:
         elif self.inherited:
             return []
         elif self.missing is None:
-            script = f'ulimit -p {self.limit} 2>/dev/null || ulimit -u {self.limit}; exec "$@"'
+            # RLIMIT_NPROC counts every process and thread of the user, not the command's alone: the
+            # command may have `limit` more than the user runs now.
+            ceiling = self.limit + tasks_of(os.getuid())
+            script = f'ulimit -p {ceiling} 2>/dev/null || ulimit -u {ceiling}; exec "$@"'
         else:
             return []
         return ["/bin/sh", "-c", script, "zeph-sandbox"]
+
+
+def tasks_of(uid: int) -> int:
+    """How many processes and threads the user `uid` runs now (what RLIMIT_NPROC counts)."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            total += int(fields.get("Threads", "1").strip() or 1)
+    return total
 
 
 def _own_cgroup(controller: str) -> tuple[str | None, str | None]:
@@ -79,7 +101,7 @@ def _make_cgroup(limit: int) -> tuple[Path | None, str | None]:
     why = "no writable pids cgroup (root is not held by RLIMIT_NPROC)"
     for base in candidates:
         _sweep(base)
-        group = base / f"zeph-sandbox-{os.getpid()}-{id(candidates):x}"
+        group = base / f"zeph-sandbox-{os.getpid()}-{next(_SERIAL)}"
         try:
             group.mkdir()
             (group / "pids.max").write_text(f"{limit}\n")

@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,14 +31,13 @@ from .host_proxy import HostProxy, refusal_note
 from .landlock_backend import LAUNCHER, landlock_command, landlock_probe, landlock_site
 from .limits import ProcessLimit
 from .policy import SandboxPolicy, build_policy
-from .protected import Protection, ZephFiles, protection
+from .protected import Protection, ZephFiles, protection, setting_paths
 from .seatbelt import seatbelt_command
 from .sockets import bound_socket_paths
 
 __all__ = ["Launch", "Sandbox", "SandboxRefused", "SandboxState"]
 
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
-INSIDE_PROC = Path("/proc")
 PROXY_SOCKET = "proxy.sock"
 
 class SandboxRefused(ToolFailure):
@@ -89,7 +89,7 @@ class Launch:
     """One command's way into the sandbox: its argv, and what `Sandbox.finish` tidies after it."""
 
     argv: list[str]
-    held: tuple[Path, ...] = ()  # directories the wall makes to hold missing protected paths
+    watched: tuple[Path, ...] = ()  # absent files the command must not create
     proxy_mark: int | None = None  # where the proxy's refusals stood when it started
 
 
@@ -113,6 +113,7 @@ class Sandbox:
         self.zeph = zeph
         self.home = home
         self._state: SandboxState | None = None
+        self._settling = threading.Lock()
         self._layout: WallLayout | None = None
         self._limit: ProcessLimit | None = None
         self._proxy: HostProxy | None = None
@@ -123,10 +124,12 @@ class Sandbox:
         return self.settings.enabled and self.settings.profile != "off"
 
     def state(self) -> SandboxState:
-        """The sandbox as it will run commands (probing the backends the first time)."""
-        if self._state is None:
-            self._state = self._settle()
-        return self._state
+        """The sandbox as it will run commands (probing the backends the first time, once, whichever thread
+        asks first: the chat app's status line and a command's spawn may ask together)."""
+        with self._settling:
+            if self._state is None:
+                self._state = self._settle()
+            return self._state
 
     def _settle(self) -> SandboxState:
         settings = self.settings
@@ -210,13 +213,13 @@ class Sandbox:
             assert site is not None  # the probe found it
             socket = INSIDE_NETWORK_DIR / PROXY_SOCKET if proxy is not None else None
             argv = landlock_command(self._inside_policy(state), argv, site, proxy_socket=socket)
-        held: tuple[Path, ...] = ()
+        watched: tuple[Path, ...] = ()
         if state.wall:
             bwrap, _ = bubblewrap_status()
             assert bwrap is not None and self._layout is not None
             roots = [p for p in state.policy.writable if p != state.policy.temp_dir]
             guard = self.protection()
-            held = guard.held_empty
+            watched = guard.watched
             argv = [*wall_prefix(
                 bwrap, self._layout, writable=roots, network=state.policy.network, protection=guard,
                 sockets=bound_socket_paths() or (), visible=self._visible(), cwd=self.cwd,
@@ -224,21 +227,28 @@ class Sandbox:
             ), *argv]
         if self._limit is not None:
             argv = [*self._limit.prefix(), *argv]
-        return Launch(argv, held, proxy.mark() if proxy is not None else None)
+        return Launch(argv, watched, proxy.mark() if proxy is not None else None)
 
     def finish(self, launch: Launch) -> list[str]:
-        """After a command ended: remove the empty directories the wall made to hold missing protected
-        paths (`.zeph`, `.git/hooks`), so that the workspace is left as it was; the lines to add to its
-        result about hosts the proxy refused."""
-        for path in launch.held:
-            try:
-                os.rmdir(path)
-            except OSError:
-                pass  # not empty (the user made it meanwhile) or already gone
-        if launch.proxy_mark is None or self._proxy is None:
-            return []
-        note = refusal_note(self._proxy.refusals_since(launch.proxy_mark), self._proxy.patterns)
-        return [note] if note else []
+        """After a command ended, the lines to add to its result: a watched file it made (a `.git/commondir`
+        sending git to another directory's config and hooks) is removed, and hosts the proxy refused are
+        named. (Directories held empty stay: removing one could open it under another command still running.)"""
+        notes = []
+        for path in launch.watched:
+            if os.path.lexists(path):
+                try:
+                    os.unlink(path)
+                    notes.append(f"[sandbox: the command made {path}, which would send git to another directory's "
+                                 "config and hooks; it was removed]")
+                except OSError as exc:
+                    notes.append(f"[sandbox: the command made {path}, which would send git to another directory's "
+                                 f"config and hooks, and it could not be removed ({exc.strerror}): remove it before "
+                                 "running git]")
+        if launch.proxy_mark is not None and self._proxy is not None:
+            note = refusal_note(self._proxy.refusals_since(launch.proxy_mark), self._proxy.patterns)
+            if note:
+                notes.append(note)
+        return notes
 
     def protection(self) -> Protection:
         """What commands may not see or change right now (checked on each call: a `.git` may appear)."""
@@ -254,9 +264,7 @@ class Sandbox:
         assert state.policy is not None
         if not state.wall:
             return state.policy
-        # /proc inside is the sandbox's own (its PID namespace, with /proc/sys read-only): writing it lets a
-        # command set up a nested sandbox (a user namespace's uid_map), which a test suite of sandboxes needs.
-        writable = (INSIDE_TEMP, *(p for p in state.policy.writable if p != state.policy.temp_dir), INSIDE_PROC)
+        writable = (INSIDE_TEMP, *(p for p in state.policy.writable if p != state.policy.temp_dir))
         return SandboxPolicy(state.policy.profile, writable, INSIDE_TEMP, state.policy.network)
 
     def _visible(self) -> list[Path]:
@@ -267,9 +275,7 @@ class Sandbox:
         if site:
             paths.append(Path(site))
         paths += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
-        home = self.home or Path.home()
-        paths += [home / p[2:] if p.startswith("~/") else (Path(p) if os.path.isabs(p) else self.cwd / p)
-                  for p in self.settings.allow_read]
+        paths += setting_paths(self.settings.allow_read, self.home or Path.home(), self.cwd)
         out: list[Path] = []
         for path in paths:
             real = Path(os.path.realpath(path))
@@ -298,7 +304,8 @@ class Sandbox:
         notes = [
             refused_write_note(output, state.policy, cwd, protected=guard, temp_shown=str(INSIDE_TEMP) if state.wall else None),
             protected_note(output, guard, cwd),
-            hidden_note(command, guard, self.home or Path.home(), private_tmp=state.wall and failed),
+            hidden_note(command, guard, self.home or Path.home(), private_tmp=state.wall and failed,
+                        seen=[*state.policy.writable, *self._visible()]),
             process_note(command, output, exit_code) if failed and state.backend != "seatbelt" else None,
         ]
         if state.wall or not state.policy.network:

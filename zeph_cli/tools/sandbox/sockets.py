@@ -1,9 +1,12 @@
 """Unix sockets that servers outside the sandbox listen on, by path.
 
-Invariant: `bound_socket_paths` reads the kernel's table of this network namespace's unix
-sockets (`/proc/net/unix`) and returns the bound filesystem paths that exist now as sockets;
-abstract names (`@…`) are left out (a network namespace of its own, or Landlock's scope, keeps
-those away). An unreadable table gives no paths: the caller reports that masking is missing.
+Invariant: `bound_socket_paths` returns the socket files that exist now among the bound paths in
+the kernel's table of this network namespace's unix sockets (`/proc/net/unix`) and, found by
+looking, in the run-time directories where services put theirs (/run, /var/run, $XDG_RUNTIME_DIR,
+a few levels deep): the scan catches a server bound in another network namespace (a container's
+docker.sock) or by a relative path, which the table lists under another name or not at all.
+Abstract names (`@…`) are left out (a network namespace of its own, or Landlock's scope, keeps
+those away). An unreadable table gives None: the caller reports that covering is missing.
 """
 
 from __future__ import annotations
@@ -38,4 +41,45 @@ def bound_socket_paths(table: Path = UNIX_TABLE) -> list[Path] | None:
                 paths.append(Path(raw))
         except OSError:
             continue
+    for found in _scan_run_dirs():
+        if str(found) not in seen:
+            seen.add(str(found))
+            paths.append(found)
     return paths
+
+
+RUN_DIRS = ("/run", "/var/run")
+SCAN_DEPTH = 4
+SCAN_MAX_ENTRIES = 5000
+
+
+def _scan_run_dirs() -> list[Path]:
+    """Socket files under the run-time directories, at most `SCAN_DEPTH` levels and `SCAN_MAX_ENTRIES` entries."""
+    roots = [*RUN_DIRS, *([os.environ["XDG_RUNTIME_DIR"]] if os.environ.get("XDG_RUNTIME_DIR") else [])]
+    found: list[Path] = []
+    budget = SCAN_MAX_ENTRIES
+    seen_dirs: set[str] = set()
+    pending = [(os.path.realpath(root), 0) for root in roots]
+    while pending and budget > 0:
+        directory, depth = pending.pop()
+        if directory in seen_dirs:
+            continue
+        seen_dirs.add(directory)
+        try:
+            entries = os.scandir(directory)
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                budget -= 1
+                if budget <= 0:
+                    break
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISSOCK(mode):
+                    found.append(Path(entry.path))
+                elif stat.S_ISDIR(mode) and depth < SCAN_DEPTH:
+                    pending.append((entry.path, depth + 1))
+    return found
