@@ -264,3 +264,8 @@ def test_the_process_limit_for_users_is_on_top_of_what_they_run_already():
     ceiling = int(user.prefix()[2].split("ulimit -p ")[1].split()[0])
     assert user.prefix()[:2] == ["/bin/sh", "-c"] and user.missing is None and user.cgroup is None
     assert ceiling >= 64 + tasks_of(os.getuid()) - 8  # the user's own processes (give or take a few since)
+
+
+def test_no_allow_write_advice_for_the_kernels_files():
+    failure = "unshare: write failed /proc/self/uid_map: Permission denied\necho: '/sys/kernel/x': Read-only file system"
+    assert refused_write_note(failure, policy(), WS, could_write=lambda p: True) is None

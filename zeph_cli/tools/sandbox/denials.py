@@ -70,7 +70,7 @@ def refused_write_note(
 ) -> str | None:
     """One line saying the sandbox refused writing a path outside `policy.writable`, and how to allow it."""
     refused = [p for p in _denied_paths(output, cwd) if not policy.allows_write(p) and could_write(p)
-               and _protected_by(p, protected) is None and not protected.is_hidden(p)]
+               and _protected_by(p, protected) is None and not protected.is_hidden(p) and not _kernel_file(p)]
     if not refused:
         return None
     shown = ", ".join(str(p) for p in refused[:2]) + (" …" if len(refused) > 2 else "")
@@ -87,6 +87,11 @@ def refused_write_note(
         f"(the first is a private temp dir, $TMPDIR; profile {policy.profile!r}). If the user wants this "
         f"command to write there, they can {how}, or turn the sandbox off with [tools.sandbox] enabled = false]"
     )
+
+
+def _kernel_file(path: Path) -> bool:
+    """/proc and /sys: never the user's to allow (allow_write there would hand out the kernel's settings)."""
+    return any(path == base or path.is_relative_to(base) for base in (Path("/proc"), Path("/sys")))
 
 
 def _protected_by(path: Path, protected: Protection) -> Path | None:
