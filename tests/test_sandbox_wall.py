@@ -15,7 +15,6 @@ import shutil
 import socket
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -38,10 +37,10 @@ def _nobody_can_run_zeph() -> str | None:
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         return "needs root and setpriv"
     probe = subprocess.run(
-        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", sys.executable, "-c",
-         "import zeph_cli.tools.sandbox"], capture_output=True, text=True,
+        ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--", ZEPH, "--version"],
+        capture_output=True, text=True, cwd="/",
     )
-    return None if probe.returncode == 0 else f"nobody cannot run {sys.executable}: {probe.stderr.strip()[-200:]}"
+    return None if probe.returncode == 0 else f"nobody cannot run {ZEPH}: {probe.stderr.strip()[-200:]}"
 
 
 NOBODY_PROBLEM = _nobody_can_run_zeph()
