@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools
     from ..store.turn_lock import TurnLock
     from ..tools.permissions import PermissionPolicy
     from ..tools.sandbox import Sandbox
+    from ..tools.sandbox.protected import ToolGuard
 
 
 async def wait_for_session(lock: "TurnLock", conversation_id: int) -> AsyncIterator[AgentEvent]:
@@ -97,24 +98,10 @@ class Workspace:
     prompts: dict[str, PromptModule] = field(default_factory=lambda: load_prompt_modules(None, None)[0])
 
 
-def tool_protection(settings: SandboxConfig, roots: Sequence[Path], cwd: Path) -> ToolProtection:
-    """What the file tools may not touch inside their roots: the secret stores and zeph's own files (hidden, as
-    from commands; `allow_read` lets one through), and what they may read but not write (git's config and
-    hooks, `.zeph/`, startup files in a home that is a root)."""
-    from ..tools.sandbox.protected import ZephFiles, protection
+def _tool_guard(settings: SandboxConfig, roots: Sequence[Path], cwd: Path) -> "ToolGuard":
+    from ..tools.sandbox.protected import tool_guard
 
-    zeph = ZephFiles.of_this_process()
-    found = protection(roots, home=Path.home(), cwd=cwd, zeph=zeph, allow_read=settings.allow_read,
-                       deny_read=settings.deny_read)
-    # zeph's own packages stay writable for the tools (asked for, and how zeph itself is developed)
-    guarded = [p for p in found.read_only if p not in zeph.installed]
-    return ToolProtection(found.hidden, (*guarded, *found.held_empty, *found.watched))
-
-
-@dataclass(frozen=True)
-class ToolProtection:
-    hidden: tuple[Path, ...]
-    guarded: tuple[Path, ...]
+    return tool_guard(roots, cwd=cwd, allow_read=settings.allow_read, deny_read=settings.deny_read)
 
 
 class Agent:
@@ -150,8 +137,8 @@ class Agent:
         extra = [Path(p).expanduser() for p in config.tools.allowed_paths]
         self.confinement = Confinement(
             workspace_root(cwd), [p if p.is_absolute() else cwd / p for p in extra], cwd=cwd,
-            hidden=lambda: tool_protection(config.tools.sandbox, self.confinement.allowed, cwd).hidden,
-            read_only=lambda: tool_protection(config.tools.sandbox, self.confinement.allowed, cwd).guarded,
+            hidden=lambda: _tool_guard(config.tools.sandbox, self.confinement.allowed, cwd).hidden,
+            read_only=lambda: _tool_guard(config.tools.sandbox, self.confinement.allowed, cwd).guarded,
         )
         self.profile: ModelProfile | None = None
         self.counter: TokenCounter = default_counter()

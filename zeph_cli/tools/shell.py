@@ -111,26 +111,26 @@ class BashTool(Tool, declared="bash"):
             raise
         if ending != "exited":
             await _stop_group(process, reader)
-        refused = _finish(context, launch)
         text = output.text()
         result = _result(text, process.returncode, ending, timeout, requested, context.max_timeout_secs)
-        if context.sandbox is not None:
-            notes = context.sandbox.explain(
-                text, context.cwd, command, failed=result.is_error, exit_code=result.exit_code if ending == "exited" else None
-            ) + refused
-            if notes:
-                result = dataclasses.replace(result, content="\n".join([result.content, *notes]))
+        notes = _finish(context, launch, text, command, failed=result.is_error,
+                        exit_code=result.exit_code if ending == "exited" else None)
+        if notes:
+            result = dataclasses.replace(result, content="\n".join([result.content, *notes]))
         note = withheld_note(command, withheld)
         if note:
             result = dataclasses.replace(result, content="\n".join([result.content, note]))
         return result
 
 
-def _finish(context: ToolContext, launch: Launch | None) -> list[str]:
-    """The sandbox's tidying after a command, and its notes (hosts its proxy refused)."""
+def _finish(
+    context: ToolContext, launch: Launch | None, output: str = "", command: str = "", *,
+    failed: bool = False, exit_code: int | None = None,
+) -> list[str]:
+    """The sandbox's tidying after a command, and its notes (why it refused something, hosts its proxy refused)."""
     if context.sandbox is None or launch is None:
         return []
-    return context.sandbox.finish(launch)
+    return context.sandbox.finish(launch, output, command, failed=failed, exit_code=exit_code)
 
 
 async def _spawn(

@@ -29,6 +29,11 @@ class SandboxPolicy:
     temp_dir: Path
     network: bool
 
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """The writable paths but the private temp dir: what the workspace profile opens."""
+        return tuple(p for p in self.writable if p != self.temp_dir)
+
     def allows_write(self, path: Path) -> bool:
         """Whether writing `path` (resolved) falls beneath a writable path."""
         resolved = Path(os.path.realpath(path))

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Protection", "SECRET_STORES", "SYSTEM_SECRETS", "ZephFiles", "protection", "setting_paths"]
+__all__ = ["Protection", "SECRET_STORES", "SYSTEM_SECRETS", "ToolGuard", "ZephFiles", "protection", "setting_paths",
+           "tool_guard"]
 
 # Relative to the home directory: credentials, keys, tokens and password stores of common tools.
 SECRET_STORES = (
@@ -166,3 +167,21 @@ def _unique(paths: Iterable[Path]) -> list[Path]:
         if p not in seen:
             seen.append(p)
     return seen
+
+
+@dataclass(frozen=True)
+class ToolGuard:
+    """What the file tools may not touch inside their roots: `hidden` (as from commands) and `guarded`
+    (readable, never written: git's config and hooks, `.zeph/`, a home root's startup files)."""
+
+    hidden: tuple[Path, ...]
+    guarded: tuple[Path, ...]
+
+
+def tool_guard(roots: Sequence[Path], *, cwd: Path, allow_read: Iterable[str] = (), deny_read: Iterable[str] = ()) -> ToolGuard:
+    """The file tools' share of `protection`; zeph's own packages stay writable for them (a write is asked
+    for, and it is how zeph itself is developed)."""
+    zeph = ZephFiles.of_this_process()
+    found = protection(roots, home=Path.home(), cwd=cwd, zeph=zeph, allow_read=allow_read, deny_read=deny_read)
+    guarded = [p for p in found.read_only if p not in zeph.installed]
+    return ToolGuard(found.hidden, (*guarded, *found.held_empty, *found.watched))

@@ -1,7 +1,7 @@
 """One agent's sandbox: the settings, the backends that enforce them, and its state in words.
 
-Invariant: while the sandbox is enabled, `command` returns an argv under which the program
-cannot write outside the policy's writable paths — or raises `SandboxRefused` when strict and
+Invariant: while the sandbox is enabled, `prepare` returns a launch whose argv runs the program
+so that it cannot write outside the policy's writable paths — or raises `SandboxRefused` when strict and
 some protection cannot be had here. On Linux the argv is a process limit, then the bubblewrap
 wall (read-only `/`, private `/tmp`, PID/IPC/UTS/network namespaces, secret stores hidden, git's
 and zeph's own files read-only, outside unix sockets covered), then the Landlock launcher; each
@@ -12,6 +12,7 @@ When nothing works and strict is off, the program runs unconfined. Backends are 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -39,6 +40,7 @@ __all__ = ["Launch", "Sandbox", "SandboxRefused", "SandboxState"]
 
 TEMP_VARIABLES = ("TMPDIR", "TMP", "TEMP")
 PROXY_SOCKET = "proxy.sock"
+
 
 class SandboxRefused(ToolFailure):
     """strict = true and some protection cannot be had here: the command is not run."""
@@ -89,7 +91,7 @@ class Launch:
     """One command's way into the sandbox: its argv, and what `Sandbox.finish` tidies after it."""
 
     argv: list[str]
-    watched: tuple[Path, ...] = ()  # absent files the command must not create
+    guard: Protection = Protection()  # what the wall kept hidden or read-only for this command
     proxy_mark: int | None = None  # where the proxy's refusals stood when it started
 
 
@@ -100,18 +102,14 @@ class Sandbox:
     without the bubblewrap wall, "none" stands for a machine where nothing works.
     """
 
-    def __init__(
-        self, settings: SandboxConfig, workspace: Sequence[Path], *, cwd: Path, backend: str = "auto",
-        zeph: ZephFiles | None = None, home: Path | None = None,
-    ) -> None:
+    def __init__(self, settings: SandboxConfig, workspace: Sequence[Path], *, cwd: Path, backend: str = "auto") -> None:
         if backend not in BACKEND_CHOICES:
             raise ValueError(f"unknown sandbox backend {backend!r}")
         self.settings = settings
         self.workspace = tuple(workspace)
         self.cwd = cwd
         self.backend_choice = backend
-        self.zeph = zeph
-        self.home = home
+        self.home = Path.home()
         self._state: SandboxState | None = None
         self._settling = threading.Lock()
         self._layout: WallLayout | None = None
@@ -175,8 +173,8 @@ class Sandbox:
         if fs_backend == "landlock":
             probe = landlock_probe()
             applied = probe.describe()
-            if probe.missing_line():
-                missing.append(probe.missing_line() or "")
+            if (lacking := probe.missing_line()) is not None:
+                missing.append(lacking)
         backend = "+".join(name for name in ("bubblewrap" if wall else None, fs_backend) if name)
         return SandboxState(True, backend, policy, tuple(missing), settings.strict, applied=applied)
 
@@ -213,28 +211,29 @@ class Sandbox:
             assert site is not None  # the probe found it
             socket = INSIDE_NETWORK_DIR / PROXY_SOCKET if proxy is not None else None
             argv = landlock_command(self._inside_policy(state), argv, site, proxy_socket=socket)
-        watched: tuple[Path, ...] = ()
+        guard = Protection()
         if state.wall:
             bwrap, _ = bubblewrap_status()
             assert bwrap is not None and self._layout is not None
-            roots = [p for p in state.policy.writable if p != state.policy.temp_dir]
             guard = self.protection()
-            watched = guard.watched
             argv = [*wall_prefix(
-                bwrap, self._layout, writable=roots, network=state.policy.network, protection=guard,
-                sockets=bound_socket_paths() or (), visible=self._visible(), cwd=self.cwd,
+                bwrap, self._layout, writable=state.policy.roots, network=state.policy.network, protection=guard,
+                sockets=bound_socket_paths() or (), visible=self._visible, cwd=self.cwd,
                 network_dir=self._layout.network if proxy is not None else None,
             ), *argv]
         if self._limit is not None:
             argv = [*self._limit.prefix(), *argv]
-        return Launch(argv, watched, proxy.mark() if proxy is not None else None)
+        return Launch(argv, guard, proxy.mark() if proxy is not None else None)
 
-    def finish(self, launch: Launch) -> list[str]:
-        """After a command ended, the lines to add to its result: a watched file it made (a `.git/commondir`
-        sending git to another directory's config and hooks) is removed, and hosts the proxy refused are
-        named. (Directories held empty stay: removing one could open it under another command still running.)"""
-        notes = []
-        for path in launch.watched:
+    def finish(
+        self, launch: Launch, output: str = "", command: str = "", *, failed: bool = False, exit_code: int | None = None,
+    ) -> list[str]:
+        """After a command ended, the lines to add to its result: why the sandbox made it fail, if it did (from
+        its `output`), a watched file it made (a `.git/commondir` sending git to another directory's config and
+        hooks) removed, and the hosts the proxy refused. (Directories held empty stay: removing one could open
+        it under another command still running.)"""
+        notes = self._explain(launch.guard, output, command, failed=failed, exit_code=exit_code)
+        for path in launch.guard.watched:
             if os.path.lexists(path):
                 try:
                     os.unlink(path)
@@ -253,29 +252,33 @@ class Sandbox:
     def protection(self) -> Protection:
         """What commands may not see or change right now (checked on each call: a `.git` may appear)."""
         state = self.state()
-        roots = [] if state.policy is None else [p for p in state.policy.writable if p != state.policy.temp_dir]
         return protection(
-            roots, home=self.home or Path.home(), cwd=self.cwd, zeph=self.zeph or ZephFiles.of_this_process(),
+            state.policy.roots if state.policy is not None else (), home=self.home, cwd=self.cwd, zeph=self._zeph,
             allow_read=self.settings.allow_read, deny_read=self.settings.deny_read,
         )
+
+    @functools.cached_property
+    def _zeph(self) -> ZephFiles:
+        return ZephFiles.of_this_process()
 
     def _inside_policy(self, state: SandboxState) -> SandboxPolicy:
         """The policy as seen inside the wall, where the private temp dir is /tmp."""
         assert state.policy is not None
         if not state.wall:
             return state.policy
-        writable = (INSIDE_TEMP, *(p for p in state.policy.writable if p != state.policy.temp_dir))
+        writable = (INSIDE_TEMP, *state.policy.roots)
         return SandboxPolicy(state.policy.profile, writable, INSIDE_TEMP, state.policy.network)
 
+    @functools.cached_property
     def _visible(self) -> list[Path]:
         """Paths under /tmp that commands still need to see: the workspace (read-only when the profile says so),
-        what runs the launcher, the user's PATH, allow_read."""
+        what runs the launcher, the user's PATH, allow_read (found once: none of them moves in a session)."""
         paths = [*self.workspace, self.cwd, Path(sys.prefix), Path(sys.base_prefix), LAUNCHER.parent]
         site = landlock_site()
         if site:
             paths.append(Path(site))
         paths += [Path(p) for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p)]
-        paths += setting_paths(self.settings.allow_read, self.home or Path.home(), self.cwd)
+        paths += setting_paths(self.settings.allow_read, self.home, self.cwd)
         out: list[Path] = []
         for path in paths:
             real = Path(os.path.realpath(path))
@@ -293,19 +296,17 @@ class Sandbox:
                 out[name] = str(temp)
         return out
 
-    def explain(
-        self, output: str, cwd: Path, command: str = "", *, failed: bool = True, exit_code: int | None = None
-    ) -> list[str]:
-        """Lines to add to a failed command's result when the sandbox is why it failed."""
+    def _explain(self, guard: Protection, output: str, command: str, *, failed: bool, exit_code: int | None) -> list[str]:
+        """Lines saying why the sandbox made a command fail (none when it did not)."""
         state = self.state()
         if state.backend is None or state.policy is None:
             return []
-        guard = self.protection() if state.wall else Protection()
         notes = [
-            refused_write_note(output, state.policy, cwd, protected=guard, temp_shown=str(INSIDE_TEMP) if state.wall else None),
-            protected_note(output, guard, cwd),
-            hidden_note(command, guard, self.home or Path.home(), private_tmp=state.wall and failed,
-                        seen=[*state.policy.writable, *self._visible()]),
+            refused_write_note(output, state.policy, self.cwd, protected=guard,
+                               temp_shown=str(INSIDE_TEMP) if state.wall else None),
+            protected_note(output, guard, self.cwd),
+            hidden_note(command, guard, self.home, private_tmp=state.wall and failed,
+                        seen=[*state.policy.writable, *self._visible]),
             process_note(command, output, exit_code) if failed and state.backend != "seatbelt" else None,
         ]
         if state.wall or not state.policy.network:
