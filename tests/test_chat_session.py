@@ -443,7 +443,7 @@ async def test_the_guidelines_updater_wakes_in_the_background_and_stops_with_the
     await asyncio.sleep(1.3)
     assert model.count("guidelines") == 0 and store.active() is None  # one loss waits: below the threshold
     store.add_failure(None, FailurePair("[compaction summary]\nthe gist", 'uncertainty "I\'m not sure"'))
-    for _ in range(40):
+    for _ in range(300):  # 30 s at most: a bound on a hang
         if store.active() is not None:
             break
         await asyncio.sleep(0.1)

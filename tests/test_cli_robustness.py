@@ -142,7 +142,7 @@ def test_ask_on_a_database_from_a_newer_zeph_refuses_in_one_line(fake_server, co
     assert Path(kept.rsplit(" ", 1)[1]).read_text() == "hello\n"
 
 
-def _outcome(request, tries: int = 200) -> str:
+def _outcome(request, tries: int = 1200) -> str:
     """How the fake server's reply to `request` ended, once it has (it learns of a hang-up on its next write)."""
     for _ in range(tries):
         if request.outcome:

@@ -417,7 +417,10 @@ async def test_a_server_that_never_answers_is_given_up_on_within_the_timeout_ret
     with pytest.raises(errors.ProviderTimeout) as caught:
         await collect(make_provider(timeout_secs=0.5, max_retries=2), ask(stream=stream))
     waited = time.monotonic() - started
-    assert 0.45 <= waited < 1.4, waited  # not 3 x 0.5 s plus backoff
+    # One attempt in all: the SDK's retry of a timed-out attempt (3 x 0.5 s plus backoff) never
+    # started, and zeph gave up only once the timeout had passed. How long it takes: benchmarks/timeouts.py.
+    assert len(fake_server.requests) == 1
+    assert waited >= 0.45, waited
     assert "sent nothing for 0.5s" in str(caught.value) and "llm.timeout_secs" in str(caught.value)
 
 
@@ -467,7 +470,7 @@ async def test_malformed_replies_are_bad_responses(fake_server, make_provider, r
 # ---- the consumer stopping early ---------------------------------------------------------------
 
 
-async def wait_for_outcome(record, timeout: float = 3.0) -> str:
+async def wait_for_outcome(record, timeout: float = 30.0) -> str:
     deadline = time.monotonic() + timeout
     while not record.outcome and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
@@ -501,7 +504,7 @@ async def test_cancelled_consumer_closes_the_response(fake_server, make_provider
                 first_text.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(first_text.wait(), 2)
+    await asyncio.wait_for(first_text.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

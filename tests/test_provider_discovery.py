@@ -10,7 +10,7 @@ from tests.fakes import openai_wire
 from tests.fakes.server import FakeResponse, closed_port_url
 from zeph_cli.messages import Message
 from zeph_cli.models import profile_for
-from zeph_cli.providers.base import ChatRequest, ProviderSettings
+from zeph_cli.providers.base import DISCOVERY_TIMEOUT_SECS, ChatRequest, ProviderSettings
 from zeph_cli.providers.openai import OpenAIProvider, server_root
 from zeph_cli.providers.server_facts import ServerFacts
 
@@ -143,26 +143,23 @@ def test_hosted_openai_is_never_probed_but_any_other_host_is():
     assert compatible("http://gpu-box:8000").discovers is True
 
 
-async def test_nothing_listening_is_silent_and_quick():
-    started = time.monotonic()
-    facts, profile = await discover(compatible(closed_port_url(), model="llama3.1"))
+async def test_nothing_listening_is_silent():
+    facts, profile = await discover(compatible(closed_port_url(), model="llama3.1"))  # how long: benchmarks/timeouts.py
 
     assert facts == ServerFacts()
     assert profile == profile_for("llama3.1")
-    assert time.monotonic() - started < 2.5
 
 
-async def test_a_hanging_server_costs_at_most_the_discovery_timeout(fake_server):
+async def test_a_hanging_probe_is_given_up_on_at_the_discovery_timeout(fake_server):
     slow = local.llama_server_props(n_ctx=2048)
-    slow.delay = 6.0
+    slow.delay = 3 * DISCOVERY_TIMEOUT_SECS  # /props outranks /v1/models: waiting for it would make the window 2048
     fake_server.route("/props", slow)
     fake_server.route("/v1/models", local.vllm_models(max_model_len=8192, model_id="m"))
-    started = time.monotonic()
 
     facts, _ = await discover(compatible(fake_server.url, model="m"))
 
-    assert time.monotonic() - started < 3.0
-    assert facts.window == 8192  # the answers that came in time still count
+    assert facts.window == 8192  # /props was given up on; the answers that came in time still count
+    assert facts.source == "vLLM /v1/models max_model_len"
 
 
 async def test_garbage_answers_are_no_facts(fake_server):

@@ -57,7 +57,7 @@ async def collect(provider, req: ChatRequest) -> list:
 async def server_outcome(fake_server, path: str = "/api/chat") -> str:
     """How the fake server's last reply on `path` ended, once it has ended (client-closed, complete...)."""
     record = fake_server.requests_to(path)[-1]
-    for _ in range(100):
+    for _ in range(1500):  # 30 s at most: a bound on a hang
         if record.outcome:
             break
         await asyncio.sleep(0.02)
@@ -452,20 +452,19 @@ async def test_error_line_inside_stream(fake_server, provider):
 
 
 async def test_503_then_200_honours_retry_after(fake_server):
-    # A 5 s backoff base: only honouring Retry-After: 0 keeps this fast.
-    p = make_provider(fake_server.url, base=5.0)
+    # A ten-minute backoff: only honouring Retry-After: 0 lets the reply come before the hang bound.
+    p = make_provider(fake_server.url, base=600.0)
+    p.retry_max_delay = 600.0
     fake_server.queue(
         wire.error(503, wire.SERVER_BUSY, headers={"Retry-After": "0"}),
         wire.chat_stream("after the queue"),
         path="/api/chat",
     )
-    started = time.monotonic()
     try:
-        builder = ReplyBuilder.from_events(await collect(p, request()))
+        builder = ReplyBuilder.from_events(await asyncio.wait_for(collect(p, request()), 30))
     finally:
         await p.aclose()
 
-    assert time.monotonic() - started < 4.5  # Retry-After: 0 beat the 5 s backoff
     assert builder.content == "after the queue"
     assert len(fake_server.requests_to("/api/chat")) == 2
 
@@ -554,8 +553,9 @@ async def test_a_timed_out_attempt_is_not_retried(fake_server, stream):
             await collect(p, request(stream=stream))
     finally:
         await p.aclose()
-    assert time.monotonic() - started < 1.4
+    # One attempt in all, given up on once the timeout had passed (how long: benchmarks/timeouts.py).
     assert len(fake_server.requests_to("/api/chat")) == 1
+    assert time.monotonic() - started >= 0.45
 
 
 async def test_stream_dropped_midway(fake_server, provider):
@@ -635,7 +635,7 @@ async def test_cancelled_consumer_closes_the_response(fake_server, provider):
                 first.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(first.wait(), 2.0)
+    await asyncio.wait_for(first.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

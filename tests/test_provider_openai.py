@@ -447,7 +447,10 @@ async def test_a_server_that_never_answers_is_given_up_on_within_the_timeout_ret
     with pytest.raises(errors.ProviderTimeout) as caught:
         await collect(provider, ask(stream=stream))
     waited = time.monotonic() - started
-    assert 0.45 <= waited < 1.4, waited  # not 3 x 0.5 s plus backoff
+    # One attempt in all: the SDK's retry of a timed-out attempt (3 x 0.5 s plus backoff) never
+    # started, and zeph gave up only once the timeout had passed. How long it takes: benchmarks/timeouts.py.
+    assert len(fake_server.requests_to(PATH)) == 1
+    assert waited >= 0.45, waited
     assert "sent nothing for 0.5s" in str(caught.value) and "llm.timeout_secs" in str(caught.value)
 
 
@@ -533,7 +536,7 @@ async def test_consumer_stopping_early_closes_the_response(fake_server, how):
                         return  # leaving `aclosing` closes the generator
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(first.wait(), 2)
+    await asyncio.wait_for(first.wait(), 30)
     if how == "cancel":
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -541,10 +544,15 @@ async def test_consumer_stopping_early_closes_the_response(fake_server, how):
     else:
         await task
 
-    # The server's handler notices the closed socket and stops long before its ~2 s of chunks.
-    deadline = time.monotonic() + 1.0
-    while set(handler_threads()) - earlier and time.monotonic() < deadline:
+    # The response was closed as the consumer left: the SDK's pool holds no connection for it, and
+    # the server's handler notices the closed socket before its ~2 s of chunks run out (the bound
+    # only ends a would-be hang).
+    assert list(provider._client._client._transport._pool.connections) == []
+    record = fake_server.requests_to(PATH)[0]
+    deadline = time.monotonic() + 30.0
+    while (not record.outcome or set(handler_threads()) - earlier) and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
+    assert record.outcome == "client-closed"
     assert set(handler_threads()) - earlier == set()
 
     # The provider is still usable afterwards.

@@ -514,7 +514,7 @@ def test_the_background_job_runs_after_the_reply_and_a_slow_one_is_cut_at_the_wa
         memory.after_reply(store.get_conversation(sid))
         assert memory.running
         memory.after_reply(store.get_conversation(sid))  # one job at a time
-        await asyncio.wait_for(started.wait(), 5)
+        await asyncio.wait_for(started.wait(), 30)
         await memory.aclose()  # the chat app quitting mid-job
         assert not memory.running
         quick = service(store, FakeSummarizer(), Clock())

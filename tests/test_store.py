@@ -533,7 +533,7 @@ def test_writer_waits_for_other_connection_lock(db_path):
     thread = threading.Thread(target=hold_write_lock)
     thread.start()
     try:
-        assert locked.wait(5)
+        assert locked.wait(30)
         start = time.monotonic()
         b.add_message(conv.id, Message.assistant("from b"))
         waited = time.monotonic() - start

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,8 @@ from zeph_cli.memory.vectors import VectorIndexDown, open_index
 from zeph_cli.memory.vectors.qdrant_index import QdrantVectorIndex, collection_name
 
 qdrant_client = pytest.importorskip("qdrant_client")
+
+HANG = 30  # seconds before a search that never returns counts as hung
 
 
 @pytest.fixture
@@ -113,7 +115,7 @@ def test_a_local_path_collection_survives_reopening(store, tmp_path):
     assert found[0][0] == ids[4]
 
 
-def test_a_down_server_fails_fast_with_one_line(store):
+def test_a_down_server_fails_with_one_line(store):  # how long it takes: benchmarks/timeouts.py
     conversation, ids = add_conversation(store, 2)
     url = f"http://127.0.0.1:{closed_port()}"
     config = Config()
@@ -126,10 +128,8 @@ def test_a_down_server_fails_fast_with_one_line(store):
         lambda: index.add("m", rows_for(conversation, ids, unit_vectors(2, 8, seed=1))),
         lambda: index.forget_model("m"),
     ):
-        started = time.monotonic()
         with pytest.raises(VectorIndexDown) as caught:
             call()
-        assert time.monotonic() - started < 2.5
         message = str(caught.value)
         assert message.startswith(f"qdrant at {url} is not reachable: ")
         assert "refused" in message.lower() and "\n" not in message
@@ -137,16 +137,29 @@ def test_a_down_server_fails_fast_with_one_line(store):
     assert store.db.execute("select count(*) from message_vectors").fetchone()[0] == 0
 
 
-def test_a_server_that_never_answers_times_out_within_about_two_seconds(store):
+def test_a_server_that_never_answers_is_given_up_on_with_one_line(store):
+    """The client's own timeout ends the wait (how soon: benchmarks/timeouts.py); the bound here only
+    ends a would-be hang."""
+    raised: list[BaseException] = []
+
+    def search() -> None:
+        try:
+            index.search("m", unit_vectors(1, 8, seed=1)[0], 3)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            raised.append(exc)
+
     with socket.socket() as listener:  # accepts connections (the kernel does), never replies
         listener.bind(("127.0.0.1", 0))
         listener.listen(8)
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
         index = QdrantVectorIndex(store.db, url)
-        started = time.monotonic()
-        with pytest.raises(VectorIndexDown, match=f"qdrant at {url} is not reachable"):
-            index.search("m", unit_vectors(1, 8, seed=1)[0], 3)
-        assert time.monotonic() - started < 3.5
+        worker = threading.Thread(target=search, daemon=True)
+        worker.start()
+        worker.join(HANG)
+        assert not worker.is_alive(), f"the search still waited for a silent server after {HANG} s"
+    [error] = raised
+    assert isinstance(error, VectorIndexDown)
+    assert str(error).startswith(f"qdrant at {url} is not reachable: ") and "\n" not in str(error)
 
 
 def test_the_sqlite_backend_does_not_import_qdrant_client(tmp_path):

@@ -138,7 +138,7 @@ def start(token: str = "s3cret-token") -> RunningServer:
         raise RuntimeError(f"the fake MCP HTTP server did not start: {line!r}")
     port = int(line)
     server = RunningServer(process, port, token)
-    for _ in range(200):  # the port is bound before uvicorn accepts; wait until it does
+    for _ in range(1200):  # the port is bound before uvicorn accepts; wait until it does (30 s at most)
         try:
             socket.create_connection(("127.0.0.1", port), 0.1).close()
             break
