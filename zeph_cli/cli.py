@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -60,7 +60,7 @@ class _RootGroup(typer.core.TyperGroup):
         return [*self.commands, *(name for name in LAZY_GROUPS if name not in self.commands)]
 
 
-def _summary_whole(command) -> None:  # type: ignore[no-untyped-def]
+def _summary_whole(command: Any) -> None:
     """A command's summary in a group's help is its help's first paragraph, whole: given as `short_help`,
     click wraps it on a narrow terminal instead of cutting it mid-sentence ("...")."""
     if command.short_help is None and command.help:
