@@ -443,8 +443,23 @@ def _compare(provider: str, steps: dict[str, str]) -> None:
         pytest.fail(f"recorded {len(steps)} golden files in {folder}: unset ZEPH_RECORD_GOLDEN and run again")
     expected = {p.stem: p.read_text() for p in sorted(folder.glob("*.json"))}
     assert sorted(expected) == sorted(steps), f"steps recorded for {provider}: {sorted(expected)}, run: {sorted(steps)}"
-    for name, text in steps.items():
-        if text != expected[name]:
-            diff = difflib.unified_diff(expected[name].splitlines(), text.splitlines(),
-                                        f"golden/{provider}/{name}.json", "sent", lineterm="", n=4)
-            pytest.fail(f"the requests of step {name} differ from the golden file:\n" + "\n".join(diff), pytrace=False)
+    differ = [_difference(f"golden/{provider}/{name}.json", expected[name], text)
+              for name, text in steps.items() if text != expected[name]]
+    if differ:
+        pytest.fail("\n\n".join(differ), pytrace=False)
+
+
+DIFF_LINES = 80  # of each step's unified diff shown
+
+
+def _difference(golden: str, expected: str, sent: str) -> str:
+    """Where the first changed line first differs (a message is one long line), then the unified diff."""
+    old, new = expected.splitlines(), sent.splitlines()
+    line = next((n for n, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+    was, now = (old[line] if line < len(old) else ""), (new[line] if line < len(new) else "")
+    at = next((n for n, (a, b) in enumerate(zip(was, now)) if a != b), min(len(was), len(now)))
+    start = max(0, at - 60)
+    diff = list(difflib.unified_diff(old, new, golden, "sent", lineterm="", n=3))
+    shown = diff[:DIFF_LINES] + ([f"... {len(diff) - DIFF_LINES} more diff lines"] if len(diff) > DIFF_LINES else [])
+    return (f"{golden}: the requests differ, first at line {line + 1}, character {at + 1}:\n"
+            f"  golden: …{was[start:at + 60]}…\n  sent:   …{now[start:at + 60]}…\n" + "\n".join(shown))
