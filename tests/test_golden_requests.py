@@ -15,14 +15,18 @@ the body the fake server received, for the embedded model the arguments handed t
 (two spaces), keys in the order they were sent, non-ASCII as is: a difference in any character, key
 or key order fails the test with a unified diff of the step's file.
 
-What is normalised, and nothing else:
-- `<ROOT>`: the session's temporary directory (the project, the config, the skills live there), and
-  `<TMP>`: the test's own (HOME, ZEPH_HOME); both differ on every run.
-- `<TIME>` / `<ISO_TIME>`: the two values of the `<time>` block (the local time zone is pinned to UTC,
-  so the rest of the block is compared), the one thing in a request that comes from the clock.
+Nothing in a request is normalised: what would differ from run to run is made the same instead.
+- The project lives at a path that depends only on its files (/tmp/zeph-golden-<digest>/proj): the
+  environment block, the ZEPH.md comment and skill folders show it, and zeph counts its bytes into
+  every budget figure (max_tokens, num_ctx), so even a placeholder of another length would not do.
+- The earlier session's messages are dated 2026-01-15 (recall shows their date), as are its summary
+  and the profile (their update was just attempted, so none starts).
+- The `<time>` block is off (`[context] inject_time = false`): its weekday and month names change its
+  length, and so every figure, from day to day; where it goes is tests/test_prompt_layers_e2e.py's.
 - GET requests (the server probes a provider sends at once, concurrently, at start-up) are listed
   sorted by path within their step; requests with a body keep the order they were sent in.
 - Headers are not compared: they are the SDKs' (version, platform), and the API key a test sets.
+A temporary path found in a request fails the test.
 
 Where the embedded model runs, only its requests are recorded: the turns before them go to the fake
 OpenAI-compatible server (`--provider fake`), whose scripted replies keep the history the same from run
@@ -40,11 +44,12 @@ then shows exactly what changed.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
-import re
 import shutil
 import sqlite3
+import tempfile
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +91,7 @@ guide = "You are a patient guide to Wilderland and its servers."
 
 [context]
 enhanced_prompt = "Cite the file you used."
+inject_time = false
 
 [memory]
 context_budget_tokens = {budget}
@@ -238,14 +244,7 @@ def world(tmp_path_factory) -> Path:
     """The project (git repository, ZEPH.md, notes, two skills) and a data dir holding the worldbook
     and a long-term memory, made once and copied by each test."""
     root = tmp_path_factory.mktemp("golden")
-    project = root / "proj"
-    (project / ".git").mkdir(parents=True)
-    (project / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (project / "ZEPH.md").write_text(ZEPH_MD)
-    (project / "notes.txt").write_text(NOTES)
-    for name, text in (("deploy", DEPLOY_SKILL), ("changelog", CHANGELOG_SKILL)):
-        (project / ".zeph" / "skills" / name).mkdir(parents=True)
-        (project / ".zeph" / "skills" / name / "SKILL.md").write_text(text)
+    project = _project()
     (root / "config.toml").write_text(CONFIG.format(budget=BUDGET))
     env = _base_env(root, root / "seed")
     with pytest.MonkeyPatch.context() as patch:  # set up before the per-test isolation: isolated here alike
@@ -256,6 +255,34 @@ def world(tmp_path_factory) -> Path:
             patch.setenv(name, str(root / name.lower()))
         _seed_world(env, project)
     return root
+
+
+PROJECT_FILES = {
+    ".git/HEAD": "ref: refs/heads/main\n",
+    "ZEPH.md": ZEPH_MD,
+    "notes.txt": NOTES,
+    ".zeph/skills/deploy/SKILL.md": DEPLOY_SKILL,
+    ".zeph/skills/changelog/SKILL.md": CHANGELOG_SKILL,
+}
+
+
+def _project() -> Path:
+    """The project, at a path that is the same on every run (its bytes are counted into every budget
+    figure): /tmp/zeph-golden-<digest of its files>/proj, made once (atomically, runs may share it)."""
+    digest = hashlib.sha256(json.dumps(PROJECT_FILES, sort_keys=True).encode()).hexdigest()[:12]
+    place = Path("/tmp") / f"zeph-golden-{digest}"
+    if not place.exists():
+        building = Path(tempfile.mkdtemp(prefix=f"{place.name}.", dir="/tmp"))
+        for name, text in PROJECT_FILES.items():
+            (building / "proj" / name).parent.mkdir(parents=True, exist_ok=True)
+            (building / "proj" / name).write_text(text)
+        try:
+            building.rename(place)
+        except OSError:  # made meanwhile by another run
+            shutil.rmtree(building)
+    for name, text in PROJECT_FILES.items():
+        assert (place / "proj" / name).read_text() == text, f"{place / 'proj' / name} was changed"
+    return place / "proj"
 
 
 def _seed_world(env: dict[str, str], project: Path) -> None:
@@ -290,6 +317,11 @@ def _seed_summaries(home: Path, project: Path) -> None:
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with sqlite3.connect(home / "zeph.db") as conn:
         (conversation,) = conn.execute("select min(id) from conversations").fetchone()
+        # dated as recall shows it, the same on every run
+        conn.execute("update messages set created_at = '2026-01-15T09:5' || (id % 10) || ':00+00:00' "
+                     "where conversation_id = ?", (conversation,))
+        conn.execute("update conversations set created_at = '2026-01-15T09:50:00+00:00', "
+                     "updated_at = '2026-01-15T09:59:00+00:00' where id = ?", (conversation,))
         conn.execute(
             "insert into session_digests (conversation_id, project, text, user_turns, updated_at, attempted_at) "
             "values (?, ?, ?, 1, '2026-01-15T10:00:00+00:00', '2026-01-15T10:00:00+00:00')",
@@ -312,7 +344,7 @@ def _embedded_model() -> str:
 def test_requests_match_the_golden_files(provider, world, tmp_path, fake_server):
     home = tmp_path / "zeph-home"
     shutil.copytree(world / "seed", home)
-    project = world / "proj"
+    project = _project()
     env = {**_base_env(world, home), **_provider_env(provider, fake_server, tmp_path)}
     model = Model({"anthropic": "anthropic", "ollama": "ollama"}.get(provider, "openai"))
     fake_server.respond_with(model)
@@ -342,8 +374,7 @@ def test_requests_match_the_golden_files(provider, world, tmp_path, fake_server)
         if provider == "embedded":
             sent = [*sent, *_dumped(dump)]
         recorded[step.name] = _ordered(sent)
-    normalised = {name: _normalise(requests, world, tmp_path) for name, requests in recorded.items()}
-    _compare(provider, normalised)
+    _compare(provider, {name: _written(requests, world, tmp_path) for name, requests in recorded.items()})
 
 
 def _provider_env(provider: str, server: FakeServer, tmp_path: Path) -> dict[str, str]:
@@ -393,16 +424,13 @@ def _ordered(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return probes + [r for r in requests if r["method"] != "GET"]
 
 
-TIME_LINE = re.compile(r"Current local time: [^\n\\]*")
-ISO_LINE = re.compile(r"ISO 8601: \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d")
-
-
-def _normalise(requests: list[dict[str, Any]], root: Path, tmp_path: Path) -> str:
+def _written(requests: list[dict[str, Any]], *temporary: Path) -> str:
+    """The step's requests as its golden file holds them; no temporary path may be in them (they would
+    differ from run to run)."""
     text = json.dumps(requests, indent=2, ensure_ascii=False) + "\n"
-    for path, name in ((tmp_path, "<TMP>"), (root, "<ROOT>")):
-        text = text.replace(str(path), name)
-    text = TIME_LINE.sub("Current local time: <TIME>", text)
-    return ISO_LINE.sub("ISO 8601: <ISO_TIME>", text)
+    for path in temporary:
+        assert str(path) not in text, f"a temporary path went into a request: {path}"
+    return text
 
 
 def _compare(provider: str, steps: dict[str, str]) -> None:
@@ -415,8 +443,23 @@ def _compare(provider: str, steps: dict[str, str]) -> None:
         pytest.fail(f"recorded {len(steps)} golden files in {folder}: unset ZEPH_RECORD_GOLDEN and run again")
     expected = {p.stem: p.read_text() for p in sorted(folder.glob("*.json"))}
     assert sorted(expected) == sorted(steps), f"steps recorded for {provider}: {sorted(expected)}, run: {sorted(steps)}"
-    for name, text in steps.items():
-        if text != expected[name]:
-            diff = difflib.unified_diff(expected[name].splitlines(), text.splitlines(),
-                                        f"golden/{provider}/{name}.json", "sent", lineterm="", n=4)
-            pytest.fail(f"the requests of step {name} differ from the golden file:\n" + "\n".join(diff), pytrace=False)
+    differ = [_difference(f"golden/{provider}/{name}.json", expected[name], text)
+              for name, text in steps.items() if text != expected[name]]
+    if differ:
+        pytest.fail("\n\n".join(differ), pytrace=False)
+
+
+DIFF_LINES = 80  # of each step's unified diff shown
+
+
+def _difference(golden: str, expected: str, sent: str) -> str:
+    """Where the first changed line first differs (a message is one long line), then the unified diff."""
+    old, new = expected.splitlines(), sent.splitlines()
+    line = next((n for n, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+    was, now = (old[line] if line < len(old) else ""), (new[line] if line < len(new) else "")
+    at = next((n for n, (a, b) in enumerate(zip(was, now)) if a != b), min(len(was), len(now)))
+    start = max(0, at - 60)
+    diff = list(difflib.unified_diff(old, new, golden, "sent", lineterm="", n=3))
+    shown = diff[:DIFF_LINES] + ([f"... {len(diff) - DIFF_LINES} more diff lines"] if len(diff) > DIFF_LINES else [])
+    return (f"{golden}: the requests differ, first at line {line + 1}, character {at + 1}:\n"
+            f"  golden: …{was[start:at + 60]}…\n  sent:   …{now[start:at + 60]}…\n" + "\n".join(shown))

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -51,10 +51,20 @@ class _RootGroup(typer.core.TyperGroup):
                 rich_markup_mode=self.rich_markup_mode, suggest_commands=self.suggest_commands,
             )
             self.commands[cmd_name] = group
-        return super().get_command(ctx, cmd_name)
+        command = super().get_command(ctx, cmd_name)
+        for each in (command, *getattr(command, "commands", {}).values()) if command else ():
+            _summary_whole(each)
+        return command
 
     def list_commands(self, ctx):  # type: ignore[no-untyped-def]
         return [*self.commands, *(name for name in LAZY_GROUPS if name not in self.commands)]
+
+
+def _summary_whole(command: Any) -> None:
+    """A command's summary in a group's help is its help's first paragraph, whole: given as `short_help`,
+    click wraps it on a narrow terminal instead of cutting it mid-sentence ("...")."""
+    if command.short_help is None and command.help:
+        command.short_help = " ".join(command.help.split("\n\n")[0].split())
 
 
 app = typer.Typer(
@@ -80,13 +90,13 @@ def _version(value: bool) -> None:
 @app.callback(invoke_without_command=True)
 def root(
     ctx: typer.Context,
-    config: Optional[str] = typer.Option(None, "--config", help="Config file (default: $ZEPH_CONFIG or the XDG config dir)."),
+    config: Optional[str] = typer.Option(None, "--config", metavar="PATH", help="Config file (default: $ZEPH_CONFIG or the XDG config dir)."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version and exit."),
     continue_: bool = typer.Option(False, "-c", "--continue", help="Open the chat on the most recent session."),
-    session: Optional[int] = typer.Option(None, "--session", help="Open the chat on session ID."),
-    model: Optional[str] = typer.Option(None, "-m", "--model", help="Model for the chat (for local: a .gguf path)."),
-    provider: Optional[str] = typer.Option(None, "-p", "--provider", help="Provider for the chat."),
-    mode: Optional[str] = typer.Option(None, "--mode", help="agent (all tools), ask or plan (read-only tools)."),
+    session: Optional[int] = typer.Option(None, "--session", metavar="ID", help="Open the chat on session ID."),
+    model: Optional[str] = typer.Option(None, "-m", "--model", metavar="MODEL", help="Model for the chat (for local: a .gguf path)."),
+    provider: Optional[str] = typer.Option(None, "-p", "--provider", metavar="PROVIDER", help="Provider for the chat."),
+    mode: Optional[str] = typer.Option(None, "--mode", metavar="MODE", help="agent (all tools), ask or plan (read-only tools)."),
     profile: Optional[str] = typer.Option(None, "--profile", metavar="NAME", help="Global prompt profile for new sessions ([prompt.profiles]; none = no global prompt)."),
 ) -> None:
     """zeph: a chat in the terminal (run with no command), or ask questions and manage sessions."""
@@ -136,12 +146,12 @@ def profile_choice(flag: Optional[str]) -> Optional[str]:
 
 @app.command()
 def ask(
-    prompt: Optional[str] = typer.Argument(None, help="The question; piped standard input is sent with it."),
-    model: Optional[str] = typer.Option(None, "-m", "--model", help="Model to use (for local: a .gguf path)."),
-    provider: Optional[str] = typer.Option(None, "-p", "--provider", help="anthropic, openai, compatible, ollama, local, or a [[llm.providers]] name."),
-    system: Optional[str] = typer.Option(None, "-s", "--topic", "--system", help="Topic prompt: what this session is about (kept for -c turns)."),
+    prompt: Optional[str] = typer.Argument(None, metavar="PROMPT", help="The question; piped standard input is sent with it."),
+    model: Optional[str] = typer.Option(None, "-m", "--model", metavar="MODEL", help="Model to use (for local: a .gguf path)."),
+    provider: Optional[str] = typer.Option(None, "-p", "--provider", metavar="PROVIDER", help="anthropic, openai, compatible, ollama, local, or a [[llm.providers]] name."),
+    system: Optional[str] = typer.Option(None, "-s", "--topic", "--system", metavar="TEXT", help="Topic prompt: what this session is about (kept for -c turns)."),
     continue_: bool = typer.Option(False, "-c", "--continue", help="Continue the most recent session."),
-    session: Optional[int] = typer.Option(None, "--session", help="Continue session ID."),
+    session: Optional[int] = typer.Option(None, "--session", metavar="ID", help="Continue session ID."),
     profile: Optional[str] = typer.Option(None, "--profile", metavar="NAME", help="Global prompt profile of the session ([prompt.profiles]; none = no global prompt)."),
     enhance: Optional[str] = typer.Option(
         None, "--enhance", metavar="TEXT", help="Enhancement prompt sent last with every request of the session (\"\" = the configured one)."
@@ -149,13 +159,15 @@ def ask(
     no_stream: bool = typer.Option(False, "--no-stream", help="Wait for the whole reply instead of streaming it."),
     usage: bool = typer.Option(False, "-u", "--usage", help="Print token usage and context fill to stderr."),
     json_output: bool = typer.Option(False, "--json", help="Print the reply and its metadata as JSON."),
-    mode: Optional[str] = typer.Option(None, "--mode", help="agent (all tools), ask or plan (read-only tools)."),
+    mode: Optional[str] = typer.Option(None, "--mode", metavar="MODE", help="agent (all tools), ask or plan (read-only tools)."),
     yes: bool = typer.Option(False, "-y", "--yes", help="Approve every write and exec tool call of this command."),
     debug_dump: Optional[str] = typer.Option(
         None, "--debug-dump", metavar="DIR", help="Write each provider request and response, and each compaction, as numbered JSON files to DIR."
     ),
 ) -> None:
-    """Ask a one-shot question (or continue a session) and print the reply.
+    """Ask a one-shot question, or continue a session.
+
+    The reply is printed as it streams (Markdown on a terminal, plain text on a pipe).
 
     In agent mode the model may read, search and change files and run commands
     in the workspace. Write and exec tools ask first on a terminal; without a
@@ -207,11 +219,14 @@ def _rescued(text: str) -> str:
 
 @app.command()
 def compact(
-    session: Optional[int] = typer.Option(None, "--session", help="Session ID (default: the most recent)."),
-    model: Optional[str] = typer.Option(None, "-m", "--model", help="Model that writes the summary."),
-    provider: Optional[str] = typer.Option(None, "-p", "--provider", help="Provider that writes the summary."),
+    session: Optional[int] = typer.Option(None, "--session", metavar="ID", help="Session ID (default: the most recent)."),
+    model: Optional[str] = typer.Option(None, "-m", "--model", metavar="MODEL", help="Model that writes the summary."),
+    provider: Optional[str] = typer.Option(None, "-p", "--provider", metavar="PROVIDER", help="Provider that writes the summary."),
 ) -> None:
-    """Compact a session now: summarize all but its last messages (the originals stay in your scroll-back)."""
+    """Summarize all but a session's last messages now.
+
+    The originals stay in your scroll-back (zeph sessions show).
+    """
     import asyncio
 
     loaded = load({"llm.model": (model, "--model"), "llm.provider": (provider, "--provider")})
@@ -262,14 +277,17 @@ async def _compact(loaded: "LoadedConfig", session_id: Optional[int]) -> int:
 
 @app.command()
 def context(
-    session: Optional[int] = typer.Option(None, "--session", help="Session ID (default: the most recent)."),
-    model: Optional[str] = typer.Option(None, "-m", "--model", help="Model whose window to budget for."),
-    provider: Optional[str] = typer.Option(None, "-p", "--provider", help="Provider to budget for."),
-    mode: Optional[str] = typer.Option(None, "--mode", help="agent, ask or plan (changes the tools offered)."),
+    session: Optional[int] = typer.Option(None, "--session", metavar="ID", help="Session ID (default: the most recent)."),
+    model: Optional[str] = typer.Option(None, "-m", "--model", metavar="MODEL", help="Model whose window to budget for."),
+    provider: Optional[str] = typer.Option(None, "-p", "--provider", metavar="PROVIDER", help="Provider to budget for."),
+    mode: Optional[str] = typer.Option(None, "--mode", metavar="MODE", help="agent, ask or plan (changes the tools offered)."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON."),
     text: bool = typer.Option(False, "--text", help="Print the text of each block, in the order it is sent."),
 ) -> None:
-    """Show what the next turn of a session would send: each block, its tokens, its share of the budget."""
+    """Show what the next turn of a session would send.
+
+    Each block, its tokens and its share of the budget; --text prints the blocks themselves.
+    """
     import asyncio
 
     loaded = load({"llm.model": (model, "--model"), "llm.provider": (provider, "--provider"), "agent.mode": (mode, "--mode")})
@@ -362,9 +380,11 @@ def recall(
     query: Optional[str] = typer.Argument(None, metavar="QUERY", help="What a new turn would ask; without it, one query per line of standard input."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON: one object per recalled message."),
     k: Optional[int] = typer.Option(None, "-k", metavar="N", help="Recall at most N messages (default: memory.semantic.recall_limit)."),
-    session: Optional[int] = typer.Option(None, "--session", help="As the next turn of session ID (its own messages excluded), not a new session's first."),
+    session: Optional[int] = typer.Option(None, "--session", metavar="ID", help="As the next turn of session ID (its own messages excluded), not a new session's first."),
 ) -> None:
-    """Show what recall would add to a new turn for QUERY: the past messages, best first, with scores.
+    """Show what recall would add to a new turn for QUERY.
+
+    The past messages it would add, best first, with their scores.
 
     Without QUERY, reads one query per line from standard input and prints one JSON line per query
     ({"query", "route", "hits"}), so a whole set runs in one process.
@@ -376,11 +396,14 @@ def recall(
 
 @app.command()
 def audit(
-    session: Optional[int] = typer.Option(None, "--session", help="Only this session's tool calls."),
-    limit: int = typer.Option(50, "--limit", "-n", min=1, help="How many of the most recent calls to show."),
+    session: Optional[int] = typer.Option(None, "--session", metavar="ID", help="Only this session's tool calls."),
+    limit: int = typer.Option(50, "--limit", "-n", min=1, metavar="N", help="How many of the most recent calls to show."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Show the audit trail of tool calls: tool, arguments, decision, exit code, duration."""
+    """Show the audit trail of tool calls.
+
+    Each call's tool, arguments, decision, exit code and duration.
+    """
     from .render import short_time
     from .store import ToolLog
 
@@ -441,7 +464,10 @@ def init(force: bool = typer.Option(False, "--force", help="Overwrite an existin
 
 @config_app.command("show")
 def config_show(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Print every effective setting and where it came from (flag, env, file, default)."""
+    """Print every effective setting and where it came from.
+
+    The source of each: a flag, the environment, the config file or the default.
+    """
     from .config import KEYS
     from .paths import database_path
 

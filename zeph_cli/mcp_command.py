@@ -48,7 +48,10 @@ async def _started(manager: "McpManager", *, quiet: bool = False) -> list[str]:
 
 @mcp_app.command("list")
 def mcp_list(as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per server.")) -> None:
-    """Start every enabled server and show its state, why it failed, and its tools (after tool_allowlist)."""
+    """Start every enabled server and show its state and tools.
+
+    Why a server failed, and its tools after tool_allowlist.
+    """
 
     async def run():
         manager = _manager()
@@ -83,7 +86,10 @@ def mcp_list(as_json: bool = typer.Option(False, "--json", help="A JSON array, o
 
 @mcp_app.command("prompts")
 def mcp_prompts() -> None:
-    """List the prompts of the running servers: server, prompt, arguments (* = required)."""
+    """List the running servers' prompts and their arguments.
+
+    Server, prompt and arguments (* = required).
+    """
 
     async def run():
         manager = _manager()
@@ -106,11 +112,14 @@ def mcp_prompts() -> None:
 
 @mcp_app.command("prompt")
 def mcp_prompt(
-    server: str = typer.Argument(..., help="Server id."),
-    name: str = typer.Argument(..., help="Prompt name."),
-    arguments: Optional[list[str]] = typer.Argument(None, help="Prompt arguments as NAME=value."),
+    server: str = typer.Argument(..., metavar="SERVER", help="Server id."),
+    name: str = typer.Argument(..., metavar="NAME", help="Prompt name."),
+    arguments: Optional[list[str]] = typer.Argument(None, metavar="NAME=VALUE...", help="Prompt arguments as NAME=value."),
 ) -> None:
-    """Print a prompt rendered by its server, e.g. to pipe into `zeph ask`."""
+    """Print a prompt as its server renders it.
+
+    Pipe it into `zeph ask` to send it.
+    """
     values = parse_arguments(arguments or [])
 
     async def run() -> str:

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from .store.memories import Memory, MemoryStore
 
 memory_app = typer.Typer(
-    help="Long-term memory: facts injected as reference into every turn where they are relevant.",
+    help="Long-term memory: facts sent as reference where relevant.\n\n"
+    "Each turn gets the saved memories relevant to it, as reference, never as instructions.",
     no_args_is_help=True,
 )
 
@@ -74,11 +75,14 @@ def _line(memory: "Memory") -> str:
 
 @memory_app.command("list")
 def memory_list(
-    scope: Optional[str] = typer.Option(None, "--scope", help=f"Only this scope: {SCOPE_HELP}."),
+    scope: Optional[str] = typer.Option(None, "--scope", metavar="SCOPE", help=f"Only this scope: {SCOPE_HELP}."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON."),
     include_archived: bool = typer.Option(False, "--all", help="Include archived memories."),
 ) -> None:
-    """List saved memories of every project and session (id, scope, where, confidence, text)."""
+    """List the saved memories of every project and session.
+
+    Each with its id, scope, where it applies, confidence and text.
+    """
     memories = _store().list(scope=_scope(scope), include_archived=include_archived)
     if json_output:
         print(json.dumps([m.as_json() for m in memories], indent=2, ensure_ascii=False))
@@ -101,9 +105,9 @@ def _read_text(text: str) -> str:
 @memory_app.command("add")
 def memory_add(
     text: str = typer.Argument(..., metavar="TEXT", help="The fact to remember; - reads it from standard input."),
-    scope: Optional[str] = typer.Option(None, "--scope", help=f"{SCOPE_HELP}; default: project inside a git work tree, else user."),
-    confidence: float = typer.Option(1.0, "--confidence", help="How sure the fact is, 0 to 1."),
-    session: Optional[int] = typer.Option(None, "--session", help="For --scope session: the session ID (default: the most recent)."),
+    scope: Optional[str] = typer.Option(None, "--scope", metavar="SCOPE", help=f"{SCOPE_HELP}; default: project inside a git work tree, else user."),
+    confidence: float = typer.Option(1.0, "--confidence", metavar="C", help="How sure the fact is, 0 to 1."),
+    session: Optional[int] = typer.Option(None, "--session", metavar="ID", help="For --scope session: the session ID (default: the most recent)."),
 ) -> None:
     """Save a memory."""
     from .store import ConversationStore
@@ -132,11 +136,14 @@ def memory_add(
 
 @memory_app.command("search")
 def memory_search(
-    query: str = typer.Argument(..., help="Words to look for."),
-    limit: int = typer.Option(10, "--limit", "-n", min=1, help="How many memories to show."),
+    query: str = typer.Argument(..., metavar="QUERY", help="Words to look for."),
+    limit: int = typer.Option(10, "--limit", "-n", min=1, metavar="N", help="How many memories to show."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Rank the memories seen here (user-wide and this project's) against QUERY, best first."""
+    """Rank the memories seen here against QUERY, best first.
+
+    The memories seen here are the user-wide ones and this project's.
+    """
     found, warning = _here(_store()).search(query, limit)
     if warning:
         eprint(f"zeph: warning: {warning}")
@@ -160,10 +167,13 @@ def _edit_in_editor(content: str) -> str:
 @memory_app.command("edit")
 def memory_edit(
     memory_id: int = typer.Argument(..., metavar="ID"),
-    text: Optional[str] = typer.Option(None, "--text", help="The new text (no editor); - reads standard input."),
-    confidence: Optional[float] = typer.Option(None, "--confidence", help="A new confidence, 0 to 1."),
+    text: Optional[str] = typer.Option(None, "--text", metavar="TEXT", help="The new text (no editor); - reads standard input."),
+    confidence: Optional[float] = typer.Option(None, "--confidence", metavar="C", help="A new confidence, 0 to 1."),
 ) -> None:
-    """Change a memory's text in $VISUAL or $EDITOR (or with --text), or its confidence."""
+    """Change a memory's text or its confidence.
+
+    The text opens in $VISUAL or $EDITOR, unless --text gives it.
+    """
     store = _store()
     memory = store.get(memory_id)
     if text is not None:
@@ -186,7 +196,10 @@ def memory_archive(
     memory_id: int = typer.Argument(..., metavar="ID"),
     undo: bool = typer.Option(False, "--undo", help="Restore an archived memory."),
 ) -> None:
-    """Archive a memory: kept (see list --all) but no longer injected or searched."""
+    """Archive a memory: kept, but no longer sent or searched.
+
+    list --all still shows it; --undo restores it.
+    """
     _store().archive(memory_id, archived=not undo)
     eprint(f"{'restored' if undo else 'archived'} memory #{memory_id}")
 

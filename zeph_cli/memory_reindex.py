@@ -86,5 +86,8 @@ def register(app: typer.Typer) -> None:
     def memory_reindex(
         again: bool = typer.Option(False, "--all", help="Drop this embedder's vectors and embed every message again."),
     ) -> None:
-        """Embed every stored message that has no vector yet (after an upgrade or an embedding_model change)."""
+        """Embed every stored message that has no vector yet.
+
+        Needed after an upgrade or an embedding_model change.
+        """
         reindex(again)

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from .store.digests import DigestStore
 
 profile_app = typer.Typer(
-    help="The user profile sent with every turn (<user_profile_memory>) and the session summaries it comes from.",
+    help="The user profile and the session summaries it comes from.\n\n"
+    "The profile is sent with every turn as <user_profile_memory>.",
     no_args_is_help=True,
 )
 
@@ -74,7 +75,10 @@ def _failing(text: str, what: str) -> str:
 
 @profile_app.command("show")
 def profile_show(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Print the profile's text; when it was updated and by whom (auto or user) go to standard error."""
+    """Print the profile's text.
+
+    When it was updated and by whom (auto or user) go to standard error.
+    """
     from .command_context import load
 
     store = _store()
@@ -119,10 +123,12 @@ def _edit_in_editor(content: str) -> str:
 
 @profile_app.command("edit")
 def profile_edit(
-    text: Optional[str] = typer.Option(None, "--text", help="The new text (no editor); - reads standard input."),
+    text: Optional[str] = typer.Option(None, "--text", metavar="TEXT", help="The new text (no editor); - reads standard input."),
 ) -> None:
-    """Change the profile in $VISUAL or $EDITOR (or with --text). Your text is kept as yours and is
-    where the next automatic update starts."""
+    """Change the profile in $VISUAL or $EDITOR (or with --text).
+
+    Your text is kept as yours and is where the next automatic update starts.
+    """
     from .command_context import read_stdin
     from .context.session_memory_blocks import PROFILE_MAX_TOKENS
     from .tokens import default_counter
@@ -149,8 +155,11 @@ def profile_edit(
 
 @profile_app.command("clear")
 def profile_clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation.")) -> None:
-    """Empty the profile. With [memory.profile] enabled, a later automatic update makes a new one from the
-    session summaries; set enabled = false to keep it empty."""
+    """Empty the profile.
+
+    With [memory.profile] enabled, a later automatic update makes a new one from the session
+    summaries; set enabled = false to keep it empty.
+    """
     store = _store()
     profile = store.profile()
     if profile is None or not profile.text.strip():
@@ -168,7 +177,10 @@ def profile_clear(yes: bool = typer.Option(False, "--yes", "-y", help="Do not as
 
 @profile_app.command("sessions")
 def profile_sessions(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List the session summaries, newest first; `*` marks those a new session here would be sent."""
+    """List the session summaries, newest first.
+
+    `*` marks those a new session here would be sent.
+    """
     from .command_context import load
     from .tools.confinement import workspace_root
 

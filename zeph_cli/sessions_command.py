@@ -25,7 +25,7 @@ sessions_app = typer.Typer(help="List, show, search, export, import and delete c
 
 @sessions_app.command("list")
 def sessions_list(
-    limit: int = typer.Option(30, "--limit", "-n", min=1, help="How many sessions to show."),
+    limit: int = typer.Option(30, "--limit", "-n", min=1, metavar="N", help="How many sessions to show."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """List recent sessions, newest first."""
@@ -71,7 +71,10 @@ def sessions_show(
     session_id: Optional[int] = typer.Argument(None, metavar="ID", help="Session ID."),
     last: bool = typer.Option(False, "--last", help="Show the most recent session."),
 ) -> None:
-    """Show a session's transcript (everything the user can scroll back to)."""
+    """Show a session's transcript.
+
+    Everything the user can scroll back to, compacted originals included.
+    """
     from .render import conversation_markdown
 
     store = open_store()
@@ -88,8 +91,8 @@ def sessions_show(
 
 @sessions_app.command("search")
 def sessions_search(
-    text: str = typer.Argument(..., help="Words to find (full-text search)."),
-    limit: int = typer.Option(20, "--limit", "-n", min=1),
+    text: str = typer.Argument(..., metavar="TEXT", help="Words to find (full-text search)."),
+    limit: int = typer.Option(20, "--limit", "-n", min=1, metavar="N"),
     json_output: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Find messages across all sessions."""
@@ -109,8 +112,8 @@ def sessions_search(
 @sessions_app.command("export")
 def sessions_export(
     session_id: int = typer.Argument(..., metavar="ID"),
-    format: str = typer.Option("md", "--format", "-f", help="md or json."),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    format: str = typer.Option("md", "--format", "-f", metavar="FORMAT", help="md or json."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write to this file instead of stdout."),
 ) -> None:
     """Export a session as Markdown or JSON."""
     from .render import conversation_json, conversation_markdown

@@ -207,13 +207,15 @@ def register(app: typer.Typer) -> None:
             help="JSON Lines, one message a line (- reads standard input); with --from llm, llm's logs.db "
                  "(default: the one llm uses).",
         ),
-        source: str = typer.Option("jsonl", "--from", metavar="jsonl|llm", help="JSON Lines, or simonw/llm's logs.db."),
+        source: str = typer.Option("jsonl", "--from", metavar="SOURCE", help="jsonl (JSON Lines) or llm (simonw/llm's logs.db)."),
         skip_bad: bool = typer.Option(False, "--skip-bad", help="Leave out lines that cannot be imported (each is named) instead of importing nothing."),
         no_index: bool = typer.Option(False, "--no-index", help="Do not embed the messages for recall now (zeph memory reindex does)."),
         dry_run: bool = typer.Option(False, "--dry-run", help="Check the source and say what would be imported; store nothing."),
         json_output: bool = typer.Option(False, "--json", help="Print the summary as JSON (with each session's key and id)."),
     ) -> None:
-        """Import chat history as sessions: JSON Lines or llm's logs.db; again imports only what is new.
+        """Import a chat history (JSON Lines or llm's logs.db).
+
+        Importing it again adds only what is new.
 
         Each JSON line is one message: "session" (any key; lines with the same key make one session),
         "role" (user or assistant; system and tool lines are skipped), "content", and optionally

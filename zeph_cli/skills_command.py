@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from .skills.service import SkillService
 
 skills_app = typer.Typer(
-    help="Skills: folders with a SKILL.md matched to each message (the config dir's skills/ and the project's .zeph/skills/).",
+    help="Skills: folders with a SKILL.md matched to each message.\n\n"
+    "They are found in the config dir's skills/ and the project's .zeph/skills/.",
     no_args_is_help=True,
 )
 
@@ -41,7 +42,10 @@ def _warn(service: "SkillService") -> None:
 
 @skills_app.command("list")
 def skills_list(json_output: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List the skills (name, source, description, injection-scan flags); project skills win over user skills."""
+    """List the skills found here.
+
+    Name, source, description and injection-scan flags; a project skill wins over a user skill.
+    """
     service = _service()
     skills = service.skills()
     _warn(service)
@@ -61,8 +65,11 @@ def skills_list(json_output: bool = typer.Option(False, "--json", help="Print JS
 
 
 @skills_app.command("show")
-def skills_show(name: str = typer.Argument(..., help="The skill's name.")) -> None:
-    """Show a skill's SKILL.md (front matter and body) and where it lives."""
+def skills_show(name: str = typer.Argument(..., metavar="NAME", help="The skill's name.")) -> None:
+    """Show a skill's SKILL.md and where it lives.
+
+    Its front matter and body, as written.
+    """
     service = _service()
     skill = service.get(name)
     _warn(service)

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from .store.worldbook import WorldbookRecord, WorldbookStore
 
 worldbook_app = typer.Typer(
-    help="Worldbook: entries sent when their keywords come up (or always), at a chosen place in the request.",
+    help="Worldbook: entries sent when their keywords come up.\n\n"
+    "An entry without keywords is always sent; each goes at a chosen place in the request.",
     no_args_is_help=True,
 )
 
@@ -96,9 +97,12 @@ def _line(record: "WorldbookRecord") -> str:
 def worldbook_list(
     json_output: bool = typer.Option(False, "--json", help="Print JSON."),
     everything: bool = typer.Option(False, "--all", help="Every project's and session's entries."),
-    session: Optional[int] = typer.Option(None, "--session", help="Also this session's entries (default: the most recent session)."),
+    session: Optional[int] = typer.Option(None, "--session", metavar="ID", help="Also this session's entries (default: the most recent session)."),
 ) -> None:
-    """List the entries bound to this project and to a session (on and off), or --all of them."""
+    """List the entries bound to this project and to a session.
+
+    Entries switched on and off; --all lists every project's and session's.
+    """
     store, conversations = _stores()
     if everything:
         records = store.list()
@@ -133,18 +137,21 @@ def _content(content: Optional[str], content_file: Optional[Path]) -> Optional[s
 
 @worldbook_app.command("add")
 def worldbook_add(
-    keyword: list[str] = typer.Option([], "--keyword", "-k", help="A trigger (repeatable); none = always on."),
+    keyword: list[str] = typer.Option([], "--keyword", "-k", metavar="KEYWORD", help="A trigger (repeatable); none = always on."),
     regex: bool = typer.Option(False, "--regex", help="The keywords are regular expressions."),
     case_sensitive: bool = typer.Option(False, "--case-sensitive", help="Match the keywords' case (default: ignore it)."),
-    content: Optional[str] = typer.Option(None, "--content", help="The text to send; - reads standard input."),
-    content_file: Optional[Path] = typer.Option(None, "--content-file", help="Read the text from this file."),
-    position: str = typer.Option("an_top", "--position", help=POSITION_HELP + "."),
-    depth: Optional[int] = typer.Option(None, "--depth", help="For at_depth: messages from the end of the history (0 = after the last)."),
-    order: int = typer.Option(100, "--order", help="Lower comes first in its block; the highest are left out first when the share is full."),
+    content: Optional[str] = typer.Option(None, "--content", metavar="TEXT", help="The text to send; - reads standard input."),
+    content_file: Optional[Path] = typer.Option(None, "--content-file", metavar="FILE", help="Read the text from this file."),
+    position: str = typer.Option("an_top", "--position", metavar="POSITION", help=POSITION_HELP + "."),
+    depth: Optional[int] = typer.Option(None, "--depth", metavar="N", help="For at_depth: messages from the end of the history (0 = after the last)."),
+    order: int = typer.Option(100, "--order", metavar="N", help="Lower comes first in its block; the highest are left out first when the share is full."),
     off: bool = typer.Option(False, "--off", help="Add it switched off."),
-    session: Optional[int] = typer.Option(None, "--session", help="Bind it to this session (default: to this project)."),
+    session: Optional[int] = typer.Option(None, "--session", metavar="ID", help="Bind it to this session (default: to this project)."),
 ) -> None:
-    """Add an entry, bound to this project (its workspace root) or to one session; prints its id."""
+    """Add an entry to this project or to one session.
+
+    It is bound to this project (its workspace root) unless --session names a session; prints its id.
+    """
     _position(position)
     if depth is not None and position != "at_depth":
         raise UsageError(f"--depth goes with --position at_depth, not {position}")
@@ -200,18 +207,21 @@ def _edit_in_editor(record: "WorldbookRecord") -> dict[str, Any]:
 @worldbook_app.command("edit")
 def worldbook_edit(
     entry_id: int = typer.Argument(..., metavar="ID"),
-    keyword: list[str] = typer.Option([], "--keyword", "-k", help="New triggers, replacing the old ones (repeatable)."),
+    keyword: list[str] = typer.Option([], "--keyword", "-k", metavar="KEYWORD", help="New triggers, replacing the old ones (repeatable)."),
     constant: bool = typer.Option(False, "--always", help="Drop the keywords: always on."),
     regex: Optional[bool] = typer.Option(None, "--regex/--plain", help="Keywords are regexes / plain text."),
     case_sensitive: Optional[bool] = typer.Option(None, "--case-sensitive/--ignore-case", help="Match case or not."),
-    content: Optional[str] = typer.Option(None, "--content", help="New text; - reads standard input."),
-    content_file: Optional[Path] = typer.Option(None, "--content-file", help="Read the new text from this file."),
-    position: Optional[str] = typer.Option(None, "--position", help=POSITION_HELP + "."),
-    depth: Optional[int] = typer.Option(None, "--depth", help="For at_depth: messages from the end of the history."),
-    order: Optional[int] = typer.Option(None, "--order", help="New order."),
+    content: Optional[str] = typer.Option(None, "--content", metavar="TEXT", help="New text; - reads standard input."),
+    content_file: Optional[Path] = typer.Option(None, "--content-file", metavar="FILE", help="Read the new text from this file."),
+    position: Optional[str] = typer.Option(None, "--position", metavar="POSITION", help=POSITION_HELP + "."),
+    depth: Optional[int] = typer.Option(None, "--depth", metavar="N", help="For at_depth: messages from the end of the history."),
+    order: Optional[int] = typer.Option(None, "--order", metavar="N", help="New order."),
     on: Optional[bool] = typer.Option(None, "--on/--off", help="Switch it on or off."),
 ) -> None:
-    """Change an entry with flags, or (with none) in $VISUAL or $EDITOR as TOML."""
+    """Change an entry with flags, or in an editor.
+
+    With no flags, the entry opens in $VISUAL or $EDITOR as TOML.
+    """
     store, _ = _stores()
     record = store.get(entry_id)
     if keyword and constant:
@@ -255,11 +265,14 @@ def worldbook_off(entry_id: int = typer.Argument(..., metavar="ID")) -> None:
 
 @worldbook_app.command("isolate")
 def worldbook_isolate(
-    state: str = typer.Argument(..., metavar="on|off"),
-    session: Optional[int] = typer.Option(None, "--session", help="The session (default: the most recent)."),
+    state: str = typer.Argument(..., metavar="STATE", help="on or off."),
+    session: Optional[int] = typer.Option(None, "--session", metavar="ID", help="The session (default: the most recent)."),
 ) -> None:
-    """Isolation mode for a session: with worldbook entries in force, no long-term memory, recall,
-    skills, MCP or memory tools are sent (see README)."""
+    """Switch isolation mode on or off for a session.
+
+    With worldbook entries in force, no long-term memory, recall, skills, MCP or memory tools are
+    sent (docs/worldbook.md).
+    """
     from .store.worldbook import ISOLATED_KEY
 
     if state not in ("on", "off"):
