@@ -29,10 +29,12 @@ Nothing in a request is normalised: what would differ from run to run is made th
 - Headers are not compared: they are the SDKs' (version, platform), and the API key a test sets.
 A temporary path found in a request fails the test.
 
-Where the embedded model runs, only its requests are recorded: the turns before them go to the fake
+Where the embedded model runs, only its last step is recorded: the turns before it go to the fake
 OpenAI-compatible server (`--provider fake`), whose scripted replies keep the history the same from run
-to run, and its compaction summaries are made by that server (`summary_model`); the model's own reply,
-the session's last, is never sent again.
+to run; its own turn runs in a 3,000-token budget with no compaction cooldown, so it compacts there, the
+summaries made by that server (`summary_model`), and with `llm.max_tokens = 8` (the model's reply, the
+session's last and never sent again, stays short). A compatible server's probes are answered from zeph's
+ten-minute cache after the first step, so they appear in that step only.
 
 Re-recording, after a change that is meant to change what is sent (say which in the commit):
 
