@@ -45,7 +45,7 @@ from zeph_cli.messages import (
 from zeph_cli.models import ModelProfile
 from zeph_cli.store.conversations import Conversation
 from zeph_cli.tokens import NEEDS_EXACT, ApproximateCounter, Calibration
-from zeph_cli.tools.base import ToolSet
+from zeph_cli.tools.base import Tool, ToolSet
 from zeph_cli.tools.registry import tools_for_mode
 
 CONVERSATION = Conversation(1, "t", "2026-11-28", "2026-11-28", "fake", "m1", "/w")
@@ -422,3 +422,112 @@ def test_a_prompt_is_withdrawn_once_and_never_after_an_answer():
     assert store.withdrawn == [(7, "boom")]
     answered = TurnState(CONVERSATION, None, True, set(), prompt_id=8, answered=True)
     assert not withdraw_unanswered(store, answered, "boom") and store.withdrawn == [(7, "boom")]
+
+
+# ---- the tool offer ------------------------------------------------------------------------------
+
+
+class FakeExtras:
+    """No skills; `mcp` extra tools, left out first when the budget is short."""
+
+    def __init__(self, mcp: dict | None = None) -> None:
+        self.mcp = mcp or {}
+        self.mcp_left_out = 0
+        self.mcp_tools = list(self.mcp)
+
+    def tools(self, mode):
+        return dict(self.mcp)
+
+    def mcp_least_wanted(self, names):
+        return [name for name in self.mcp if name in names]
+
+
+class MetadataStore:
+    def __init__(self) -> None:
+        self.updates: list[dict] = []
+
+    def update_conversation(self, conversation_id, *, metadata):
+        self.updates.append(metadata)
+
+
+def offer(available: int, *, dropped: tuple[str, ...] = (), mcp: dict | None = None, memory: bool = True):
+    from zeph_cli.agent.tool_offer import OfferDeps, ToolOffer
+
+    deps = OfferDeps(
+        FakeExtras(mcp), MetadataStore(), "compatible", memory, counter=ApproximateCounter,
+        profile=lambda: ModelProfile("m1", 8000, 2000), budget=lambda: SimpleNamespace(total=available, available=available),
+        mode=lambda: "agent", drops=lambda what: what in dropped,
+    )
+    return ToolOffer(deps)
+
+
+def test_the_offer_is_the_modes_tools_in_full_when_they_fit():
+    tools = offer(200_000).offered()
+    assert tools.names() == tools_for_mode("agent", compression=True, memory=True).names() and not tools.compact
+    assert "memory_save" not in offer(200_000, dropped=("memory tools",)).offered().names()  # worldbook isolation
+
+
+class HugeMcpTool(Tool):
+    """An MCP server's tool whose schema alone would take most of a small budget."""
+
+    name, kind = "srv__huge", "read"
+    description = "Looks things up in the server's catalog. " * 200
+    parameters = {"type": "object", "properties": {f"filter_{i:03}": {"type": "string"} for i in range(150)}}
+
+    async def run(self, arguments, context):
+        raise AssertionError("never run here")
+
+
+def test_mcp_tools_are_left_out_before_the_built_in_ones_and_that_is_said_once():
+    from zeph_cli.context.tool_fit import TOOLS_MAX_SHARE
+
+    mcp = {"srv__huge": HugeMcpTool()}
+    probe = offer(200_000, mcp=mcp)
+    builtin = tools_for_mode("agent")
+    compact = dataclasses_replace(builtin, compact=True)
+    capacity = int(probe.tokens(compact) / TOOLS_MAX_SHARE) + 1  # the built-in tools fit in compact form, no more
+    assert probe.tokens(ToolSet({**builtin.tools, **mcp}, compact=True)) > capacity * TOOLS_MAX_SHARE
+    tool_offer = offer(capacity, mcp=mcp)
+    offered = tool_offer.offered()
+    assert offered.names() == builtin.names() and offered.compact and tool_offer.deps.extras.mcp_left_out == 1
+    said = tool_offer.warnings(CONVERSATION)
+    assert len(said) == 1 and "MCP" in said[0].text and tool_offer.warnings(CONVERSATION) == []
+    isolated = offer(capacity, mcp=mcp, dropped=("MCP tools",))
+    assert isolated.offered().names() == builtin.names() and isolated.warnings(CONVERSATION) == []
+
+
+def test_no_room_for_any_tools_is_said_once_a_session():
+    tool_offer = offer(400)
+    assert tool_offer.offered().tools == {} and tool_offer.dropped.startswith("running without tools:")
+    [warning] = tool_offer.warnings(CONVERSATION)
+    assert warning.text == tool_offer.dropped and tool_offer.warnings(CONVERSATION) == []
+    assert tool_offer.deps.store.updates == [{"tools_dropped_warning": tool_offer.dropped}]  # remembered for `ask -c`
+    said_before = dataclasses_replace(CONVERSATION, metadata={"tools_dropped_warning": tool_offer.dropped})
+    assert offer(400).warnings(said_before) == []
+
+
+def test_going_without_tools_offers_none_and_leaves_the_saying_to_the_caller():
+    tool_offer = offer(200_000)
+    tool_offer.go_without("the server left them out")
+    assert tool_offer.offered().tools == {} and tool_offer.unavailable == "the server left them out"
+    assert tool_offer.warnings(CONVERSATION) == []
+
+
+def test_settling_asks_for_exact_counts_only_where_the_bounds_disagree():
+    from zeph_cli.tokens import DeferredCounter
+
+    exact = offer(400)
+    seen = []
+    assert exact.settled(lambda tools: seen.append(tools.names())).tools == {} and seen == []  # nothing to settle
+    for decide, made_exact in ((lambda tools: tools.names(), False), (lambda tools: NEEDS_EXACT, True)):
+        counter = DeferredCounter()
+        tool_offer = offer(400)
+        tool_offer.deps.counter = lambda: counter
+        tool_offer.settled(decide)
+        assert counter.exact is made_exact
+
+
+def dataclasses_replace(value, **changes):
+    import dataclasses
+
+    return dataclasses.replace(value, **changes)
