@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from zeph_cli.agent import Agent, AgentWarning, ContextPrepared, TurnFailed, TurnFinished
+from zeph_cli.agent import Agent, AgentServices, AgentWarning, ContextPrepared, TurnFailed, TurnFinished
 from zeph_cli.config import load_config
 from zeph_cli.context.invariant import budget_problem
 from zeph_cli.paths import database_path
@@ -116,7 +116,7 @@ def make_agent(fake_server, workspace: Path, budget: int) -> Agent:
         provider=create_provider(settings),
         cwd=workspace,
         approver=approve_all,
-        helper_settings=side_job_settings(config, environ, settings),
+        services=AgentServices(helper_settings=side_job_settings(config, environ, settings)),
     )
     AGENTS.append(agent)
     return agent

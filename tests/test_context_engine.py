@@ -19,6 +19,7 @@ from zeph_cli.log import log_to
 from zeph_cli.store.guidelines import GuidelinesStore
 from zeph_cli.agent import (
     Agent,
+    AgentServices,
     AgentWarning,
     CompactionFinished,
     CompactionStarted,
@@ -84,7 +85,7 @@ def make_agent(fake_server, workspace: Path, **env: str) -> Agent:
         provider=create_provider(settings),
         cwd=workspace,
         approver=approve_all,
-        helper_settings=side_job_settings(config, environ, settings),
+        services=AgentServices(helper_settings=side_job_settings(config, environ, settings)),
     )
     AGENTS.append(agent)
     return agent

@@ -10,7 +10,7 @@ import pytest
 
 from tests.agent_helpers import AGENTS, close_agents  # noqa: F401  (autouse fixture)
 from tests.fakes import openai_wire
-from zeph_cli.agent import Agent
+from zeph_cli.agent import Agent, AgentServices
 from zeph_cli.config import load_config
 from zeph_cli.providers import create_provider, resolve_settings
 from zeph_cli.store import ConversationStore, open_database
@@ -44,7 +44,8 @@ def _agent(fake_server, tmp_path: Path, name: str, budget: int, one_shot: bool) 
     config = load_config(env=environ).config
     store = ConversationStore(open_database(tmp_path / f"{name}.db"))
     agent = Agent(config=config, store=store, provider=create_provider(resolve_settings(config, environ)),
-                  cwd=tmp_path, one_shot=one_shot, clock=lambda: datetime(2026, 11, 27, 9, 0, tzinfo=timezone.utc))
+                  cwd=tmp_path, one_shot=one_shot,
+                  services=AgentServices(clock=lambda: datetime(2026, 11, 27, 9, 0, tzinfo=timezone.utc)))
     AGENTS.append(agent)
     return agent
 

@@ -15,7 +15,7 @@ import pytest
 
 from zeph_cli.config_mcp import McpServerEntry
 from zeph_cli.mcp.manager import McpManager, PromptError
-from zeph_cli.agent.tool_calls import ToolCallRunner
+from zeph_cli.agent.tool_calls import CallChecks, ToolCallRunner
 from zeph_cli.tools.base import ToolContext, ToolSet
 from zeph_cli.tools.confinement import Confinement
 from zeph_cli.tools.failures import ToolFailure
@@ -220,8 +220,9 @@ def _runner(tools, context, policy=None):
 
     db = open_database(context.cwd / "t.db")
     conversation = ConversationStore(db).create_conversation(provider="p", model="m", cwd=str(context.cwd))
-    return ToolCallRunner(tools=ToolSet(dict(tools)), context=context, policy=policy or PermissionPolicy(),
-                          approver=approve_all, log=ToolLog(db), conversation_id=conversation.id)
+    return ToolCallRunner(tools=ToolSet(dict(tools)), context=context,
+                          checks=CallChecks(policy or PermissionPolicy(), approve_all), log=ToolLog(db),
+                          conversation_id=conversation.id)
 
 
 async def test_a_server_that_dies_is_reported_once_and_its_tools_withdrawn(tmp_path):

@@ -12,7 +12,7 @@ from tests.vector_helpers import add_conversation, open_store, text_message
 from zeph_cli.config import Config
 from zeph_cli.memory import indexer as indexer_module
 from zeph_cli.memory.embedders.embedded import shared_embedded
-from zeph_cli.memory.service import MemoryService, index_pending
+from zeph_cli.memory.service import MemoryService
 from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
 
 
@@ -47,7 +47,7 @@ def test_pending_messages_are_found_a_page_at_a_time(db_path, monkeypatch):
     _, ids = add_conversation(store, 700, text="the staging database listens on port")
     progress: list[tuple[int, int]] = []
 
-    assert index_pending(service(store), lambda done, total: progress.append((done, total))) == 700
+    assert service(store).index_pending(lambda done, total: progress.append((done, total))) == 700
     # pages of 300, 300 and a short 100 that ends the pass (batch by batch, it would be 7 scans)
     assert CountingIndex.scans == 3
     # embedded in batches of at most 128 within each page
@@ -70,12 +70,12 @@ def test_a_pass_with_nothing_new_scans_once_and_a_new_message_is_found(db_path):
     CountingIndex.scans = 0
     store = open_store(db_path)
     conversation, _ = add_conversation(store, 5)
-    assert index_pending(service(store)) == 5
+    assert service(store).index_pending() == 5
     CountingIndex.scans = 0
-    assert index_pending(service(store)) == 0
+    assert service(store).index_pending() == 0
     assert CountingIndex.scans == 1
     added = store.add_message(conversation, text_message("a reply worth recalling", role="assistant")).id
-    assert index_pending(service(store)) == 1
+    assert service(store).index_pending() == 1
     assert SqliteVectorIndex(store.db, db_path).missing(shared_embedded().model, 10) == []
     assert added in {i for i, _ in SqliteVectorIndex(store.db, db_path).search(
         shared_embedded().model, shared_embedded().embed(["a reply worth recalling"])[0], 1)}
@@ -84,7 +84,7 @@ def test_a_pass_with_nothing_new_scans_once_and_a_new_message_is_found(db_path):
 def test_a_turn_indexes_only_its_own_messages(db_path):
     store = open_store(db_path)
     conversation, ids = add_conversation(store, 6)
-    assert index_pending(service(store), since_id=ids[4]) == 2  # the backlog is left to zeph memory reindex
+    assert service(store).index_pending(since_id=ids[4]) == 2  # the backlog is left to zeph memory reindex
     missing = {p.message_id for p in SqliteVectorIndex(store.db, db_path).missing(shared_embedded().model, 10)}
     assert missing == set(ids[:4])
-    assert index_pending(service(store), should_stop=lambda: True) == 0  # asked to stop: no batch starts
+    assert service(store).index_pending(should_stop=lambda: True) == 0  # asked to stop: no batch starts

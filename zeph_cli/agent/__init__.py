@@ -26,6 +26,7 @@ _EVENTS = (
 
 _HOME = {
     "Agent": "agent",
+    "AgentServices": "agent",
     "ENHANCE_KEY": "agent",
     "Workspace": "agent",
     **dict.fromkeys(_EVENTS, "events"),

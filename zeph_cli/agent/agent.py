@@ -6,8 +6,9 @@ marked `partial`); every tool call stored has exactly one stored result — real
 refused, or a synthetic "not completed" one after a cancellation — so the next
 turn is valid on every provider. Callers (CLI, TUI) only consume the
 `AgentEvent`s `run_turn` yields and answer approval requests. The steps live
-beside this module, one job each: `turn_loop` (the steps of a turn), `bounds`
-(token-bound settling), `tool_offer` (the tools within the budget),
+beside this module, one job each, and take the turn's state and a `TurnDeps` the
+agent builds once (`turn`), never the agent: `turn_loop` (the steps of a turn),
+`bounds` (token-bound settling), `tool_offer` (the tools within the budget),
 `context_view` (what a request sends), `replies` (storing the reply),
 `tool_rounds` (running and storing tool calls), `provider_errors` (what an
 error does to the turn).
@@ -35,7 +36,7 @@ from ..context.report import ContextReport
 from ..context.turn_blocks import render_time
 from ..memory.long_term_access import LongTermMemory
 from ..memory.service import MemoryService, TurnMemory
-from ..messages import Message, ReplyBuilder, ToolResultPart
+from ..messages import Message
 from ..models import ModelProfile, prefer_learned_window
 from ..paths import config_dir, global_project_file
 from ..prompt_files import load_prompt_modules
@@ -54,9 +55,11 @@ from ..tools.registry import builtin_tool_names
 from ..turn_extras import TurnExtras
 from ..workspace import environment_facts, find_project_files
 from ..worldbook_turn import Worldbook, WorldbookTurn
-from . import bounds, context_view, replies, tool_offer
+from . import context_view
 from .events import AgentEvent, AgentWarning, TurnQueued, TurnStarted
-from .turn_loop import TurnState, call_ids, turn_events, withdraw_unanswered
+from .tool_offer import OfferDeps, ToolOffer
+from .turn import TurnDeps, TurnState, call_ids, withdraw_unanswered
+from .turn_loop import turn_events
 
 if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools nor compaction
     from .compactor import Compactor
@@ -98,6 +101,16 @@ class Workspace:
     prompts: dict[str, PromptModule] = field(default_factory=lambda: load_prompt_modules(None, None)[0])
 
 
+@dataclass
+class AgentServices:
+    """What an agent may be given beyond its essentials; each has a default that works alone."""
+
+    helper_settings: Mapping[str, ProviderSettings | None] | None = None  # summaries, probes: their own providers
+    memory: MemoryService | None = None  # recall and the embedder
+    extras: TurnExtras | None = None  # skills and MCP servers
+    clock: Callable[[], datetime] | None = None  # the local time (tests give a fixed one)
+
+
 def _tool_guard(settings: SandboxConfig, roots: Sequence[Path], cwd: Path) -> "ToolGuard":
     from ..tools.sandbox.protected import tool_guard
 
@@ -116,12 +129,11 @@ class Agent:
         cwd: Path,
         approver: Approver | None = None,
         mode: str | None = None,
-        helper_settings: Mapping[str, ProviderSettings | None] | None = None,
-        memory: MemoryService | None = None,
-        extras: TurnExtras | None = None,
-        clock: Callable[[], datetime] | None = None,
+        services: AgentServices | None = None,
         one_shot: bool = False,
     ) -> None:
+        services = services or AgentServices()
+        helper_settings, memory, clock = services.helper_settings, services.memory, services.clock
         self.config = config
         # One turn in this process (`zeph ask`): exact token counts only where bounds cannot decide.
         self.one_shot = one_shot
@@ -143,15 +155,6 @@ class Agent:
         self.profile: ModelProfile | None = None
         self.counter: TokenCounter = default_counter()
         self.workspace: Workspace | None = None
-        self.tools_unavailable: str | None = None if provider.supports_tools else (
-            f"{provider.name} ({self.model_label}) has no tool calling; "
-            "file and shell tools need anthropic, openai, a compatible server or ollama"
-        )
-        self._said_no_tools = False
-        self._mcp_trimmed: str | None = None  # why some MCP tools were left out (said once)
-        self._said_mcp_trimmed = False
-        self._tools_dropped: str | None = None  # why the budget leaves no room for tool schemas
-        self._tools_token_cache: dict[tuple[str, ...], int] = {}
         # The running turn's user message: it and its tool chain are sent verbatim (never trimmed or compacted).
         self.pinned_id: int | None = None
         self.unanswered_prompt: int | None = None  # the last turn's prompt, when no reply answered it (withdrawn)
@@ -159,11 +162,22 @@ class Agent:
         self.memory = memory
         self.turn_memory = TurnMemory()
         # Skills matched to the message and MCP servers' tools: prepared once per turn.
-        self.extras = extras or TurnExtras(prompt_mode=config.skills.prompt_mode)
+        self.extras = services.extras or TurnExtras(prompt_mode=config.skills.prompt_mode)
         # Worldbook entries the recent messages trigger (once per turn), and the session's isolation mode.
         self.worldbook = Worldbook(store.db, config.worldbook, str(self.confinement.root))
         self.turn_worldbook = WorldbookTurn()
-        self._turn_notes: list[str] = []
+        # The tools offered each turn, within the budget, and what was said about those left out.
+        self.offer = ToolOffer(
+            OfferDeps(
+                self.extras, store, provider.settings.kind, config.memory.long_term.enabled,
+                counter=lambda: self.counter, profile=lambda: self.profile, budget=self.budget,
+                mode=lambda: self.mode, drops=lambda what: self.turn_worldbook.drops(what),
+            ),
+            unavailable=None if provider.supports_tools else (
+                f"{provider.name} ({self.model_label}) has no tool calling; "
+                "file and shell tools need anthropic, openai, a compatible server or ollama"
+            ),
+        )
         dump_dir = config.debug.dump_dir
         keyed = [provider.settings, *(helper_settings or {}).values()]  # their keys are kept out of the dump
         self.dump = _debug_dump(Path(dump_dir).expanduser(), keyed) if dump_dir else None
@@ -176,6 +190,37 @@ class Agent:
             store, config.memory, self.side_jobs.complete, lambda: self.counter, str(workspace_root(cwd)), self.clock,
             small_summarizer=lambda: self.side_jobs.small_embedded("summary"),
         ))
+        self.deps = self._turn_deps()
+
+    def _turn_deps(self) -> TurnDeps:
+        """What the turn's steps use, built once: the steps never see the agent."""
+
+        def set_profile(profile: ModelProfile) -> None:
+            self.profile = profile
+
+        return TurnDeps(
+            store=self.store,
+            provider=self.provider,
+            model_label=self.model_label,
+            llm=self.config.llm,
+            memory=self.config.memory,
+            max_tool_rounds=self.config.agent.max_tool_iterations,
+            counter=lambda: self.counter,
+            profile=lambda: self.profile,
+            set_profile=set_profile,
+            context_for=self.context_for,
+            history=self.agent_history,
+            tools=self.offer,
+            compactor=lambda: self.compactor,
+            compactor_built=lambda: "compactor" in self.__dict__,
+            runner=self.tool_runner,
+            sandbox_notice=lambda: self.sandbox.take_notice(),
+            dump=self.dump,
+            dump_warning=self.dump_warning,
+            learn_from_reply=(lambda conversation, text: self.guidelines.after_reply(conversation, text))
+            if self.learns_guidelines else None,
+            after_turn=lambda conversation, isolated: self.session_memory.after_reply(conversation, isolated=isolated),
+        )
 
     @cached_property
     def tool_log(self) -> "ToolLog":
@@ -284,40 +329,62 @@ class Agent:
 
     # ---- tools (tool_offer, tool_rounds) -------------------------------------------
 
+    @property
+    def tools_unavailable(self) -> str | None:
+        """Why the model is offered no tools at all (it cannot call them), or None."""
+        return self.offer.unavailable
+
     def offered_tools(self) -> ToolSet:
         """The tools the model is offered this turn (none when the model cannot call tools);
         compress_context only when there is a budget to compress against."""
-        return tool_offer.offered_tools(self)
+        return self.offer.offered()
 
     async def prepare_extras(self, prompt: str) -> list[str]:
         """Skills and MCP tools for `prompt`; the MCP tools are ranked against it only when their schemas
         cannot all fit the budget (ranking embeds the message: not worth it when nothing is left out)."""
-        return await tool_offer.prepare_extras(self, prompt)
+        return await self.offer.prepare_extras(prompt)
 
     def _tools_tokens(self, tools: ToolSet) -> int:
-        return tool_offer.tools_tokens(self._tools_token_cache, self.counter, tools)
-
-    def _tool_warnings(self, conversation: Conversation) -> list[AgentWarning]:
-        return tool_offer.tool_warnings(self, conversation)
+        return self.offer.tokens(tools)
 
     def set_mode(self, mode: str) -> None:
         if mode not in MODE_MODULES:
             raise ValueError(f"unknown mode {mode!r}: use agent, ask or plan")
         self.mode = mode
 
-    def _runner(self, conversation: Conversation, tools: ToolSet) -> "ToolCallRunner":
-        from .tool_rounds import runner
+    def tool_runner(self, conversation: Conversation, tools: ToolSet) -> "ToolCallRunner":
+        """The runner for one round's calls, with the agent's tools, policy, approver, sandbox and log."""
+        from ..tools.base import ToolContext
+        from .tool_calls import CallChecks, ToolCallRunner
+        from .tool_rounds import output_chars, provider_key_variables
 
-        return runner(self, conversation, tools)
-
-    def _save_result(self, conversation: Conversation, result: ToolResultPart, metadata: dict) -> None:
-        from .tool_rounds import save_result
-
-        save_result(self.store, self.counter, conversation.id, result, metadata)
-
-    def _call_ids(self, conversation: Conversation) -> set[str]:
-        """Call ids a request may carry: those of agent-visible messages (compacted ones are never sent)."""
-        return call_ids(self.store, conversation.id)
+        tools_config = self.config.tools
+        context = ToolContext(
+            confinement=self.confinement,
+            cwd=self.cwd,
+            read_overflow=lambda output_id: self.tool_log.read_output(conversation.id, output_id),
+            default_timeout_secs=float(tools_config.bash_timeout_secs),
+            compress=lambda strategy: self.compactor.on_request(conversation, strategy),
+            sandbox=self.sandbox,
+            memories=self.long_term_memory(conversation.id),
+            skills=self.extras.skills,
+            pass_env=tuple(tools_config.sandbox.pass_env),
+            secret_env=provider_key_variables(self.config),
+        )
+        return ToolCallRunner(
+            tools=tools,
+            context=context,
+            checks=CallChecks(self.policy, self.approver, tuple(tools_config.blocked_commands)),
+            log=self.tool_log,
+            conversation_id=conversation.id,
+            summarizer=self.side_jobs.complete if tools_config.summarize_output else None,
+            output_limit=lambda text: output_chars(
+                self.context_for(conversation)[1],
+                lambda: self.store.calibration(self.provider.name, self.provider.model).applied_factor,
+                self.exact_counter,
+                text,
+            ),
+        )
 
     def long_term_memory(self, conversation_id: int | None) -> LongTermMemory | None:
         """Long-term memory as this session sees it (None when `[memory.long_term] enabled = false`)."""
@@ -354,7 +421,8 @@ class Agent:
 
     # ---- debug dump -------------------------------------------------------------
 
-    def _dump_warning(self) -> AgentWarning | None:
+    def dump_warning(self) -> AgentWarning | None:
+        """The debug dump's problem (it stopped writing), said once."""
         if self.dump is None or not self.dump.problem or self._said_dump_problem:
             return None
         self._said_dump_problem = True
@@ -481,7 +549,7 @@ class Agent:
         if system and system != conversation.metadata.get("system"):
             self.store.update_conversation(conversation.id, metadata={**conversation.metadata, "system": system})
         conversation = self.store.get_conversation(conversation.id)
-        turn = TurnState(conversation, system, stream, self._call_ids(conversation), prompt_id=saved.id)
+        turn = TurnState(conversation, system, stream, call_ids(self.store, conversation.id), prompt_id=saved.id)
         self.unanswered_prompt = None
         yield TurnStarted(conversation, saved.id)
         try:
@@ -489,7 +557,7 @@ class Agent:
                 async for event in events:
                     yield event
         except BaseException:  # cancelled, interrupted, the reply not storable, a bug: no reply, no prompt
-            withdraw_unanswered(self, turn, "interrupted before any reply")
+            withdraw_unanswered(self.store, turn, "interrupted before any reply")
             raise
         finally:
             self.unanswered_prompt = saved.id if turn.withdrawn else None
@@ -507,8 +575,13 @@ class Agent:
                 visible = {item.id for item in history}
                 self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
             isolated = self.turn_worldbook.drops("MCP tools")  # no MCP server started, no skill matched for nothing
-            self._turn_notes = ([] if isolated else await self.prepare_extras(prompt)) + list(self.turn_worldbook.warnings)
-            async with contextlib.aclosing(turn_events(self, turn)) as events:  # a caller that stops early
+            turn.notes = [
+                *self.turn_memory.notes, *([] if isolated else await self.prepare_extras(prompt)),
+                *self.turn_worldbook.warnings,
+            ]
+            turn.isolated = self.turn_worldbook.isolated
+            turn.prompt_problem = self.global_prompt(conversation).problem
+            async with contextlib.aclosing(turn_events(self.deps, turn)) as events:  # a caller that stops early
                 async for event in events:  # closes the turn's own steps in order
                     yield event
         finally:
@@ -516,23 +589,3 @@ class Agent:
             self._turn_time = None
             if self.memory is not None and not self.turn_worldbook.isolated:  # an isolated session stays out of recall
                 self.memory.index_in_background(saved_id)  # the turn's messages get vectors after the reply
-
-    # ---- the turn's steps (bounds, replies, provider_errors) ------------------------
-
-    def _settled_tools(self, turn: TurnState) -> ToolSet:
-        return bounds.settled_tools(self, turn.conversation, turn.system)
-
-    def _provisional_due(self, conversation: Conversation) -> bool:
-        return bounds.provisional_due(self.agent_history(conversation))
-
-    def _compaction_may_act(self, report: ContextReport, provisional_due: bool) -> bool:
-        return bounds.compaction_may_act(
-            self.config.memory, report, provisional_due, compactor_built="compactor" in self.__dict__
-        )
-
-    def _reply_cap(self, report: ContextReport) -> int:
-        assert self.profile is not None
-        return replies.reply_cap(self.config.llm.max_tokens, self.profile, report)
-
-    def _save_partial(self, conversation: Conversation, builder: ReplyBuilder, reason: str) -> int | None:
-        return replies.save_partial(self.store, self.counter, self.model_label, conversation.id, builder, reason)

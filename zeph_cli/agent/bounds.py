@@ -16,16 +16,12 @@ from typing import TYPE_CHECKING
 
 from ..context.compaction.provisional import due as provisional_summary_due
 from ..context.compaction.tiers import may_compact
-from ..context.invariant import budget_problem
 from ..tokens import LOWER, NEEDS_EXACT, UPPER, TokenCounter, bounded
 
 if TYPE_CHECKING:
     from ..config import MemoryConfig
     from ..context.assembler import HistoryItem
     from ..context.report import ContextReport
-    from ..store import Conversation
-    from ..tools.base import ToolSet
-    from .agent import Agent
 
 
 def settle_bounds(counter: TokenCounter, decide: Callable[[], object]) -> None:
@@ -63,24 +59,3 @@ def compaction_may_act(
         hard=memory.hard_compaction_threshold, proactive_threshold=proactive,
         provisional_due=provisional_due,
     )
-
-
-def settled_tools(agent: Agent, conversation: Conversation, system: str | None) -> ToolSet:
-    """The tools to offer, with the counter made exact first if token bounds could change the request.
-
-    Each bound builds the request (tools, messages, reply cap); compaction, a budget problem or a
-    note (its figures are the user's) always want exact counts. Compaction runs on exact counts.
-    What the bounds' tries set about left-out tools is put back: only the settled offer may say it."""
-    said = (agent._tools_dropped, agent._mcp_trimmed, agent.extras.mcp_left_out)
-    provisional = agent._provisional_due(conversation)
-
-    def request() -> object:
-        tools = agent.offered_tools()
-        messages, report, _ = agent.context_for(conversation, system, tools)
-        if agent._compaction_may_act(report, provisional) or budget_problem(report) is not None or report.notes:
-            return NEEDS_EXACT
-        return tools.names(), tools.compact, messages, agent._reply_cap(report)
-
-    settle_bounds(agent.counter, request)
-    agent._tools_dropped, agent._mcp_trimmed, agent.extras.mcp_left_out = said
-    return agent.offered_tools()

@@ -312,9 +312,14 @@ class ChatSession:
         _summaries_by_worker(agent)
         session = cls(loaded, env, cwd, approver, store, agent, conversation)
         session.warnings = warnings
-        if loaded.config.memory.compression_guidelines.enabled:
-            session._learning = asyncio.create_task(session._learn_guidelines())
+        session.start_learning()
         return session
+
+    def start_learning(self) -> None:
+        """Start the compression-guidelines updater in the background, when `[memory.compression_guidelines]`
+        is enabled (once)."""
+        if self._learning is None and self.loaded.config.memory.compression_guidelines.enabled:
+            self._learning = asyncio.create_task(self._learn_guidelines())
 
     async def _learn_guidelines(self) -> None:
         """Wake every `update_interval_secs`; update the guidelines when enough losses wait."""

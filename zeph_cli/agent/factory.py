@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from .agent import Agent
+from .agent import Agent, AgentServices
 from ..config import LoadedConfig
 from ..memory.service import MemoryService
 from ..errors import UsageError
@@ -66,7 +66,7 @@ async def _build(
     agent: Agent | None = None
     try:
         agent = Agent(config=loaded.config, store=store, provider=provider, cwd=cwd, approver=approver,
-                      helper_settings=helpers, memory=memory, extras=extras,
+                      services=AgentServices(helper_settings=helpers, memory=memory, extras=extras),
                       one_shot=one_shot is not None)
         if mode is not None:
             set_mode(agent, mode)

@@ -20,14 +20,14 @@ from ..said_once import first_time
 from ..side_jobs import record_response
 from ..store.windows import remember_window
 from .events import AgentEvent, AgentWarning, CompactionFinished, TurnFailed
-from .turn_loop import withdraw_unanswered
+from .replies import save_partial
+from .turn import withdraw_unanswered
 
 if TYPE_CHECKING:
     from ..messages import ReplyBuilder
     from ..providers.base import ChatRequest, Provider
     from ..store.sqlite import Database
-    from .agent import Agent
-    from .turn_loop import TurnState
+    from .turn import TurnDeps, TurnState
 
 # What servers say when a model cannot take tools (Ollama, llama.cpp, vLLM...).
 _NO_TOOL_SUPPORT = re.compile(
@@ -40,29 +40,29 @@ CONTEXT_LENGTH_RETRIES = 2
 
 
 async def on_provider_error(
-    agent: Agent, turn: TurnState, request: ChatRequest, builder: ReplyBuilder, exc: ProviderError
+    deps: TurnDeps, turn: TurnState, request: ChatRequest, builder: ReplyBuilder, exc: ProviderError
 ) -> AsyncIterator[AgentEvent]:
     """A model without tools: again without them. Too long: learn the window, compact, again (twice at
     most). Anything else ends the turn, keeping what arrived."""
     nothing_yet = not builder.content and not builder.calls
     if request.tools and nothing_yet and _NO_TOOL_SUPPORT.search(str(exc)):
-        agent.tools_unavailable = f"{agent.provider.name} model {agent.model_label} does not support tools"
-        agent._said_no_tools = True
+        reason = f"{deps.provider.name} model {deps.model_label} does not support tools"
+        deps.tools.go_without(reason)
         turn.retry = True
-        if first_time(f"running without tools: {agent.tools_unavailable}"):
-            yield AgentWarning(f"running without tools: {agent.tools_unavailable}")
+        if first_time(f"running without tools: {reason}"):
+            yield AgentWarning(f"running without tools: {reason}")
         return
-    record_response(agent.dump, turn.dump_id, builder, str(exc))
+    record_response(deps.dump, turn.dump_id, builder, str(exc))
     too_long = isinstance(exc, ContextLengthExceeded) or is_context_length_message(str(exc))
     if too_long and nothing_yet and turn.context_retries < CONTEXT_LENGTH_RETRIES:
         turn.context_retries += 1
-        learned = learn_window(agent, exc)
+        learned = learn_window(deps, exc)
         if learned:  # the next request is budgeted for the real window: trimmed and compacted to fit it
             yield AgentWarning(learned)
             turn.retry = True
             return
         freed = False
-        async for event in agent.compactor.compact(turn.conversation, "reactive_retry"):
+        async for event in deps.compactor().compact(turn.conversation, "reactive_retry"):
             if isinstance(event, CompactionFinished):
                 turn.changes.append(event.result.describe())
                 freed = freed or event.result.tokens_saved > 0
@@ -71,7 +71,7 @@ async def on_provider_error(
             turn.retry = True
             return
     elif too_long:
-        learned = learn_window(agent, exc)
+        learned = learn_window(deps, exc)
         if learned:
             yield AgentWarning(learned)
     if too_long and nothing_yet:
@@ -83,19 +83,21 @@ async def on_provider_error(
             provider=exc.provider,
             status=exc.status,
         )
-    partial_id = agent._save_partial(turn.conversation, builder, str(exc))
+    partial_id = save_partial(deps.store, deps.counter(), deps.model_label, turn.conversation.id, builder, str(exc))
     turn.answered = turn.answered or partial_id is not None
     turn.ended = True
-    yield TurnFailed(exc, partial_id, withdraw_unanswered(agent, turn, str(exc)))
+    yield TurnFailed(exc, partial_id, withdraw_unanswered(deps.store, turn, str(exc)))
 
 
-def learn_window(agent: Agent, exc: ProviderError) -> str | None:
-    """The agent's profile takes the window `exc` states, if it teaches one; what to tell the user, or None."""
-    assert agent.profile is not None
-    learned = learned_window(exc, agent.profile, agent.provider, agent.store.db)
+def learn_window(deps: TurnDeps, exc: ProviderError) -> str | None:
+    """The session's profile takes the window `exc` states, if it teaches one; what to tell the user, or None."""
+    profile = deps.profile()
+    assert profile is not None
+    learned = learned_window(exc, profile, deps.provider, deps.store.db)
     if learned is None:
         return None
-    agent.profile, message = learned
+    profile, message = learned
+    deps.set_profile(profile)
     return message
 
 

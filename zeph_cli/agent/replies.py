@@ -29,15 +29,14 @@ if TYPE_CHECKING:
     from ..context.report import ContextReport
     from ..providers.base import Provider
     from ..store import ConversationStore
-    from .agent import Agent
-    from .turn_loop import TurnState
+    from .turn import TurnDeps, TurnState
 
 log = get_logger("replies")
 
 REPLY_MARGIN_TOKENS, REPLY_MARGIN_SHARE = 32, 0.03  # kept free of prompt and reply, for server-side additions
 
 
-async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
+async def store_reply(deps: TurnDeps, turn: TurnState, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
     """Store the reply and its usage; end the turn when it calls no tools or the round limit is reached."""
     conversation = turn.conversation
     parsed = builder.parsed_tool_calls()
@@ -46,16 +45,16 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
     turn.parsed = [(unique_id(call, turn.used_ids), problem) for call, problem in parsed]
     calls = [call for call, _ in turn.parsed]
     usage = builder.usage
-    if usage.prompt_tokens <= 0 and bounded(agent.counter):
+    if usage.prompt_tokens <= 0 and bounded(deps.counter()):
         # The server reported no usage: the request's own count stands in for it, so count it exactly
         # (before the reply is stored: the same request, which bounds and exact counts build alike).
-        agent.counter.make_exact()
-        exact = agent.context_for(conversation, turn.system, agent.offered_tools())[1]
+        deps.counter().make_exact()
+        exact = deps.context_for(conversation, turn.system, deps.tools.offered())[1]
         turn.report = dataclasses.replace(exact, compaction=turn.report.compaction if turn.report else ())
-    left_out = dropped_tools(agent, turn, usage) if not calls else None  # counted before the reply is stored
+    left_out = dropped_tools(deps, turn, usage) if not calls else None  # counted before the reply is stored
     turn.total = turn.total + usage
     stop_reason = normalize_stop_reason(builder.stop_reason)
-    notice = length_stop_notice(length_stop(agent, turn, builder)) if stop_reason == "length" else ""
+    notice = length_stop_notice(length_stop(deps, turn, builder)) if stop_reason == "length" else ""
     stored_calls = [as_stored(call) for call in calls]  # the calls run with the real arguments
     reply_parts: list = ([TextPart(builder.content)] if builder.content else []) + stored_calls
     message_id = None
@@ -64,45 +63,48 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
         log.info("the reply brings back %s: kept out of recall", ", ".join(echo))
     if reply_parts:
         reply = Message("assistant", tuple(reply_parts))
+        counter = deps.counter()
         try:
-            message_id = agent.store.add_message(
+            message_id = deps.store.add_message(
                 conversation.id,
                 reply,
-                token_count=count_message(agent.counter, reply),
-                token_counter=agent.counter.name,
-                metadata={"usage": usage.to_dict(), "stop_reason": stop_reason, "model": agent.model_label,
+                token_count=count_message(counter, reply),
+                token_counter=counter.name,
+                metadata={"usage": usage.to_dict(), "stop_reason": stop_reason, "model": deps.model_label,
                           **({"notice": notice} if notice else {}), **({"echo": list(echo)} if echo else {})},
             ).id
         except StoreError as exc:  # shown but not kept: the caller keeps its text somewhere else
-            record_response(agent.dump, turn.dump_id, builder)
+            record_response(deps.dump, turn.dump_id, builder)
             raise ReplyNotStored(f"the reply could not be stored: {exc}", builder.content) from None
         turn.answered = True
-        if agent.learns_guidelines:
-            agent.guidelines.after_reply(conversation, builder.content)
+        if deps.learn_from_reply is not None:
+            deps.learn_from_reply(conversation, builder.content)
     elif not calls:
         yield AgentWarning("the model returned an empty reply")
     if left_out:
         yield AgentWarning(left_out)
-    calibrate(agent.store, agent.provider, agent.counter, turn.raw_estimate, usage)
-    record_response(agent.dump, turn.dump_id, builder)
+    calibrate(deps.store, deps.provider, deps.counter(), turn.raw_estimate, usage)
+    record_response(deps.dump, turn.dump_id, builder)
     assert turn.report is not None
     yield UsageReported(usage, turn.report)
-    warning = agent._dump_warning()
+    warning = deps.dump_warning()
     if warning:
         yield warning
 
     if not calls:
         turn.ended = True
-        agent.session_memory.after_reply(conversation, isolated=agent.turn_worldbook.isolated)  # in the background: the reply is stored already
+        deps.after_turn(conversation, turn.isolated)  # in the background: the reply is stored already
         yield TurnFinished(message_id, builder.content, turn.total, stop_reason, notice)
         return
-    max_rounds = agent.config.agent.max_tool_iterations
+    max_rounds = deps.max_tool_rounds
     if turn.rounds >= max_rounds:
-        from .tool_rounds import interrupted
+        from .tool_rounds import interrupted, save_result
 
         for call in calls:
-            agent._save_result(
-                conversation,
+            save_result(
+                deps.store,
+                deps.counter(),
+                conversation.id,
                 interrupted(call, f"this turn reached its limit of {max_rounds} tool rounds"),
                 {"decision": "limit"},
             )
@@ -167,47 +169,49 @@ def echoed(turn: TurnState, text: str) -> tuple[str, ...]:
     return echoes(text, blocks)
 
 
-def dropped_tools(agent: Agent, turn: TurnState, usage: Usage) -> str | None:
+def dropped_tools(deps: TurnDeps, turn: TurnState, usage: Usage) -> str | None:
     """When the server's usage says it left the request's tool schemas out: no tools from now on, and what to
     say about it (once per data dir); None otherwise."""
     report = turn.report
     assert report is not None
-    if agent.tools_unavailable or report.block("tools") is None or usage.prompt_tokens <= 0:
+    if deps.tools.unavailable or report.block("tools") is None or usage.prompt_tokens <= 0:
         return None
-    if agent.provider.settings.kind != "compatible" or usage.cache_read_tokens or usage.cache_write_tokens:
+    if deps.provider.settings.kind != "compatible" or usage.cache_read_tokens or usage.cache_write_tokens:
         return None  # hosted APIs and Ollama take tools or refuse them; cached tokens may be left out of a count
-    if bounded(agent.counter):  # counts are bytes for now: exact ones only when the server's count is suspect
+    if bounded(deps.counter()):  # counts are bytes for now: exact ones only when the server's count is suspect
         rest_bytes = report.used_tokens - report.block("tools").tokens  # type: ignore[union-attr]
         if usage.prompt_tokens * SUSPECT_BYTES_PER_TOKEN >= report.used_tokens:
             return None  # no tokenizer packs the whole request into fewer tokens: it was all seen
         if usage.prompt_tokens * MOST_BYTES_PER_TOKEN < rest_bytes:
             return None  # fewer than even the request without its tools would take: a figure that tells nothing
-        agent.counter.make_exact()
-        report = agent.context_for(turn.conversation, turn.system, agent.offered_tools())[1]
+        deps.counter().make_exact()
+        report = deps.context_for(turn.conversation, turn.system, deps.tools.offered())[1]
     tools = report.block("tools")
     if tools is None or not server_left_out_tools(report.used_tokens, tools.tokens, usage.prompt_tokens):
         return None
-    provider = agent.provider
-    agent.tools_unavailable = tools_left_out_notice(provider.name, provider.endpoint, report.used_tokens,
-                                                    tools.tokens, usage.prompt_tokens)
-    agent._said_no_tools = True
-    said = first_time(f"the server left the tool schemas out: {provider.name} {provider.endpoint} {agent.model_label}")
-    return f"running without tools: {agent.tools_unavailable}" if said else None
+    provider = deps.provider
+    notice = tools_left_out_notice(provider.name, provider.endpoint, report.used_tokens, tools.tokens,
+                                   usage.prompt_tokens)
+    deps.tools.go_without(notice)
+    said = first_time(f"the server left the tool schemas out: {provider.name} {provider.endpoint} {deps.model_label}")
+    return f"running without tools: {notice}" if said else None
 
 
-def length_stop(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> LengthStop:
+def length_stop(deps: TurnDeps, turn: TurnState, builder: ReplyBuilder) -> LengthStop:
     """The facts of this turn's length-stopped reply: the provider's usage where it reported it, else counts."""
-    assert agent.profile is not None and turn.report is not None
+    profile = deps.profile()
+    assert profile is not None and turn.report is not None
     usage = builder.usage
-    reply = usage.output_tokens if usage.output_tokens > 0 else agent.counter.count(builder.content)
+    reply = usage.output_tokens if usage.output_tokens > 0 else deps.counter().count(builder.content)
     prompt = usage.prompt_tokens if usage.prompt_tokens > 0 else turn.report.used_tokens
+    max_tokens = deps.llm.max_tokens
     return LengthStop(
-        sent_cap=turn.max_tokens or reply_token_cap(agent.config.llm.max_tokens, agent.profile),
-        configured_cap=reply_token_cap(agent.config.llm.max_tokens, agent.profile),
+        sent_cap=turn.max_tokens or reply_token_cap(max_tokens, profile),
+        configured_cap=reply_token_cap(max_tokens, profile),
         reply_tokens=reply, prompt_tokens=prompt, budget=turn.report.budget,
-        window=agent.profile.context_window, window_from_model=not agent.profile.window_is_guess,
-        reported=usage.output_tokens > 0 and usage.prompt_tokens > 0, max_tokens_setting=agent.config.llm.max_tokens,
-        kind=agent.provider.settings.kind,
+        window=profile.context_window, window_from_model=not profile.window_is_guess,
+        reported=usage.output_tokens > 0 and usage.prompt_tokens > 0, max_tokens_setting=max_tokens,
+        kind=deps.provider.settings.kind,
     )
 
 

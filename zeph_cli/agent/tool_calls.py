@@ -47,30 +47,38 @@ def interrupted_result(call: ToolCallPart, what: str = "interrupted by the user 
     return ToolResultPart(call.id, f"Not completed: {what}.", name=call.name, is_error=True)
 
 
+@dataclass(frozen=True)
+class CallChecks:
+    """What decides whether a call runs: the blocklist (with extra patterns; `home` for its paths), then the
+    permission policy, and the approver when the policy asks."""
+
+    policy: PermissionPolicy
+    approver: Approver
+    blocked_patterns: tuple[str, ...] = ()
+    home: Path | None = None
+
+
 class ToolCallRunner:
     def __init__(
         self,
         *,
         tools: ToolSet,
         context: ToolContext,
-        policy: PermissionPolicy,
-        approver: Approver,
+        checks: CallChecks,
         log: ToolLog,
         conversation_id: int,
-        blocked_patterns: tuple[str, ...] = (),
         summarizer: Summarizer | None = None,
-        home: Path | None = None,
         output_limit: Callable[[str], int] | None = None,
     ) -> None:
         self.tools = tools
         self.context = context
-        self.policy = policy
-        self.approver = approver
+        self.policy = checks.policy
+        self.approver = checks.approver
         self.log = log
         self.conversation_id = conversation_id
-        self.blocked_patterns = blocked_patterns
+        self.blocked_patterns = checks.blocked_patterns
         self.summarizer = summarizer
-        self.home = home or Path(os.path.expanduser("~"))
+        self.home = checks.home or Path(os.path.expanduser("~"))
         # Characters of this output the context can take now (the budget's share); 30,000 at most.
         self.output_limit = output_limit or (lambda text: MAX_OUTPUT_CHARS)
 

@@ -10,6 +10,8 @@ once (the no-room warning once a session), never on every turn.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..context.budget import more_room
@@ -22,79 +24,145 @@ from .bounds import settle_bounds
 from .events import AgentWarning
 
 if TYPE_CHECKING:
-    from ..store import Conversation
-    from .agent import Agent
+    from ..context.budget import Budget
+    from ..models import ModelProfile
+    from ..store import Conversation, ConversationStore
+    from ..turn_extras import TurnExtras
 
 TOOLS_TOKEN_CACHE_SIZE = 512  # tool sets whose schema tokens are kept (per tokenizer, form and names)
 TOOLS_DROPPED_SAID = "tools_dropped_warning"  # conversation metadata: the no-room-for-tools warning given
 
 
-def offered_tools(agent: Agent) -> ToolSet:
-    """The tools the model is offered this turn (none when the model cannot call tools);
-    compress_context only when there is a budget to compress against."""
-    tools, budgeted = mode_tools(agent)
-    if not budgeted or not tools.tools:
-        return tools
-    return fit_tools(agent, tools)
+@dataclass
+class OfferDeps:
+    """What the offer is made from: the turn's extra tools, the budget, the mode and what the worldbook drops."""
+
+    extras: TurnExtras  # skills and MCP tools; `mcp_left_out` is the offer's to set
+    store: ConversationStore  # where "no room for tools" is remembered as said, per session
+    provider_kind: str  # where the window is set, for the no-room advice
+    long_term_memory: bool  # `[memory.long_term] enabled`: the memory tools are offered
+    counter: Callable[[], TokenCounter]
+    profile: Callable[[], ModelProfile | None]
+    budget: Callable[[], Budget]
+    mode: Callable[[], str]
+    drops: Callable[[str], bool]  # what the turn's worldbook isolation leaves out ("MCP tools", "memory tools")
 
 
-def mode_tools(agent: Agent) -> tuple[ToolSet, bool]:
-    """Every tool of the mode (the turn's skill and MCP tools included) before the budget is applied,
-    and whether there is a budget to apply."""
-    if agent.tools_unavailable:
-        return ToolSet(), False
-    budgeted = agent.profile is not None and agent.budget().total > 0
-    memory = agent.config.memory.long_term.enabled and not agent.turn_worldbook.drops("memory tools")
-    tools = tools_for_mode(agent.mode, compression=budgeted, memory=memory)
-    extra = {} if agent.turn_worldbook.drops("MCP tools") else agent.extras.tools(agent.mode)
-    if extra:
-        tools = ToolSet({**tools.tools, **extra})
-    return tools, budgeted
+class ToolOffer:
+    """The tools the model is offered, and what was said about those left out (see the module's invariant)."""
 
+    def __init__(self, deps: OfferDeps, unavailable: str | None = None) -> None:
+        self.deps = deps
+        self.unavailable = unavailable  # why the model gets no tools at all (it cannot call them)
+        self.said_unavailable = False
+        self.mcp_trimmed: str | None = None  # why some MCP tools were left out (said once)
+        self.said_mcp_trimmed = False
+        self.dropped: str | None = None  # why the budget leaves no room for tool schemas
+        self._token_cache: dict[tuple[str, ...], int] = {}
 
-async def prepare_extras(agent: Agent, prompt: str) -> list[str]:
-    """Skills and MCP tools for `prompt`; the MCP tools are ranked against it only when their schemas
-    cannot all fit the budget (ranking embeds the message: not worth it when nothing is left out)."""
-    notes = await agent.extras.prepare(prompt, tools_wanted=not agent.tools_unavailable)
-    tools, budgeted = mode_tools(agent)
-    if budgeted and agent.extras.mcp_tools:
-        compact = dataclasses.replace(tools, compact=True)
-        capacity = agent.budget().available
-        def form() -> str:
-            return tool_form(capacity, agent._tools_tokens(tools), agent._tools_tokens(compact))
+    def offered(self) -> ToolSet:
+        """The tools the model is offered this turn (none when the model cannot call tools);
+        compress_context only when there is a budget to compress against."""
+        tools, budgeted = self.mode_tools()
+        if not budgeted or not tools.tools:
+            return tools
+        return self.fit(tools)
 
-        settle_bounds(agent.counter, form)
-        if form() == "none":
-            notes += await agent.extras.rank_mcp(prompt)
-    return notes
+    def mode_tools(self) -> tuple[ToolSet, bool]:
+        """Every tool of the mode (the turn's skill and MCP tools included) before the budget is applied,
+        and whether there is a budget to apply."""
+        if self.unavailable:
+            return ToolSet(), False
+        deps = self.deps
+        budgeted = deps.profile() is not None and deps.budget().total > 0
+        memory = deps.long_term_memory and not deps.drops("memory tools")
+        tools = tools_for_mode(deps.mode(), compression=budgeted, memory=memory)
+        extra = {} if deps.drops("MCP tools") else deps.extras.tools(deps.mode())
+        if extra:
+            tools = ToolSet({**tools.tools, **extra})
+        return tools, budgeted
 
+    async def prepare_extras(self, prompt: str) -> list[str]:
+        """Skills and MCP tools for `prompt`; the MCP tools are ranked against it only when their schemas
+        cannot all fit the budget (ranking embeds the message: not worth it when nothing is left out)."""
+        extras = self.deps.extras
+        notes = await extras.prepare(prompt, tools_wanted=not self.unavailable)
+        tools, budgeted = self.mode_tools()
+        if budgeted and extras.mcp_tools:
+            compact = dataclasses.replace(tools, compact=True)
+            capacity = self.deps.budget().available
 
-def fit_tools(agent: Agent, tools: ToolSet) -> ToolSet:
-    """The tools in full or compact form, within their share of the budget. When even compact schemas
-    exceed it, the MCP tools least relevant to the message are left out first (as few as need be);
-    only when the built-in tools alone do not fit are no tools offered."""
-    capacity = agent.budget().available
-    droppable = agent.extras.mcp_least_wanted(set(tools.tools))
+            def form() -> str:
+                return tool_form(capacity, self.tokens(tools), self.tokens(compact))
 
-    def without(count: int) -> tuple[ToolSet, ToolSet, ToolForm]:
-        gone = set(droppable[:count])
-        kept = dataclasses.replace(tools, tools={n: t for n, t in tools.tools.items() if n not in gone})
-        compact = dataclasses.replace(kept, compact=True)
-        return kept, compact, tool_form(capacity, agent._tools_tokens(kept), agent._tools_tokens(compact))
+            settle_bounds(self.deps.counter(), form)
+            if form() == "none":
+                notes += await extras.rank_mcp(prompt)
+        return notes
 
-    left_out = fewest_left_out(len(droppable), lambda count: without(count)[2] != "none")
-    if left_out is None:  # the built-in tools alone do not fit
-        agent.extras.mcp_left_out = len(droppable)
-        assert agent.profile is not None
-        room = more_room(agent.budget().total, agent.profile.context_window, agent.profile.window_source,
-                         agent.provider.settings.kind)
-        agent._tools_dropped = no_tools_warning(capacity, agent._tools_tokens(without(len(droppable))[1]), room)
-        return ToolSet()
-    agent.extras.mcp_left_out = left_out
-    if left_out:
-        agent._mcp_trimmed = mcp_trimmed_warning(left_out, len(droppable), capacity)
-    kept, compact, form = without(left_out)
-    return compact if form == "compact" else kept
+    def fit(self, tools: ToolSet) -> ToolSet:
+        """The tools in full or compact form, within their share of the budget. When even compact schemas
+        exceed it, the MCP tools least relevant to the message are left out first (as few as need be);
+        only when the built-in tools alone do not fit are no tools offered."""
+        deps = self.deps
+        capacity = deps.budget().available
+        droppable = deps.extras.mcp_least_wanted(set(tools.tools))
+
+        def without(count: int) -> tuple[ToolSet, ToolSet, ToolForm]:
+            gone = set(droppable[:count])
+            kept = dataclasses.replace(tools, tools={n: t for n, t in tools.tools.items() if n not in gone})
+            compact = dataclasses.replace(kept, compact=True)
+            return kept, compact, tool_form(capacity, self.tokens(kept), self.tokens(compact))
+
+        left_out = fewest_left_out(len(droppable), lambda count: without(count)[2] != "none")
+        if left_out is None:  # the built-in tools alone do not fit
+            deps.extras.mcp_left_out = len(droppable)
+            profile = deps.profile()
+            assert profile is not None
+            room = more_room(deps.budget().total, profile.context_window, profile.window_source, deps.provider_kind)
+            self.dropped = no_tools_warning(capacity, self.tokens(without(len(droppable))[1]), room)
+            return ToolSet()
+        deps.extras.mcp_left_out = left_out
+        if left_out:
+            self.mcp_trimmed = mcp_trimmed_warning(left_out, len(droppable), capacity)
+        kept, compact, form = without(left_out)
+        return compact if form == "compact" else kept
+
+    def settled(self, decide: Callable[[ToolSet], object]) -> ToolSet:
+        """The offer, with the counter made exact first if token bounds could change `decide(offer)` (which
+        builds the request and says `NEEDS_EXACT` where exact counts are wanted anyway). What the bounds'
+        tries set about left-out tools is put back: only the settled offer may say it."""
+        said = (self.dropped, self.mcp_trimmed, self.deps.extras.mcp_left_out)
+        settle_bounds(self.deps.counter(), lambda: decide(self.offered()))
+        self.dropped, self.mcp_trimmed, self.deps.extras.mcp_left_out = said
+        return self.offered()
+
+    def tokens(self, tools: ToolSet) -> int:
+        """Tokens of the tool schemas, counted once per tool set and tokenizer."""
+        return tools_tokens(self._token_cache, self.deps.counter(), tools)
+
+    def go_without(self, reason: str) -> None:
+        """No tools from now on (the model cannot take them, or the server leaves them out); the caller says so."""
+        self.unavailable = reason
+        self.said_unavailable = True
+
+    def warnings(self, conversation: Conversation) -> list[AgentWarning]:
+        """Why no tools are offered, once: the model has none, or the budget leaves no room (once a session)."""
+        if self.unavailable and not self.said_unavailable:
+            self.said_unavailable = True
+            if first_time(f"running without tools: {self.unavailable}"):  # `zeph context` always says it
+                return [AgentWarning(f"running without tools: {self.unavailable}")]
+        if not self.offered().tools and self.dropped and not self.said_unavailable:
+            self.said_unavailable = True
+            if conversation.metadata.get(TOOLS_DROPPED_SAID) != self.dropped:  # once per session, not per `ask -c`
+                self.deps.store.update_conversation(
+                    conversation.id, metadata={**conversation.metadata, TOOLS_DROPPED_SAID: self.dropped}
+                )
+                return [AgentWarning(self.dropped)]
+        if self.mcp_trimmed and not self.said_mcp_trimmed and self.deps.extras.mcp_left_out:
+            self.said_mcp_trimmed = True
+            return [AgentWarning(self.mcp_trimmed)]
+        return []
 
 
 def tools_tokens(cache: dict[tuple[str, ...], int], counter: TokenCounter, tools: ToolSet) -> int:
@@ -105,22 +173,3 @@ def tools_tokens(cache: dict[tuple[str, ...], int], counter: TokenCounter, tools
             cache.clear()
         cache[key] = count_tools(counter, list(tools.specs())) if tools.tools else 0
     return cache[key]
-
-
-def tool_warnings(agent: Agent, conversation: Conversation) -> list[AgentWarning]:
-    """Why no tools are offered, once: the model has none, or the budget leaves no room (once a session)."""
-    if agent.tools_unavailable and not agent._said_no_tools:
-        agent._said_no_tools = True
-        if first_time(f"running without tools: {agent.tools_unavailable}"):  # `zeph context` always says it
-            return [AgentWarning(f"running without tools: {agent.tools_unavailable}")]
-    if not agent.offered_tools().tools and agent._tools_dropped and not agent._said_no_tools:
-        agent._said_no_tools = True
-        if conversation.metadata.get(TOOLS_DROPPED_SAID) != agent._tools_dropped:  # once per session, not per `ask -c`
-            agent.store.update_conversation(
-                conversation.id, metadata={**conversation.metadata, TOOLS_DROPPED_SAID: agent._tools_dropped}
-            )
-            return [AgentWarning(agent._tools_dropped)]
-    if agent._mcp_trimmed and not agent._said_mcp_trimmed and agent.extras.mcp_left_out:
-        agent._said_mcp_trimmed = True
-        return [AgentWarning(agent._mcp_trimmed)]
-    return []

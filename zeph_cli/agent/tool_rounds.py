@@ -18,15 +18,12 @@ from typing import TYPE_CHECKING
 from ..context.invariant import tool_output_allowance
 from ..messages import Message, ToolCallPart, ToolResultPart
 from ..tokens import TokenCounter, count_message
-from ..tools.base import ToolContext
 from .events import AgentEvent, AgentWarning, ToolCallFinished, ToolCallStarted
 
 if TYPE_CHECKING:
     from ..config import Config
     from ..context.report import ContextReport
-    from ..store import Conversation, ConversationStore
-    from ..tools.base import ToolSet
-    from .agent import Agent
+    from ..store import ConversationStore
     from .tool_calls import ToolCallRunner
 
 _VALID_CALL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -69,36 +66,6 @@ def save_result(
     )
 
 
-def runner(agent: Agent, conversation: Conversation, tools: ToolSet) -> ToolCallRunner:
-    """The runner for one round's calls, with the agent's tools, policy, approver, sandbox and log."""
-    from .tool_calls import ToolCallRunner
-
-    tools_config = agent.config.tools
-    context = ToolContext(
-        confinement=agent.confinement,
-        cwd=agent.cwd,
-        read_overflow=lambda output_id: agent.tool_log.read_output(conversation.id, output_id),
-        default_timeout_secs=float(tools_config.bash_timeout_secs),
-        compress=lambda strategy: agent.compactor.on_request(conversation, strategy),
-        sandbox=agent.sandbox,
-        memories=agent.long_term_memory(conversation.id),
-        skills=agent.extras.skills,
-        pass_env=tuple(tools_config.sandbox.pass_env),
-        secret_env=provider_key_variables(agent.config),
-    )
-    return ToolCallRunner(
-        tools=tools,
-        context=context,
-        policy=agent.policy,
-        approver=agent.approver,
-        log=agent.tool_log,
-        conversation_id=conversation.id,
-        blocked_patterns=tuple(tools_config.blocked_commands),
-        summarizer=agent.side_jobs.complete if tools_config.summarize_output else None,
-        output_limit=lambda text: output_chars(agent, conversation, text),
-    )
-
-
 def provider_key_variables(config: Config) -> tuple[str, ...]:
     """The environment variables the configured providers read their API keys from (never passed to commands)."""
     from ..providers import KEY_ENV
@@ -107,17 +74,19 @@ def provider_key_variables(config: Config) -> tuple[str, ...]:
     return tuple(sorted({*KEY_ENV.values(), *(e.api_key_env for e in entries if e.api_key_env)}))
 
 
-def output_chars(agent: Agent, conversation: Conversation, text: str) -> int:
-    """Characters of `text` that fit the share of the budget a tool output may take now."""
+def output_chars(
+    report: ContextReport, applied_factor: Callable[[], float], counter: Callable[[], TokenCounter], text: str
+) -> int:
+    """Characters of `text` that fit the share of the budget a tool output may take now (`report` is the next
+    request's; `applied_factor` the calibration's, `counter` an exact one: asked for only when there is a share)."""
     from ..tools.output import MAX_OUTPUT_CHARS
 
-    report: ContextReport = agent.context_for(conversation)[1]
     tokens = tool_output_allowance(report)
     if tokens is None:
         return MAX_OUTPUT_CHARS
-    tokens = int(tokens / agent.store.calibration(agent.provider.name, agent.provider.model).applied_factor)
+    tokens = int(tokens / applied_factor())
     sample = text[: 4 * MAX_OUTPUT_CHARS]
-    chars_per_token = len(sample) / max(agent.exact_counter().count(sample), 1)
+    chars_per_token = len(sample) / max(counter().count(sample), 1)
     return min(MAX_OUTPUT_CHARS, int(tokens * chars_per_token))
 
 

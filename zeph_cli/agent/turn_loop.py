@@ -5,6 +5,7 @@ a request that cannot fit ends the turn instead of being sent; each step is clos
 order when the caller stops early, so its clean-up (a partial reply, "not completed"
 results for unanswered calls) is written before the turn ends; the turn ends when the
 model answers without tools, a provider error ends it, or the round limit is reached.
+Every step takes the `TurnState` and the `TurnDeps` (`turn.py`), never the Agent.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..context.invariant import budget_problem
-from ..errors import ContextBudgetExceeded, ProviderError, ZephError
-from ..messages import Message, ReplyBuilder, TextDelta, ToolCallPart, Usage
+from ..errors import ContextBudgetExceeded, ProviderError
+from ..messages import ReplyBuilder, TextDelta
 from ..providers.base import ChatRequest
+from ..tokens import NEEDS_EXACT
+from .bounds import compaction_may_act, provisional_due
 from .events import (
     AgentEvent,
     AgentWarning,
@@ -28,69 +30,34 @@ from .events import (
     ReplyDelta,
     TurnFailed,
 )
-from .replies import store_reply
+from .replies import reply_cap, save_partial, store_reply
+from .turn import TurnDeps, TurnState, withdraw_unanswered
 
 if TYPE_CHECKING:
     from ..context.report import ContextReport
-    from ..store import Conversation, ConversationStore
     from ..tools.base import ToolSet
-    from .agent import Agent
 
 
-@dataclass
-class TurnState:
-    """What one turn carries from step to step."""
-
-    conversation: Conversation
-    system: str | None
-    stream: bool
-    used_ids: set[str]  # tool call ids already in the conversation
-    prompt_id: int = 0  # the stored user message this turn answers
-    answered: bool = False  # something of a reply (text, tool calls) was stored this turn
-    withdrawn: bool = False  # nothing was: the prompt is hidden from later turns (`withdraw_unanswered`)
-    total: Usage = field(default_factory=Usage)
-    rounds: int = 0  # tool rounds run
-    context_retries: int = 0
-    changes: list[str] = field(default_factory=list)  # compaction since the last request, for its report
-    messages: list[Message] = field(default_factory=list)
-    report: ContextReport | None = None
-    raw_estimate: int = 0
-    dump_id: int | None = None
-    max_tokens: int = 0  # the reply limit the latest request carried
-    parsed: list[tuple[ToolCallPart, str | None]] = field(default_factory=list)
-    retry: bool = False  # send again (after compaction, a learned window or dropping tools)
-    ended: bool = False
-
-
-def call_ids(store: ConversationStore, conversation_id: int) -> set[str]:
-    """Call ids a request may carry: those of agent-visible messages (compacted ones are never sent)."""
-    return {
-        call.id
-        for row in store.history(conversation_id, agent_visible=True)
-        for call in row.message.tool_calls
-    }
-
-
-async def turn_events(agent: Agent, turn: TurnState) -> AsyncIterator[AgentEvent]:
+async def turn_events(deps: TurnDeps, turn: TurnState) -> AsyncIterator[AgentEvent]:
     """prepare → send → store the reply → run its tool calls, until the model answers without tools."""
     conversation = turn.conversation
-    for note in (*agent.turn_memory.notes, *agent._turn_notes):
+    for note in turn.notes:
         yield AgentWarning(note)
     # settled before the tool warnings, which then speak of exact counts where bounds cannot decide
-    tools: ToolSet | None = agent._settled_tools(turn)
-    for warning in agent._tool_warnings(conversation):
+    tools: ToolSet | None = settled_tools(deps, turn)
+    for warning in deps.tools.warnings(conversation):
         yield warning
-    if problem := agent.global_prompt(conversation).problem:
-        yield AgentWarning(problem)
-    if "compactor" in agent.__dict__:  # one built by an earlier turn: a new turn for it
-        agent.compactor.start_turn()
+    if turn.prompt_problem:
+        yield AgentWarning(turn.prompt_problem)
+    if deps.compactor_built():  # one built by an earlier turn: a new turn for it
+        deps.compactor().start_turn()
     while True:
         turn.retry = False
-        tools = tools if tools is not None else agent._settled_tools(turn)
+        tools = tools if tools is not None else settled_tools(deps, turn)
         builder = ReplyBuilder()
         # Each step is closed in order when the caller stops early, so its clean-up (a partial reply,
         # "not completed" results for unanswered calls) is written before the turn ends.
-        for step in (prepare(agent, turn, tools), send(agent, turn, tools, builder)):
+        for step in (prepare(deps, turn, tools), send(deps, turn, tools, builder)):
             async with contextlib.aclosing(step) as events:
                 async for event in events:
                     yield event
@@ -101,56 +68,61 @@ async def turn_events(agent: Agent, turn: TurnState) -> AsyncIterator[AgentEvent
         if turn.retry:
             tools = None  # settled again: the context or the tools changed
             continue
-        async with contextlib.aclosing(store_reply(agent, turn, builder)) as events:
+        async with contextlib.aclosing(store_reply(deps, turn, builder)) as events:
             async for event in events:
                 yield event
         if turn.ended:
             return
-        from .tool_rounds import run_calls  # the reply called tools: a plain reply never imports them
-
-        runner = agent._runner(turn.conversation, tools)
-        calls = run_calls(
-            runner,
-            lambda: agent.sandbox.take_notice(),
-            lambda result, metadata: agent._save_result(turn.conversation, result, metadata),
-            turn.parsed,
-        )
-        async with contextlib.aclosing(calls) as events:
+        async with contextlib.aclosing(run_tool_round(deps, turn, tools)) as events:
             async for event in events:
                 yield event
-        await agent.compactor.after_tool_round(turn.conversation)
+        await deps.compactor().after_tool_round(turn.conversation)
         tools = None
 
 
-def withdraw_unanswered(agent: Agent, turn: TurnState, reason: str) -> bool:
-    """A turn ending on an error before anything of a reply was stored: its prompt is withdrawn from what later
-    turns send (sending it again, as the user will, would put it in twice); whether it was."""
-    if turn.answered or not turn.prompt_id:
-        return False
-    if turn.withdrawn:
-        return True
-    try:
-        agent.store.withdraw_prompt(turn.prompt_id, reason)
-    except ZephError:  # the store failing too: the prompt stays as it was
-        return False
-    turn.withdrawn = True
-    return True
+def may_compact(deps: TurnDeps, report: ContextReport, provisional: bool) -> bool:
+    """Whether the compactor could act before this request; when not, it is not even built (imported)."""
+    return compaction_may_act(deps.memory, report, provisional, compactor_built=deps.compactor_built())
 
 
-async def prepare(agent: Agent, turn: TurnState, tools: ToolSet) -> AsyncIterator[AgentEvent]:
+def settled_tools(deps: TurnDeps, turn: TurnState) -> ToolSet:
+    """The tools to offer, with the counter made exact first if token bounds could change the request.
+
+    Each bound builds the request (tools, messages, reply cap); compaction, a budget problem or a
+    note (its figures are the user's) always want exact counts. Compaction runs on exact counts."""
+    conversation, system = turn.conversation, turn.system
+    provisional = provisional_due(deps.history(conversation))
+
+    def request(tools: ToolSet) -> object:
+        messages, report, _ = deps.context_for(conversation, system, tools)
+        if may_compact(deps, report, provisional) or budget_problem(report) is not None or report.notes:
+            return NEEDS_EXACT
+        return tools.names(), tools.compact, messages, request_cap(deps, report)
+
+    return deps.tools.settled(request)
+
+
+def request_cap(deps: TurnDeps, report: ContextReport) -> int:
+    """`max_tokens` for the request `report` describes."""
+    profile = deps.profile()
+    assert profile is not None, "call start() first"
+    return reply_cap(deps.llm.max_tokens, profile, report)
+
+
+async def prepare(deps: TurnDeps, turn: TurnState, tools: ToolSet) -> AsyncIterator[AgentEvent]:
     """Compaction as the context needs it, then the request's messages and report; ends the turn
     when the request cannot fit the budget (the one check before a request leaves)."""
     conversation = turn.conversation
-    turn.messages, turn.report, turn.raw_estimate = agent.context_for(conversation, turn.system, tools)
+    turn.messages, turn.report, turn.raw_estimate = deps.context_for(conversation, turn.system, tools)
     compacted = False
-    if agent._compaction_may_act(turn.report, agent._provisional_due(conversation)):
-        async for event in agent.compactor.before_request(conversation, turn.report):
+    if may_compact(deps, turn.report, provisional_due(deps.history(conversation))):
+        async for event in deps.compactor().before_request(conversation, turn.report):
             compacted = True
             if isinstance(event, CompactionFinished):
                 turn.changes.append(event.result.describe())
             yield event
     if compacted:
-        turn.messages, turn.report, turn.raw_estimate = agent.context_for(conversation, turn.system, tools)
+        turn.messages, turn.report, turn.raw_estimate = deps.context_for(conversation, turn.system, tools)
     if turn.changes:
         turn.report, turn.changes = dataclasses.replace(turn.report, compaction=tuple(turn.changes)), []
     yield ContextPrepared(turn.report)  # its notes (a summary over its share, history not sent) are for
@@ -158,37 +130,59 @@ async def prepare(agent: Agent, turn: TurnState, tools: ToolSet) -> AsyncIterato
     problem = budget_problem(turn.report)
     if problem is not None:
         turn.ended = True
-        yield TurnFailed(ContextBudgetExceeded(problem), prompt_withdrawn=withdraw_unanswered(agent, turn, problem))
+        yield TurnFailed(ContextBudgetExceeded(problem), prompt_withdrawn=withdraw_unanswered(deps.store, turn, problem))
 
 
-async def send(agent: Agent, turn: TurnState, tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
+async def send(deps: TurnDeps, turn: TurnState, tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
     """Stream one request into `builder`; a provider error ends the turn or asks for a retry."""
-    assert agent.profile is not None and turn.report is not None
-    dump = agent.dump
-    turn.dump_id = dump.request(provider=agent.provider.name, model=agent.model_label, report=turn.report) if dump else None
+    profile = deps.profile()
+    assert profile is not None and turn.report is not None
+    dump = deps.dump
+    turn.dump_id = dump.request(provider=deps.provider.name, model=deps.model_label, report=turn.report) if dump else None
     request = ChatRequest(
         messages=tuple(turn.messages),
         tools=tools.specs(),
-        max_tokens=agent._reply_cap(turn.report),
-        temperature=agent.config.llm.temperature,
+        max_tokens=request_cap(deps, turn.report),
+        temperature=deps.llm.temperature,
         stream=turn.stream,
-        context_window=turn.report.budget or agent.profile.context_window,
+        context_window=turn.report.budget or profile.context_window,
         wire_tap=dump.tap(turn.dump_id) if dump else None,
     )
     turn.max_tokens = request.max_tokens
     try:
-        async for event in agent.provider.stream(request):
+        async for event in deps.provider.stream(request):
             builder.add(event)
             if isinstance(event, TextDelta) and event.text:
                 yield ReplyDelta(event.text)
     except ProviderError as exc:
         from .provider_errors import on_provider_error  # a turn without errors never imports it
 
-        async for event in on_provider_error(agent, turn, request, builder, exc):
+        async for event in on_provider_error(deps, turn, request, builder, exc):
             yield event
     except (asyncio.CancelledError, KeyboardInterrupt):
-        turn.answered = agent._save_partial(turn.conversation, builder, "interrupted") is not None or turn.answered
+        turn.answered = keep_partial(deps, turn, builder, "interrupted") is not None or turn.answered
         raise
     except GeneratorExit:  # the caller stopped reading mid-reply (its output closed)
-        turn.answered = agent._save_partial(turn.conversation, builder, "stopped") is not None or turn.answered
+        turn.answered = keep_partial(deps, turn, builder, "stopped") is not None or turn.answered
         raise
+
+
+def keep_partial(deps: TurnDeps, turn: TurnState, builder: ReplyBuilder, reason: str) -> int | None:
+    """Store what arrived of a reply cut short (marked `partial`, with `reason`); its id, or None."""
+    return save_partial(deps.store, deps.counter(), deps.model_label, turn.conversation.id, builder, reason)
+
+
+async def run_tool_round(deps: TurnDeps, turn: TurnState, tools: ToolSet) -> AsyncIterator[AgentEvent]:
+    """Run the calls of the stored reply (`turn.parsed`) and store each result."""
+    from .tool_rounds import run_calls, save_result  # the reply called tools: a plain reply never imports them
+
+    conversation = turn.conversation
+    calls = run_calls(
+        deps.runner(conversation, tools),
+        deps.sandbox_notice,
+        lambda result, metadata: save_result(deps.store, deps.counter(), conversation.id, result, metadata),
+        turn.parsed,
+    )
+    async with contextlib.aclosing(calls) as events:
+        async for event in events:
+            yield event

@@ -229,6 +229,11 @@ class ServerConnection:
         self.state = "failed"
         self.reason = reason
 
+    @property
+    def started(self) -> bool:
+        """Whether `start()` has run the server's task (a disabled server never does)."""
+        return self._task is not None
+
     def closed_under_us(self) -> bool:
         """Whether a running server's connection ended (its process exited) since it started."""
         if self.state != "running":

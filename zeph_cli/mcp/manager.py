@@ -73,7 +73,7 @@ class McpManager:
         for conn in self.connections.values():
             if conn.closed_under_us():
                 conn.mark_dead("the connection closed")
-            if conn.state == "failed" and conn.id not in self._reported and conn._task is not None:
+            if conn.state == "failed" and conn.id not in self._reported and conn.started:
                 self._reported.add(conn.id)
                 self._warnings.append(f"MCP server {conn.id} stopped: {conn.reason}; its tools are no longer offered")
         out, self._warnings = self._warnings + self.discovery.take_warnings(), []

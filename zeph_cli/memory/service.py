@@ -317,9 +317,37 @@ class MemoryService:
                     self._indexer = None  # under the lock: the next request starts a new thread
                     return
             try:
-                index_pending(self, since_id=since, should_stop=self._stopping.is_set)
+                self.index_pending(since_id=since, should_stop=self._stopping.is_set)
             except Exception as exc:  # noqa: BLE001 — reported with the next turn, never raised into one
                 self.index_problem = f"indexing new messages for recall failed: {exc}"
+
+    def index_pending(self, progress=None, *, since_id: int = 0, should_stop=lambda: False) -> int:
+        """Embed what is not indexed yet from `since_id` on, on a connection of this thread's own; how many
+        messages were embedded."""
+        from ..store.database import open_database
+        from .indexer import embed_pending
+
+        if self._warm is not None:
+            self._warm.join()
+        embedder = self._loaded.embedder
+        if embedder is None or self.db_path is None:
+            return 0
+        db = open_database(self.db_path)
+        try:
+            return embed_pending(self._make_index(db, self.db_path), embedder, progress, since_id=since_id,
+                                 should_stop=should_stop)
+        finally:
+            db.close()
+
+    def stop_indexing(self) -> None:
+        """Indexing stops after the batch it is on."""
+        self._stopping.set()
+
+    def join_threads(self, deadline: float) -> None:
+        """Wait for the loading and indexing threads until `deadline` (`time.monotonic()`)."""
+        for thread in (self._warm, self._indexer):
+            if thread is not None and thread.is_alive():
+                thread.join(max(deadline - time.monotonic(), 0.0))
 
     async def finish(self, timeout: float = FINISH_WAIT_SECS) -> None:
         """Give background indexing up to `timeout` seconds to store the last turn's vectors (for `zeph ask`,
@@ -352,13 +380,11 @@ def _end_background_work(timeout: float = EXIT_WAIT_SECS) -> None:
     and indexing threads, all of them within `timeout` seconds. Ctrl+C ends the wait."""
     services = list(_with_threads)
     for service in services:
-        service._stopping.set()
+        service.stop_indexing()
     deadline = time.monotonic() + timeout
     try:
         for service in services:
-            for thread in (service._warm, service._indexer):
-                if thread is not None and thread.is_alive():
-                    thread.join(max(deadline - time.monotonic(), 0.0))
+            service.join_threads(deadline)
     except KeyboardInterrupt:
         pass
 
@@ -367,24 +393,3 @@ def echoing_replies(store: "ConversationStore", conversation_id: int) -> list[tu
     """The session's replies marked as repeating an injected block verbatim (id, blocks), oldest first."""
     return [(row.id, [str(b) for b in row.metadata["echo"]]) for row in store.history(conversation_id)
             if row.role == "assistant" and isinstance(row.metadata.get("echo"), list) and row.metadata["echo"]]
-
-
-def index_pending(
-    service: MemoryService, progress=None, *, since_id: int = 0, should_stop=lambda: False
-) -> int:
-    """Embed what is not indexed yet from `since_id` on, on a connection of this thread's own; how many
-    messages were embedded."""
-    from ..store.database import open_database
-    from .indexer import embed_pending
-
-    if service._warm is not None:
-        service._warm.join()
-    embedder = service._loaded.embedder
-    if embedder is None or service.db_path is None:
-        return 0
-    db = open_database(service.db_path)
-    try:
-        return embed_pending(service._make_index(db, service.db_path), embedder, progress, since_id=since_id,
-                             should_stop=should_stop)
-    finally:
-        db.close()

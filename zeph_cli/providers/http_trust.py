@@ -28,11 +28,11 @@ class TrustOnFirstHandshake(ssl.SSLContext):
     semantics, platform verifier), built before the first handshake instead of with the client."""
 
     def __new__(cls, build_default: Callable[[], ssl.SSLContext]) -> "TrustOnFirstHandshake":
-        context = super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)
-        context._build_default = build_default
-        context._trusted = None
-        context._alpn = None
-        return context
+        self = super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)  # the instance being made: its own members
+        self._build_default = build_default
+        self._trusted = None
+        self._alpn = None
+        return self
 
     def _load_trust(self) -> ssl.SSLContext:
         with _loading:
