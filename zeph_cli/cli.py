@@ -503,7 +503,7 @@ def _log_internal_error(exc: Exception) -> str:
 
         path = log_to(data_dir())
         get_logger("cli").error("internal error", exc_info=exc)
-    except Exception:  # the log is a courtesy: never a second error
+    except Exception:  # noqa: BLE001 — the log is a courtesy: never a second error
         return "set ZEPH_DEBUG=1 for the traceback"
     return f"traceback in {path}" if path.exists() else "set ZEPH_DEBUG=1 for the traceback"
 

@@ -280,7 +280,7 @@ def count_tools(counter: TokenCounter, tools: Iterable[ToolSpec]) -> int:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Calibration:
     """How far this model's real token counts sit from our estimate (actual / estimate).
 
@@ -302,7 +302,7 @@ class Calibration:
         return max(self.factor, 1.0)
 
     def apply(self, estimate: int) -> int:
-        return int(round(estimate * self.applied_factor))
+        return round(estimate * self.applied_factor)
 
     def observe(self, estimate: int, actual: int) -> "Calibration":
         """Fold one request's reported input tokens into the factor (ignores tiny requests)."""

@@ -21,7 +21,7 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 from ..store.imports import ImportedMessage, ImportedSession
@@ -114,7 +114,7 @@ def _time(value: object, where: str, path: Path) -> datetime:
         moment = datetime.fromisoformat(str(value).strip())
     except ValueError:
         raise ImportProblem(f"{path}: {where}: field 'datetime_utc' is {value!r}, not a time") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _legacy(

@@ -85,7 +85,7 @@ class ToolDiscovery:
             return None
         try:
             return await asyncio.to_thread(self._scores, message, tools)
-        except Exception as exc:  # an embedder failure must not stop the turn
+        except Exception as exc:  # noqa: BLE001 — an embedder failure must not stop the turn
             self._warn_once(f"{fallback}: tool discovery failed: {exc}")
             return None
 

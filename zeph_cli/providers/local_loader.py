@@ -209,7 +209,7 @@ class ModelLoad:
             self._llama = self._load_model()
         except errors.ProviderUnavailable as exc:
             self._error = exc
-        except Exception as exc:  # never lost on a thread: the waiter gets it
+        except Exception as exc:  # noqa: BLE001 — never lost on a thread: the waiter gets it
             self._error = errors.ProviderUnavailable(f"cannot load the model {self.spec.model}: {exc}")
         else:
             self._restore_latest_prefix()
@@ -244,7 +244,7 @@ class ModelLoad:
         try:
             identity = self.spec.prefix_identity(int(self._llama.n_ctx()))
             self.restored_prefix = restore_latest(self._llama, PrefixStore(Path(self.spec.prefix_dir)), identity)
-        except Exception as exc:  # only a head start is lost: the request evaluates its prefix
+        except Exception as exc:  # noqa: BLE001 — only a head start is lost: the request evaluates its prefix
             log.info("no saved prefix restored after loading: %s", exc)
             self._llama.reset()
             self.restored_prefix = 0

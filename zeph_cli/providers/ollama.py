@@ -133,7 +133,7 @@ class OllamaProvider(Provider):
         if self._facts is None:
             try:
                 show = await asyncio.wait_for(self._sdk().show(self.model), DISCOVERY_TIMEOUT_SECS)
-            except (*_SDK_ERRORS, asyncio.TimeoutError):
+            except (TimeoutError, *_SDK_ERRORS):
                 self._facts = ServerFacts()
             else:
                 self._show_answered = True

@@ -243,7 +243,7 @@ class OpenAIProvider(Provider):
             return True, await client.get(path, cast_to=object)
         except openai.APIStatusError as exc:
             return exc.status_code in NO_SUCH_ENDPOINT, None
-        except Exception:  # a probe: whatever went wrong, the server simply did not say
+        except Exception:  # noqa: BLE001 — a probe: whatever went wrong, the server simply did not say
             return False, None
 
     async def profile(self) -> ModelProfile:

@@ -18,11 +18,11 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.markup import escape
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
@@ -75,7 +75,7 @@ class ZephApp(App[int]):
     #completions { height: auto; max-height: 8; padding: 0 2; color: $text-muted; display: none; }
     #completions.shown { display: block; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_turn", "cancel", show=False),
         Binding("ctrl+c", "interrupt", "cancel / quit", show=False, priority=True),
         Binding("ctrl+q", "quit", "quit", show=False, priority=True),

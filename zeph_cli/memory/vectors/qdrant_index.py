@@ -47,7 +47,7 @@ def connect(url: str) -> QdrantClient:
         ) from None
     try:
         return QdrantClient(url=url, timeout=TIMEOUT_S, check_compatibility=False)
-    except Exception as exc:  # a malformed URL
+    except Exception as exc:  # noqa: BLE001 — a malformed URL
         raise VectorIndexDown(f"qdrant at {url} cannot be used: {_reason(exc)}") from None
 
 
@@ -160,7 +160,7 @@ class QdrantVectorIndex:
             return request()
         except VectorIndexDown:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 — any client or transport error becomes one VectorIndexDown line
             raise VectorIndexDown(self._describe(doing, exc)) from None
 
     def _describe(self, doing: str, exc: BaseException) -> str:

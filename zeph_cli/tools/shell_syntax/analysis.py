@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from .argv import basename, getopt, split_find
 from .commands import ParsedCommand, SimpleCommand
@@ -40,7 +41,7 @@ def parse_command(command: str) -> ParsedCommand:
         analyzer.script(command, _State({"IFS": DEFAULT_IFS}, ()))
     except RecursionError:
         analyzer.flag(TOO_DEEP)
-    except Exception:  # a parser defect must surface as "unverifiable", never as a pass
+    except Exception:  # noqa: BLE001 — a parser defect must surface as "unverifiable", never as a pass
         analyzer.flag(PARSER_FAILED)
     if analyzer.report.unreadable:
         analyzer.flag(analyzer.report.unreadable[0])
@@ -160,7 +161,7 @@ class _Analyzer:
         flat = tuple(command for stage in stages for command in stage)
         if flat:
             self.pipelines.append(flat)
-        for before, after in zip(stages, stages[1:]):
+        for before, after in pairwise(stages):
             reader = next((c for c in after if stdin_program(c) and not c.from_xargs), None)
             if reader is None:
                 continue
@@ -516,7 +517,7 @@ class _Analyzer:
             bounds = [open_at, *commas, close_at]
             prefix_text, prefix_flags = piece_text[:open_at], piece_flags[:open_at]
             suffix_text, suffix_flags = piece_text[close_at + 1:], piece_flags[close_at + 1:]
-            for a, b in reversed(list(zip(bounds, bounds[1:]))):
+            for a, b in reversed(list(pairwise(bounds))):
                 todo.append((
                     prefix_text + piece_text[a + 1:b] + suffix_text,
                     prefix_flags + piece_flags[a + 1:b] + suffix_flags,
