@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
@@ -42,7 +42,7 @@ LAZY_GROUPS = {
 class _RootGroup(typer.core.TyperGroup):
     """The `zeph` group: the `LAZY_GROUPS` are added when first asked for, after the others in help."""
 
-    def get_command(self, ctx, cmd_name):  # type: ignore[no-untyped-def]
+    def get_command(self, ctx, cmd_name):
         if cmd_name not in self.commands and cmd_name in LAZY_GROUPS:
             module, attribute = LAZY_GROUPS[cmd_name]
             sub_app = getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
@@ -53,7 +53,7 @@ class _RootGroup(typer.core.TyperGroup):
             self.commands[cmd_name] = group
         return super().get_command(ctx, cmd_name)
 
-    def list_commands(self, ctx):  # type: ignore[no-untyped-def]
+    def list_commands(self, ctx):
         return [*self.commands, *(name for name in LAZY_GROUPS if name not in self.commands)]
 
 
@@ -447,7 +447,7 @@ def config_show(json_output: bool = typer.Option(False, "--json", help="Print JS
 
     loaded = load()
     rows = [(k, loaded.config.get(k), loaded.source(k)) for k in KEYS]
-    entries = [(f"llm.providers[{i}]", p.__dict__, "file") for i, p in enumerate(loaded.config.llm.providers)]
+    entries: list[tuple[str, Any, str]] = [(f"llm.providers[{i}]", p.__dict__, "file") for i, p in enumerate(loaded.config.llm.providers)]
     if loaded.config.llm.summary_provider:
         entries.append(("llm.summary_provider", loaded.config.llm.summary_provider.__dict__, "file"))
     entries += [(f"mcp.servers[{i}]", _shown_server(e), "file") for i, e in enumerate(loaded.config.mcp.servers)]
@@ -489,10 +489,9 @@ def _shown_server(entry) -> dict:
 def _click_exceptions():
     """Typer may vendor its own copy of click: use the exception classes it raises."""
     try:
-        from typer._click import exceptions
+        return importlib.import_module("typer._click.exceptions")
     except ImportError:  # typer releases that use click itself
-        from click import exceptions
-    return exceptions
+        return importlib.import_module("click.exceptions")
 
 
 def _log_internal_error(exc: Exception) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from ..context.compaction import (
@@ -625,7 +625,7 @@ class Compactor:
 
     async def compact(
         self, conversation: Conversation, kind: str = "manual", purpose: str = "summary"
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Compaction on demand (`zeph compact`, `/compact`, a context-length error):
         the soft tier, then LLM compaction, whatever the usage; the guard is not consulted."""
         if self.deps.ensure_started is not None:

@@ -10,7 +10,7 @@ exact estimate; the reply cap keeps prompt and reply within the budget.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -37,13 +37,15 @@ log = get_logger("replies")
 REPLY_MARGIN_TOKENS, REPLY_MARGIN_SHARE = 32, 0.03  # kept free of prompt and reply, for server-side additions
 
 
-async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
+async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> AsyncGenerator[AgentEvent, None]:
     """Store the reply and its usage; end the turn when it calls no tools or the round limit is reached."""
     conversation = turn.conversation
     parsed = builder.parsed_tool_calls()
+    turn.parsed = []
     if parsed:  # a reply without tool calls never imports the tool-call modules
-        from .tool_rounds import as_stored, unique_id
-    turn.parsed = [(unique_id(call, turn.used_ids), problem) for call, problem in parsed]
+        from .tool_rounds import unique_id
+
+        turn.parsed = [(unique_id(call, turn.used_ids), problem) for call, problem in parsed]
     calls = [call for call, _ in turn.parsed]
     usage = builder.usage
     if usage.prompt_tokens <= 0 and bounded(agent.counter):
@@ -56,7 +58,11 @@ async def store_reply(agent: Agent, turn: TurnState, builder: ReplyBuilder) -> A
     turn.total = turn.total + usage
     stop_reason = normalize_stop_reason(builder.stop_reason)
     notice = length_stop_notice(length_stop(agent, turn, builder)) if stop_reason == "length" else ""
-    stored_calls = [as_stored(call) for call in calls]  # the calls run with the real arguments
+    stored_calls = []
+    if calls:
+        from .tool_rounds import as_stored
+
+        stored_calls = [as_stored(call) for call in calls]  # the calls run with the real arguments
     reply_parts: list = ([TextPart(builder.content)] if builder.content else []) + stored_calls
     message_id = None
     echo = echoed(turn, builder.content)

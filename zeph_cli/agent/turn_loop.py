@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -71,7 +71,7 @@ def call_ids(store: ConversationStore, conversation_id: int) -> set[str]:
     }
 
 
-async def turn_events(agent: Agent, turn: TurnState) -> AsyncIterator[AgentEvent]:
+async def turn_events(agent: Agent, turn: TurnState) -> AsyncGenerator[AgentEvent, None]:
     """prepare → send → store the reply → run its tool calls, until the model answers without tools."""
     conversation = turn.conversation
     for note in (*agent.turn_memory.notes, *agent._turn_notes):
@@ -137,7 +137,7 @@ def withdraw_unanswered(agent: Agent, turn: TurnState, reason: str) -> bool:
     return True
 
 
-async def prepare(agent: Agent, turn: TurnState, tools: ToolSet) -> AsyncIterator[AgentEvent]:
+async def prepare(agent: Agent, turn: TurnState, tools: ToolSet) -> AsyncGenerator[AgentEvent, None]:
     """Compaction as the context needs it, then the request's messages and report; ends the turn
     when the request cannot fit the budget (the one check before a request leaves)."""
     conversation = turn.conversation
@@ -161,7 +161,7 @@ async def prepare(agent: Agent, turn: TurnState, tools: ToolSet) -> AsyncIterato
         yield TurnFailed(ContextBudgetExceeded(problem), prompt_withdrawn=withdraw_unanswered(agent, turn, problem))
 
 
-async def send(agent: Agent, turn: TurnState, tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
+async def send(agent: Agent, turn: TurnState, tools: ToolSet, builder: ReplyBuilder) -> AsyncGenerator[AgentEvent, None]:
     """Stream one request into `builder`; a provider error ends the turn or asks for a retry."""
     assert agent.profile is not None and turn.report is not None
     dump = agent.dump
@@ -184,8 +184,8 @@ async def send(agent: Agent, turn: TurnState, tools: ToolSet, builder: ReplyBuil
     except ProviderError as exc:
         from .provider_errors import on_provider_error  # a turn without errors never imports it
 
-        async for event in on_provider_error(agent, turn, request, builder, exc):
-            yield event
+        async for reported in on_provider_error(agent, turn, request, builder, exc):
+            yield reported
     except (asyncio.CancelledError, KeyboardInterrupt):
         turn.answered = agent._save_partial(turn.conversation, builder, "interrupted") is not None or turn.answered
         raise

@@ -12,7 +12,7 @@ import email.utils
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import httpx
@@ -187,7 +187,7 @@ class OllamaProvider(Provider):
             body["tools"] = tools
         return self._sdk()._request(ollama.ChatResponse, "POST", "/api/chat", json=body, stream=stream)
 
-    async def _open_stream(self, kwargs: dict[str, Any]) -> tuple[AsyncIterator[ollama.ChatResponse], Any]:
+    async def _open_stream(self, kwargs: dict[str, Any]) -> tuple[AsyncGenerator[ollama.ChatResponse, None], Any]:
         # The SDK sends the request on the first __anext__, so status errors surface here.
         chunks = await self._chat(kwargs, stream=True)
         try:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .sqlite import Database
 
 from ..errors import NotFound, SessionBusy
-from ..messages import Message
+from ..messages import Message, Role
 from ..tokens import Calibration
 from .transactions import write_transaction
 from .turn_lock import TurnLock, lock_path
@@ -101,7 +101,7 @@ _HISTORY_COLUMNS = (
 _Parsed = tuple[str, str | None, str | None, Message]
 
 
-def _parse(role: str, parts: str | None, content: str | None) -> _Parsed:
+def _parse(role: Role, parts: str | None, content: str | None) -> _Parsed:
     return (role, parts, content, Message.from_parts_json(role, parts, content or ""))
 
 

@@ -24,7 +24,7 @@ from .command_env import command_environment, withheld_note
 from .failures import ToolFailure
 
 if TYPE_CHECKING:
-    from .sandbox import Launch
+    from .sandbox.sandbox import Launch
 
 __all__ = ["BashTool", "CappedOutput"]
 

@@ -127,7 +127,7 @@ def bar(tokens: int, total: int, width: int = BAR_WIDTH) -> str:
 def context_table_rows(report: ContextReport, previous: ContextReport | None) -> list[tuple[str, ...]]:
     """(block, tokens, bar, share, change since the previous turn, detail) for the /context screen."""
     before = {b.name: b.tokens for b in previous.blocks} if previous else {}
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, tokens, share, detail in context_rows(report):
         change = ""
         if previous is not None and name in before and tokens != before[name]:
@@ -228,7 +228,8 @@ class SessionsScreen(ModalScreen["int | None"]):
         self.query_one(DataTable).focus()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.dismiss(int(event.row_key.value))
+        if event.row_key.value is not None:  # each row's key is its session's id
+            self.dismiss(int(event.row_key.value))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
@@ -87,7 +88,7 @@ class QdrantVectorIndex:
                 models.PointStruct(id=r.message_id, vector=v.tolist(), payload={"conversation_id": r.conversation_id})
                 for r, v in zip(rows[start : start + UPSERT_BATCH], vectors[start : start + UPSERT_BATCH])
             ]
-            self._call("store vectors in", lambda p=points: self.client.upsert(name, points=p, wait=True))
+            self._call("store vectors in", partial(self.client.upsert, name, points=points, wait=True))
         table.write_vectors(self.db, model, [table.StoredVector(r.message_id, r.conversation_id, dim, None) for r in rows])
 
     def search(self, model: str, query: np.ndarray, limit: int) -> list[tuple[int, float]]:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
+from typing import Any
 
 from .argv import basename, getopt, split_find
 from .commands import ParsedCommand, SimpleCommand
@@ -414,11 +415,11 @@ class _Analyzer:
                 self.assign(state, identifier, None)
         elif name in ("source", "."):
             state.env.clear()
-        trace = self.defined.get(name)
-        if trace is not None:
-            if trace.changes_dir:
+        called = self.defined.get(name)
+        if called is not None:
+            if called.changes_dir:
                 state.cd = state.cd + (None,)
-            for variable in trace.assigns:
+            for variable in called.assigns:
                 state.env.pop(variable, None)
 
     def assign(self, state: _State, name: str, value: str | None) -> None:
@@ -531,7 +532,7 @@ def _env_assignments(argv: Sequence[str]) -> list[tuple[str, str | None]]:
     """NAME=value words `env` sets for the command it runs."""
     if not argv or argv[0] != "env":
         return []
-    found = []
+    found: list[tuple[str, str | None]] = []
     for arg in argv[1:]:
         match = ASSIGNED_NAME.match(arg)
         if match:
@@ -574,7 +575,7 @@ def _file_program(command: SimpleCommand) -> str | None:
     return interpreter_family(command.name)
 
 
-def _command(argv: Sequence[str], redirects: Sequence[tuple[str, str]], text: str, **fields: object) -> SimpleCommand:
+def _command(argv: Sequence[str], redirects: Sequence[tuple[str, str]], text: str, **fields: Any) -> SimpleCommand:
     argv = tuple(argv)
     program = argv[0]
     return SimpleCommand(
