@@ -78,6 +78,16 @@ async def test_empty_stream_that_was_not_an_overflow_stays_a_broken_stream(fake_
     assert len(fake_server.requests_to(CHAT)) == 2
 
 
+async def test_empty_stream_whose_probe_fails_otherwise_stays_a_broken_stream(fake_server):
+    # The probe's own error (here the model is unknown) states no overflow: the stream's error stands.
+    fake_server.queue(local.python_server_empty_stream(), openai_wire.model_not_found(), path=CHAT)
+
+    with pytest.raises(errors.ProviderConnectionError, match="ended the stream before the reply was complete"):
+        await run(compatible(fake_server.url), big_request())
+
+    assert len(fake_server.requests_to(CHAT)) == 2
+
+
 async def test_a_stream_cut_after_some_text_is_not_probed(fake_server):
     cut = local.python_server_text_stream(["Hel", "lo"])
     cut.chunks = cut.chunks[:3]  # role + two pieces, then the body ends: no finish_reason, no [DONE]

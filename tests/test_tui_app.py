@@ -455,6 +455,8 @@ async def test_compact_clear_new_export_and_exit(fake_server, model, workspace):
             await send(pilot, app, "/export")
             exported = workspace / f"zeph-session-{session.conversation.id}.md"
             assert exported.is_file() and "question 0" in exported.read_text()
+            await send(pilot, app, "/export notes.md")  # a name, relative to the session's directory
+            assert "question 0" in (workspace / "notes.md").read_text()
 
             await send(pilot, app, "/new")
             assert not entries(app, UserEntry)

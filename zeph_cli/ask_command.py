@@ -32,7 +32,7 @@ from .paths import data_dir
 from .prompt_keeper import keep_prompt, rescue_prompt, rescue_reply, unsent_in_session
 from .stderr import eprint, warning_line
 from .store import Conversation, ConversationStore
-from .tools.approval import approve_all, deny_all
+from .tools.approval import Approver, approve_all, deny_all
 from .workspace import current_directory
 
 NOT_A_TERMINAL = "zeph ask is not running on a terminal, so no one could approve it; the user can rerun with -y/--yes"
@@ -72,7 +72,7 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
     try:
         conversation = _conversation(store, options)
         if options.approve_all:
-            approver = approve_all
+            approver: Approver = approve_all
         else:
             terminal = TerminalApprover.open()
             approver = terminal or deny_all(NOT_A_TERMINAL)
@@ -107,10 +107,10 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
         raise
     output: AskOutput | None = None
     prompt_stored = False
+    created = conversation is None
     try:
         for warning in warnings:
             eprint(warning_line(warning))
-        created = conversation is None
         if conversation is None:
             conversation = agent.new_conversation(text, options.system)
         if options.enhance is not None:

@@ -10,7 +10,7 @@ is shown as zeph's estimate, marked `~` (`"estimated": true` in the JSON).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .event_handler import AgentEventHandler
 from .agent.events import (
@@ -41,6 +41,9 @@ from .reply_printer import ReplyPrinter
 from .stderr import eprint, warning_line
 from .usage_estimate import ShownUsage, reply_tokens, shown_usage, usage_dict
 
+if TYPE_CHECKING:
+    from .context.report import ContextReport
+
 
 class AskOutput(AgentEventHandler):
     """Prints one turn of `zeph ask`; `exit_code` is the command's status once the turn is over."""
@@ -55,7 +58,7 @@ class AskOutput(AgentEventHandler):
         self.exit_code = 0
         self.failure: TurnFailed | None = None  # the turn ended on this error
         self.result: dict[str, Any] = {"session": session_id, "tool_calls": []}
-        self.report = None  # the ContextReport of the latest request
+        self.report: ContextReport | None = None  # of the latest request
         self.usage = ShownUsage()  # the turn's usage so far, estimates included
         self._request_text: list[str] = []  # reply text of the latest request (for its estimate)
         self.printer = self._new_printer()

@@ -42,7 +42,7 @@ LAZY_GROUPS = {
 class _RootGroup(typer.core.TyperGroup):
     """The `zeph` group: the `LAZY_GROUPS` are added when first asked for, after the others in help."""
 
-    def get_command(self, ctx, cmd_name):  # type: ignore[no-untyped-def]
+    def get_command(self, ctx, cmd_name):
         if cmd_name not in self.commands and cmd_name in LAZY_GROUPS:
             module, attribute = LAZY_GROUPS[cmd_name]
             sub_app = getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
@@ -56,7 +56,7 @@ class _RootGroup(typer.core.TyperGroup):
             _summary_whole(each)
         return command
 
-    def list_commands(self, ctx):  # type: ignore[no-untyped-def]
+    def list_commands(self, ctx):
         return [*self.commands, *(name for name in LAZY_GROUPS if name not in self.commands)]
 
 
@@ -473,7 +473,7 @@ def config_show(json_output: bool = typer.Option(False, "--json", help="Print JS
 
     loaded = load()
     rows = [(k, loaded.config.get(k), loaded.source(k)) for k in KEYS]
-    entries = [(f"llm.providers[{i}]", p.__dict__, "file") for i, p in enumerate(loaded.config.llm.providers)]
+    entries: list[tuple[str, Any, str]] = [(f"llm.providers[{i}]", p.__dict__, "file") for i, p in enumerate(loaded.config.llm.providers)]
     if loaded.config.llm.summary_provider:
         entries.append(("llm.summary_provider", loaded.config.llm.summary_provider.__dict__, "file"))
     entries += [(f"mcp.servers[{i}]", _shown_server(e), "file") for i, e in enumerate(loaded.config.mcp.servers)]
@@ -515,10 +515,9 @@ def _shown_server(entry) -> dict:
 def _click_exceptions():
     """Typer may vendor its own copy of click: use the exception classes it raises."""
     try:
-        from typer._click import exceptions
+        return importlib.import_module("typer._click.exceptions")
     except ImportError:  # typer releases that use click itself
-        from click import exceptions
-    return exceptions
+        return importlib.import_module("click.exceptions")
 
 
 def _log_internal_error(exc: Exception) -> str:
@@ -529,7 +528,7 @@ def _log_internal_error(exc: Exception) -> str:
 
         path = log_to(data_dir())
         get_logger("cli").error("internal error", exc_info=exc)
-    except Exception:  # the log is a courtesy: never a second error
+    except Exception:  # noqa: BLE001 — the log is a courtesy: never a second error
         return "set ZEPH_DEBUG=1 for the traceback"
     return f"traceback in {path}" if path.exists() else "set ZEPH_DEBUG=1 for the traceback"
 

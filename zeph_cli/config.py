@@ -173,7 +173,7 @@ class MemoryConfig:
         env_aliases=("ZEPH_MEMORY_COMPACTION_THRESHOLD",),
     )
     compaction_preserve_tail: int = setting(4, "Keep the last N messages during compaction.", lo=0, hi=10_000)
-    compaction_cooldown_turns: int = setting(2, "Turns to wait after an automatic LLM compaction before the next one (trimming keeps the budget meanwhile).", lo=0, hi=1000)  # noqa: E501
+    compaction_cooldown_turns: int = setting(2, "Turns to wait after an automatic LLM compaction before the next one (trimming keeps the budget meanwhile).", lo=0, hi=1000)
     prune_protect_tokens: int = setting(40000, "Protect the most recent N tokens from tool-output pruning.", lo=0, hi=100_000_000)
     cross_session_score_threshold: float = setting(0.35, "A message from another session is recalled when its fused score is at least this share of the query's best hit's.", lo=0.0, hi=1.0)
     tool_call_cutoff: int = setting(6, "Summarize the oldest tool pair when visible pairs exceed this.", lo=1, hi=10_000)

@@ -61,7 +61,7 @@ class Key:
 
 
 def _is_section(f: dataclasses.Field) -> bool:
-    return f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory)  # type: ignore[arg-type]
+    return f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory)
 
 
 def _scalar_key(path: str, f: dataclasses.Field) -> Key:

@@ -38,7 +38,7 @@ class _LogFile(logging.Handler):
                 self._file = _rotating_file(self.baseFilename)
                 self._file.setFormatter(self.formatter)
             self._file.emit(record)
-        except Exception:
+        except Exception:  # noqa: BLE001 — a failing log file must never fail the program: logging's handleError decides
             self.handleError(record)
 
     def handleError(self, record: logging.LogRecord) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 from .errors import StoreError
@@ -80,7 +80,7 @@ def rescue_reply(text: str, data_dir: Path, env: Mapping[str, str] | None = None
 def rescue_text(text: str, places: list[Path], *, suffix: str = "") -> tuple[Path | None, list[str]]:
     """Write `text` to a new file in the first of `places` that takes all of it (a file that could not be
     written in full is removed, never left empty or cut); the file, and what each place said."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     data = (text if text.endswith("\n") else text + "\n").encode("utf-8")
     problems: list[str] = []
     for folder in places:

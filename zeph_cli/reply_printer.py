@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.live import Live
 
 
 class ReplyPrinter:
@@ -21,7 +25,7 @@ class ReplyPrinter:
         self.markdown = markdown
         self.live = live
         self.buffer: list[str] = []
-        self._live = None
+        self._live: Live | None = None
         self._last = 0.0
         self._done = False
 
@@ -41,20 +45,21 @@ class ReplyPrinter:
         if not self.live:
             return
         if self._live is None:
-            self._start_live()
+            self._live = self._start_live()
         now = time.monotonic()
         if now - self._last >= self.REFRESH_SECONDS:
             self._live.update(self._markdown(self.text))
             self._last = now
 
-    def _start_live(self) -> None:
+    def _start_live(self) -> Live:
         """Import Rich's renderers once, on the first token (not at start-up, not per token)."""
         from rich.live import Live
         from rich.markdown import Markdown
 
         self._markdown = Markdown
-        self._live = Live(Markdown(""), refresh_per_second=12, vertical_overflow="visible", transient=False)
-        self._live.start()
+        live = Live(Markdown(""), refresh_per_second=12, vertical_overflow="visible", transient=False)
+        live.start()
+        return live
 
     def finish(self) -> None:
         if self._done:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 from .config import MemoryConfig
@@ -51,7 +51,7 @@ def _stored_verdict(text: str, what: str):
 
 
 def _utc(moment: datetime) -> datetime:
-    return moment.astimezone(timezone.utc) if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _parse(stamp: str | None) -> datetime | None:
@@ -73,7 +73,7 @@ class SessionMemoryDeps:
     summarize: Callable[..., Awaitable[str]]  # (prompt, *, max_tokens, purpose) -> text
     counter: Callable[[], TokenCounter]
     project: str
-    clock: Callable[[], datetime] = field(default=lambda: datetime.now(timezone.utc))
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     # The small embedded model's file name when it is the summary model (else ""): what it writes is
     # boilerplate or a copied reply more often than a summary, so summaries and the profile are off unless set.
     small_summarizer: Callable[[], str] = field(default=lambda: "")
@@ -208,7 +208,7 @@ class SessionMemory:
             reply = await self.deps.summarize(
                 digest_prompt(conversation.title, excerpt), max_tokens=SUMMARY_REPLY_TOKENS, purpose="summary"
             )
-        except Exception as exc:  # a background job: logged, retried after the interval
+        except Exception as exc:  # noqa: BLE001 — a background job: logged, retried after the interval
             log.warning("summarizing session %s for other sessions failed: %s", conversation.id, exc)
             return False
         text = clean_digest(reply, source_chars=len(excerpt), count=self.deps.counter().count)
@@ -270,7 +270,7 @@ class SessionMemory:
             reply = await self.deps.summarize(
                 profile_prompt(current, sources), max_tokens=SUMMARY_REPLY_TOKENS, purpose="summary"
             )
-        except Exception as exc:  # a background job: logged, retried after the interval
+        except Exception as exc:  # noqa: BLE001 — a background job: logged, retried after the interval
             log.warning("updating the user profile failed: %s", exc)
             return False
         text = clean_profile(reply, count=self.deps.counter().count)
@@ -343,7 +343,7 @@ class SessionMemory:
             task.cancel()
             try:
                 await task
-            except (asyncio.CancelledError, Exception):
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 — the job is being stopped: whatever it ended with no longer matters
                 pass
 
     # ---- for the commands and the chat app -------------------------------------------------------

@@ -18,7 +18,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
 
 if TYPE_CHECKING:
     from .config import LoadedConfig
@@ -120,7 +121,7 @@ def main(argv: list[str]) -> int:
     run_in_background()
     try:
         asyncio.run(_work(int(argv[0]), json.loads(argv[1]), argv[2] if len(argv) > 2 else ""))
-    except Exception as exc:  # nobody is watching: the log file says what went wrong
+    except Exception as exc:  # noqa: BLE001 — nobody is watching: the log file says what went wrong
         get_logger("session_memory").warning("the session summary worker failed: %s", exc, exc_info=exc)
         return 1
     return 0

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from .atomic_file import write_atomically
 from .messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec
@@ -46,7 +46,8 @@ CL100K_SPECIAL = {
 
 
 class TokenCounter(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...  # read only: a DeferredCounter's changes with its mode
 
     def count(self, text: str) -> int: ...
 
@@ -208,7 +209,7 @@ class DeferredCounter:
         return size if self._mode == UPPER else -(-size // CL100K_LONGEST_TOKEN_BYTES)
 
 
-def bounded(counter: TokenCounter, mode: str | None = None) -> bool:
+def bounded(counter: TokenCounter, mode: str | None = None) -> TypeGuard[DeferredCounter]:
     """Whether `counter` gives bounds now (of `mode`'s kind, when given), not exact counts."""
     if not isinstance(counter, DeferredCounter) or counter.exact:
         return False
@@ -217,7 +218,7 @@ def bounded(counter: TokenCounter, mode: str | None = None) -> bool:
 
 def is_bound_name(stored_name: str | None) -> bool:
     """Whether a count stored under `stored_name` is a bound rather than a token count."""
-    return bool(stored_name) and stored_name.endswith(BOUND_SUFFIX)
+    return stored_name is not None and stored_name.endswith(BOUND_SUFFIX)
 
 
 def exact_counter(counter: TokenCounter) -> TokenCounter:
@@ -280,7 +281,7 @@ def count_tools(counter: TokenCounter, tools: Iterable[ToolSpec]) -> int:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Calibration:
     """How far this model's real token counts sit from our estimate (actual / estimate).
 
@@ -302,7 +303,7 @@ class Calibration:
         return max(self.factor, 1.0)
 
     def apply(self, estimate: int) -> int:
-        return int(round(estimate * self.applied_factor))
+        return round(estimate * self.applied_factor)
 
     def observe(self, estimate: int, actual: int) -> "Calibration":
         """Fold one request's reported input tokens into the factor (ignores tiny requests)."""

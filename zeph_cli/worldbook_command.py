@@ -172,7 +172,7 @@ def _as_toml(record: "WorldbookRecord") -> str:
     import tomli_w
 
     data = {k: v for k, v in record.as_json().items() if k in EDITABLE and k != "content"}
-    head = ("# zeph worldbook entry #%d: edit and save; position: %s\n" % (record.id, POSITION_HELP))
+    head = f"# zeph worldbook entry #{record.id}: edit and save; position: {POSITION_HELP}\n"
     return head + tomli_w.dumps(data) + "content = " + json.dumps(record.content, ensure_ascii=False) + "\n"
 
 
@@ -284,6 +284,6 @@ def worldbook_isolate(
     if state == "on":
         metadata[ISOLATED_KEY] = True
     conversations.update_conversation(sid, metadata=metadata)
-    bound = [r for r in store.in_force(_project_root(), sid)]
+    bound = list(store.in_force(_project_root(), sid))
     eprint(f"session {sid}: worldbook isolation {state}"
            + ("" if state == "off" or bound else " (no worldbook entries are in force here, so nothing is dropped yet)"))

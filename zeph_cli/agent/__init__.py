@@ -32,7 +32,7 @@ _HOME = {
     **dict.fromkeys(_EVENTS, "events"),
 }
 
-__all__ = sorted(_HOME)
+__all__ = list(_HOME)
 
 
 __getattr__, __dir__ = lazy_names(__name__, _HOME)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from datetime import datetime
@@ -509,7 +509,7 @@ class Agent:
 
     async def run_turn(
         self, conversation: Conversation, prompt: str, *, system: str | None = None, stream: bool = True
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """One turn on `conversation`. It first waits for a turn another zeph runs on the session (saying
         `TurnQueued`), then stores the prompt; until it ends, no other turn writes into the session."""
         if self.profile is None:
@@ -538,7 +538,7 @@ class Agent:
 
     async def _turn(
         self, conversation: Conversation, prompt: str, system: str | None, stream: bool
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """The turn, its session's lock held: `TurnStarted` as soon as the prompt is stored; a turn that ends in
         any way before anything of a reply is stored withdraws its prompt (`unanswered_prompt` says which)."""
         conversation = self.store.get_conversation(conversation.id)  # as the turn that held the lock left it
@@ -562,7 +562,7 @@ class Agent:
         finally:
             self.unanswered_prompt = saved.id if turn.withdrawn else None
 
-    async def _prepared_turn(self, turn: TurnState, prompt: str) -> AsyncIterator[AgentEvent]:
+    async def _prepared_turn(self, turn: TurnState, prompt: str) -> AsyncGenerator[AgentEvent, None]:
         """What the turn brings in (worldbook, recall, skills and MCP), then its requests and replies."""
         conversation, saved_id = turn.conversation, turn.prompt_id
         self.pinned_id = saved_id

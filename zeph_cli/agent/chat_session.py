@@ -12,7 +12,7 @@ import asyncio
 import copy
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Union
@@ -372,7 +372,7 @@ class ChatSession:
 
     # ---- turns ----------------------------------------------------------------------------
 
-    async def run(self, prompt: str, *, system: str | None = None) -> AsyncIterator[AgentEvent]:
+    async def run(self, prompt: str, *, system: str | None = None) -> AsyncGenerator[AgentEvent, None]:
         """One turn; the first prompt creates the session, titled from it."""
         if self.conversation is None:
             self.conversation = self.agent.new_conversation(prompt, system if system is not None else self._pending_system)

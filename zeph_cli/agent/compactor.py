@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from ..context.compaction import (
@@ -604,7 +604,7 @@ class Compactor:
             return self._cut(text, body, cap, room)
         try:
             shorter = (await self.deps.summarize(condense_prompt(body, cap), max_tokens=cap, purpose=purpose)).strip()
-        except Exception as exc:  # whatever the summarizer does, the summary is cut instead
+        except Exception as exc:  # noqa: BLE001 — whatever the summarizer does, the summary is cut instead
             log.warning("condensing an over-long summary failed, it is cut instead: %s", exc)
             shorter = ""
         if shorter:  # condensing is summarizing again: the facts it dropped come back verbatim
@@ -625,7 +625,7 @@ class Compactor:
 
     async def compact(
         self, conversation: Conversation, kind: str = "manual", purpose: str = "summary"
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Compaction on demand (`zeph compact`, `/compact`, a context-length error):
         the soft tier, then LLM compaction, whatever the usage; the guard is not consulted."""
         if self.deps.ensure_started is not None:
@@ -668,7 +668,7 @@ class Compactor:
             return False
         try:
             reply = await deps.summarize(tool_pair_prompt(pair), max_tokens=256, purpose="summary")
-        except Exception as exc:  # the pair stays unsummarized; the next round tries again
+        except Exception as exc:  # noqa: BLE001 — the pair stays unsummarized; the next round tries again
             log.warning("tool-pair summary failed, the pair stays as it is: %s", exc)
             return False
         text = clean_pair_summary(reply)

@@ -16,7 +16,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ MIN_SECRET_CHARS = 8  # a configured key shorter than this is no secret worth hi
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def wire_body(body: Any) -> Any:

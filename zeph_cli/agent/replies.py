@@ -10,7 +10,7 @@ exact estimate; the reply cap keeps prompt and reply within the budget.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -36,26 +36,33 @@ log = get_logger("replies")
 REPLY_MARGIN_TOKENS, REPLY_MARGIN_SHARE = 32, 0.03  # kept free of prompt and reply, for server-side additions
 
 
-async def store_reply(deps: TurnDeps, turn: TurnState, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
+async def store_reply(deps: TurnDeps, turn: TurnState, builder: ReplyBuilder) -> AsyncGenerator[AgentEvent, None]:
     """Store the reply and its usage; end the turn when it calls no tools or the round limit is reached."""
     conversation = turn.conversation
     parsed = builder.parsed_tool_calls()
+    turn.parsed = []
     if parsed:  # a reply without tool calls never imports the tool-call modules
-        from .tool_rounds import as_stored, unique_id
-    turn.parsed = [(unique_id(call, turn.used_ids), problem) for call, problem in parsed]
+        from .tool_rounds import unique_id
+
+        turn.parsed = [(unique_id(call, turn.used_ids), problem) for call, problem in parsed]
     calls = [call for call, _ in turn.parsed]
     usage = builder.usage
-    if usage.prompt_tokens <= 0 and bounded(deps.counter()):
+    counter = deps.counter()
+    if usage.prompt_tokens <= 0 and bounded(counter):
         # The server reported no usage: the request's own count stands in for it, so count it exactly
         # (before the reply is stored: the same request, which bounds and exact counts build alike).
-        deps.counter().make_exact()
+        counter.make_exact()
         exact = deps.context_for(conversation, turn.system, deps.tools.offered())[1]
         turn.report = dataclasses.replace(exact, compaction=turn.report.compaction if turn.report else ())
     left_out = dropped_tools(deps, turn, usage) if not calls else None  # counted before the reply is stored
     turn.total = turn.total + usage
     stop_reason = normalize_stop_reason(builder.stop_reason)
     notice = length_stop_notice(length_stop(deps, turn, builder)) if stop_reason == "length" else ""
-    stored_calls = [as_stored(call) for call in calls]  # the calls run with the real arguments
+    stored_calls = []
+    if calls:
+        from .tool_rounds import as_stored
+
+        stored_calls = [as_stored(call) for call in calls]  # the calls run with the real arguments
     reply_parts: list = ([TextPart(builder.content)] if builder.content else []) + stored_calls
     message_id = None
     echo = echoed(turn, builder.content)
@@ -178,13 +185,14 @@ def dropped_tools(deps: TurnDeps, turn: TurnState, usage: Usage) -> str | None:
         return None
     if deps.provider.settings.kind != "compatible" or usage.cache_read_tokens or usage.cache_write_tokens:
         return None  # hosted APIs and Ollama take tools or refuse them; cached tokens may be left out of a count
-    if bounded(deps.counter()):  # counts are bytes for now: exact ones only when the server's count is suspect
+    counter = deps.counter()
+    if bounded(counter):  # counts are bytes for now: exact ones only when the server's count is suspect
         rest_bytes = report.used_tokens - report.block("tools").tokens  # type: ignore[union-attr]
         if usage.prompt_tokens * SUSPECT_BYTES_PER_TOKEN >= report.used_tokens:
             return None  # no tokenizer packs the whole request into fewer tokens: it was all seen
         if usage.prompt_tokens * MOST_BYTES_PER_TOKEN < rest_bytes:
             return None  # fewer than even the request without its tools would take: a figure that tells nothing
-        deps.counter().make_exact()
+        counter.make_exact()
         report = deps.context_for(turn.conversation, turn.system, deps.tools.offered())[1]
     tools = report.block("tools")
     if tools is None or not server_left_out_tools(report.used_tokens, tools.tokens, usage.prompt_tokens):

@@ -157,7 +157,7 @@ class ToolCallRunner:
         if preview is not None:
             try:
                 return str(preview(arguments, self.context))
-            except Exception as exc:  # a preview must never stop the question being asked
+            except Exception as exc:  # noqa: BLE001 — a preview must never stop the question being asked
                 return f"(no preview: {exc})"
         return str(arguments.get("command", ""))
 
@@ -193,7 +193,7 @@ class ToolCallRunner:
         if self.summarizer is not None:
             try:
                 summary = (await self.summarizer(summary_request_prompt(call.name, text))).strip()
-            except Exception:  # any failure of the summary call falls back to truncation
+            except Exception:  # noqa: BLE001 — any failure of the summary call falls back to truncation
                 summary = ""
             if summary:
                 summary, _ = redact_secrets(summary)

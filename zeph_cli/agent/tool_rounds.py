@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING
 
 from ..context.invariant import tool_output_allowance
@@ -95,7 +95,7 @@ async def run_calls(
     take_notice: Callable[[], str | None],
     save: Callable[[ToolResultPart, dict], None],
     parsed: list[tuple[ToolCallPart, str | None]],
-) -> AsyncIterator[AgentEvent]:
+) -> AsyncGenerator[AgentEvent, None]:
     """Run the calls of one reply in order, `save` each result; on cancellation, answer every unanswered call.
     `take_notice` gives the sandbox's one-time notice (commands are not confined here), if any."""
     done: set[str] = set()

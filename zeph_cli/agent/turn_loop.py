@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from ..context.invariant import budget_problem
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..tools.base import ToolSet
 
 
-async def turn_events(deps: TurnDeps, turn: TurnState) -> AsyncIterator[AgentEvent]:
+async def turn_events(deps: TurnDeps, turn: TurnState) -> AsyncGenerator[AgentEvent, None]:
     """prepare → send → store the reply → run its tool calls, until the model answers without tools."""
     conversation = turn.conversation
     for note in turn.notes:
@@ -109,7 +109,7 @@ def request_cap(deps: TurnDeps, report: ContextReport) -> int:
     return reply_cap(deps.llm.max_tokens, profile, report)
 
 
-async def prepare(deps: TurnDeps, turn: TurnState, tools: ToolSet) -> AsyncIterator[AgentEvent]:
+async def prepare(deps: TurnDeps, turn: TurnState, tools: ToolSet) -> AsyncGenerator[AgentEvent, None]:
     """Compaction as the context needs it, then the request's messages and report; ends the turn
     when the request cannot fit the budget (the one check before a request leaves)."""
     conversation = turn.conversation
@@ -133,7 +133,7 @@ async def prepare(deps: TurnDeps, turn: TurnState, tools: ToolSet) -> AsyncItera
         yield TurnFailed(ContextBudgetExceeded(problem), prompt_withdrawn=withdraw_unanswered(deps.store, turn, problem))
 
 
-async def send(deps: TurnDeps, turn: TurnState, tools: ToolSet, builder: ReplyBuilder) -> AsyncIterator[AgentEvent]:
+async def send(deps: TurnDeps, turn: TurnState, tools: ToolSet, builder: ReplyBuilder) -> AsyncGenerator[AgentEvent, None]:
     """Stream one request into `builder`; a provider error ends the turn or asks for a retry."""
     profile = deps.profile()
     assert profile is not None and turn.report is not None
@@ -157,8 +157,8 @@ async def send(deps: TurnDeps, turn: TurnState, tools: ToolSet, builder: ReplyBu
     except ProviderError as exc:
         from .provider_errors import on_provider_error  # a turn without errors never imports it
 
-        async for event in on_provider_error(deps, turn, request, builder, exc):
-            yield event
+        async for reported in on_provider_error(deps, turn, request, builder, exc):
+            yield reported
     except (asyncio.CancelledError, KeyboardInterrupt):
         turn.answered = keep_partial(deps, turn, builder, "interrupted") is not None or turn.answered
         raise
@@ -172,7 +172,7 @@ def keep_partial(deps: TurnDeps, turn: TurnState, builder: ReplyBuilder, reason:
     return save_partial(deps.store, deps.counter(), deps.model_label, turn.conversation.id, builder, reason)
 
 
-async def run_tool_round(deps: TurnDeps, turn: TurnState, tools: ToolSet) -> AsyncIterator[AgentEvent]:
+async def run_tool_round(deps: TurnDeps, turn: TurnState, tools: ToolSet) -> AsyncGenerator[AgentEvent, None]:
     """Run the calls of the stored reply (`turn.parsed`) and store each result."""
     from .tool_rounds import run_calls, save_result  # the reply called tools: a plain reply never imports them
 

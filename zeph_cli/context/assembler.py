@@ -193,6 +193,7 @@ def assemble(
     notes: list[str] = []
     allocation = None
     allowance = None
+    recalled: tuple[int, ...]
     recall_text, recalled = "", ()
     raw_recall = 0
     if budget.available:

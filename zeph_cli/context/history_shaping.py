@@ -9,7 +9,7 @@ the previous user message, and is never the reason a message is cut.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import datetime, timedelta, tzinfo, UTC
 from typing import TypeVar
 
 LANDMARK_KEY = "time_landmark"  # metadata marking a landmark item
@@ -46,7 +46,7 @@ def parse_stamp(stamp: str) -> datetime | None:
         moment = datetime.fromisoformat(stamp)
     except ValueError:
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def describe_gap(gap: timedelta) -> str:

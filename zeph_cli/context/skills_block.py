@@ -38,10 +38,17 @@ NO_LOADER_HEADER = (
 
 
 class SkillLike(Protocol):
-    name: str
-    description: str
-    triggers: tuple[str, ...]
-    body: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def triggers(self) -> tuple[str, ...]: ...
+
+    @property
+    def body(self) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ microseconds), so imported and native messages order alike by their `created_at`
 from __future__ import annotations
 
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from ..errors import ZephError
 
@@ -43,8 +43,8 @@ class Skipped(Counter):
 def store_time(moment: datetime) -> str:
     """`moment` in the store's format; a time without an offset is taken as UTC."""
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def parse_time(value: object) -> str:
@@ -54,7 +54,7 @@ def parse_time(value: object) -> str:
         raise ValueError(f"{value!r} is not a time")
     if isinstance(value, (int, float)):
         try:
-            return store_time(datetime.fromtimestamp(value, timezone.utc))
+            return store_time(datetime.fromtimestamp(value, UTC))
         except (OverflowError, OSError, ValueError):
             raise ValueError(f"{value!r} is out of range as Unix seconds") from None
     if not isinstance(value, str):

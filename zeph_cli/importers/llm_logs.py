@@ -15,13 +15,14 @@ response's start (the reply's: start plus its duration), which llm records in UT
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sqlite3
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from pathlib import Path
 
 from ..store.imports import ImportedMessage, ImportedSession
@@ -53,10 +54,10 @@ def default_path(env: Mapping[str, str] = os.environ) -> Path:
     if env.get("LLM_USER_PATH"):
         return Path(env["LLM_USER_PATH"]) / "logs.db"
     try:
-        from typer._click import get_app_dir  # type: ignore[import-not-found,attr-defined]  # typer's own copy of click
-    except ImportError:
-        from click import get_app_dir
-    return Path(get_app_dir("io.datasette.llm")) / "logs.db"
+        click = importlib.import_module("typer._click")  # typer's own copy of click
+    except ImportError:  # typer releases that use click itself
+        click = importlib.import_module("click")
+    return Path(click.get_app_dir("io.datasette.llm")) / "logs.db"
 
 
 def read_llm_logs(path: Path) -> LlmHistory:
@@ -114,7 +115,7 @@ def _time(value: object, where: str, path: Path) -> datetime:
         moment = datetime.fromisoformat(str(value).strip())
     except ValueError:
         raise ImportProblem(f"{path}: {where}: field 'datetime_utc' is {value!r}, not a time") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def _legacy(

@@ -87,7 +87,7 @@ class ServerConnection:
         self._task = asyncio.create_task(self._own(), name=f"mcp server {self.id}")
         try:
             await asyncio.wait_for(self._ready.wait(), self.entry.timeout + 2.0)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._fail(f"did not start within {self.entry.timeout:g} s")
             await self.close()
 
@@ -181,7 +181,7 @@ class ServerConnection:
             assert log_path is not None
             log_path.parent.mkdir(parents=True, exist_ok=True)
             _rotate(log_path)
-            log = stack.enter_context(open(log_path, "a", encoding="utf-8"))
+            log = stack.enter_context(open(log_path, "a", encoding="utf-8"))  # noqa: ASYNC230 — a local append, once per server start
             self._log_from = log.tell()
             params = StdioServerParameters(command=entry.command, args=list(entry.args), env=env or None, cwd=self.cwd)
             streams = await stack.enter_async_context(stdio_client(params, errlog=log))
@@ -276,7 +276,7 @@ class ServerConnection:
         try:
             return await asyncio.wait_for(session.call_tool(tool, arguments, read_timeout_seconds=timeout),
                                           timeout + 1.0)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ServerError(f"MCP server {self.id}: {tool} did not answer within {timeout:g} s") from None
         except asyncio.CancelledError:
             raise
@@ -288,7 +288,7 @@ class ServerConnection:
         session = self._running_session()
         try:
             return await asyncio.wait_for(session.get_prompt(name, arguments), self.entry.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ServerError(f"MCP server {self.id}: prompt {name} did not arrive within {self.entry.timeout:g} s") from None
         except asyncio.CancelledError:
             raise

@@ -79,13 +79,13 @@ class ToolDiscovery:
         """Similarity of each tool to `message`; None (said once, with `fallback`) without a working embedder."""
         if self.embedder is None and self._source is not None:
             source, self._source = self._source, None
-            self.embedder = source if hasattr(source, "embed") else await source()  # type: ignore[operator,misc]
+            self.embedder = await source() if callable(source) else source  # a getter, or the embedder itself
         if self.embedder is None:
             self._warn_once(f"{fallback}: tool discovery needs an embedder (memory is off)")
             return None
         try:
             return await asyncio.to_thread(self._scores, message, tools)
-        except Exception as exc:  # an embedder failure must not stop the turn
+        except Exception as exc:  # noqa: BLE001 — an embedder failure must not stop the turn
             self._warn_once(f"{fallback}: tool discovery failed: {exc}")
             return None
 

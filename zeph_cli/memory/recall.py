@@ -25,7 +25,7 @@ import weakref
 from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import TYPE_CHECKING, Any
 
 from .fusion import (
@@ -228,7 +228,7 @@ def _age_days(created_at: str, now: datetime) -> float:
     except ValueError:
         return 0.0
     if then.tzinfo is None:
-        then = then.replace(tzinfo=timezone.utc)
+        then = then.replace(tzinfo=UTC)
     return (now - then).total_seconds() / 86400
 
 
@@ -417,7 +417,7 @@ def recall(
         ):
             scores[i] = fused[i]
     if semantic.temporal_decay_enabled:
-        now = now or datetime.now(timezone.utc)
+        now = now or datetime.now(UTC)
         scores = {
             i: s * decay_factor(_age_days(rows[i]["created_at"], now), semantic.temporal_decay_half_life_days)
             for i, s in scores.items()

@@ -219,6 +219,7 @@ class MemoryService:
             entries = tuple(
                 render_entry(h.message_id, h.role, h.created_at, h.conversation_title, h.content) for h in result.hits
             )
+        memory_ids: tuple[int, ...]
         memory_text, memory_ids = "", ()
         if self.long_term_on:
             memory_text, memory_ids = self._memories(conversation_id, query, embedder,

@@ -216,7 +216,7 @@ def start_for_config(
             from .local_loader import spec_for, start_early
 
             return start_early(spec_for(settings))
-    except Exception as exc:  # the same error surfaces when the provider is built
+    except Exception as exc:  # noqa: BLE001 — the same error surfaces when the provider is built
         import logging
 
         logging.getLogger("zeph.local").info("the embedded model was not loaded early: %s", exc)

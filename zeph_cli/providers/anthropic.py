@@ -167,16 +167,16 @@ class _StreamTranslator:
                 start_input = getattr(block, "input", None)
                 arguments = json.dumps(start_input) if start_input else ""
                 yield ToolCallDelta(index, getattr(block, "id", None), getattr(block, "name", None), arguments)
-            elif getattr(block, "type", None) == "text" and getattr(block, "text", ""):
-                yield TextDelta(block.text)
+            elif getattr(block, "type", None) == "text" and (text := getattr(block, "text", "")):
+                yield TextDelta(text)
         elif kind == "content_block_delta":
             delta = getattr(event, "delta", None)
             delta_type = getattr(delta, "type", None)
-            if delta_type == "text_delta" and getattr(delta, "text", ""):
-                yield TextDelta(delta.text)
+            if delta_type == "text_delta" and (text := getattr(delta, "text", "")):
+                yield TextDelta(text)
             elif delta_type == "input_json_delta" and getattr(event, "index", None) in self.tool_index:
-                if getattr(delta, "partial_json", ""):
-                    yield ToolCallDelta(self.tool_index[event.index], arguments=delta.partial_json)
+                if partial := getattr(delta, "partial_json", ""):
+                    yield ToolCallDelta(self.tool_index[event.index], arguments=partial)
         elif kind == "message_delta":
             self.stop_reason = getattr(getattr(event, "delta", None), "stop_reason", None) or self.stop_reason
             if getattr(event, "usage", None) is not None:
@@ -202,15 +202,14 @@ class AnthropicProvider(Provider):
             # An empty key must send no auth header at all (the SDK would send an invalid one).
             headers = {} if self.settings.api_key else {"Authorization": anthropic.omit}
             trust = trust_for(self.settings.base_url, _http.create_ssl_context)
+            client_options: dict[str, Any] = {"verify": trust} if trust else {}
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.settings.api_key,
                 base_url=self.settings.base_url,
                 timeout=self.settings.timeout_secs,
                 max_retries=self.settings.max_retries,
-                default_headers=headers,
-                http_client=anthropic.DefaultAsyncHttpxClient(
-                    event_hooks={"request": [tap_request]}, **({"verify": trust} if trust else {})
-                ),
+                default_headers=headers,  # type: ignore[arg-type]  # the SDK drops a header set to omit; its hint says str
+                http_client=anthropic.DefaultAsyncHttpxClient(event_hooks={"request": [tap_request]}, **client_options),
             )
         return self._client
 
@@ -293,7 +292,8 @@ class AnthropicProvider(Provider):
 
     def _status_error(self, exc: anthropic.APIStatusError) -> errors.ProviderError:
         body = exc.body if isinstance(exc.body, dict) else {}
-        error = body.get("error") if isinstance(body.get("error"), dict) else {}
+        error = body.get("error")
+        error = error if isinstance(error, dict) else {}
         error_type = str(error.get("type") or "")
         message = str(error.get("message") or (exc.body if isinstance(exc.body, str) else "") or exc)
         status = exc.status_code

@@ -182,8 +182,8 @@ def one_line_reason(body: str) -> str:
     collapsed, cut at REASON_CHARS."""
     text = (body or "").strip()
     if _HTML_START.match(text):
-        body = re.search(r"<body[^>]*>(.*)", text, re.IGNORECASE | re.DOTALL)
-        text = _TAG.sub(" ", body.group(1) if body else text)
+        inside = re.search(r"<body[^>]*>(.*)", text, re.IGNORECASE | re.DOTALL)
+        text = _TAG.sub(" ", inside.group(1) if inside else text)
     text = " ".join(text.split())
     return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
 

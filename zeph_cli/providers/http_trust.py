@@ -27,6 +27,10 @@ class TrustOnFirstHandshake(ssl.SSLContext):
     the one the SDK would have built: same certificate authorities, SSL_CERT_FILE / SSL_CERT_DIR
     semantics, platform verifier), built before the first handshake instead of with the client."""
 
+    _build_default: Callable[[], ssl.SSLContext]
+    _trusted: ssl.SSLContext | None
+    _alpn: list[str] | None
+
     def __new__(cls, build_default: Callable[[], ssl.SSLContext]) -> "TrustOnFirstHandshake":
         self = super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)  # the instance being made: its own members
         self._build_default = build_default
@@ -43,17 +47,17 @@ class TrustOnFirstHandshake(ssl.SSLContext):
                 self._trusted = trusted
             return self._trusted
 
-    def set_alpn_protocols(self, alpn_protocols):  # type: ignore[override]
+    def set_alpn_protocols(self, alpn_protocols):
         with _loading:
             self._alpn = list(alpn_protocols)
             super().set_alpn_protocols(self._alpn)
             if self._trusted is not None:
                 self._trusted.set_alpn_protocols(self._alpn)
 
-    def wrap_socket(self, *args, **kwargs):  # type: ignore[override]
+    def wrap_socket(self, *args, **kwargs):
         return self._load_trust().wrap_socket(*args, **kwargs)
 
-    def wrap_bio(self, *args, **kwargs):  # type: ignore[override]
+    def wrap_bio(self, *args, **kwargs):
         return self._load_trust().wrap_bio(*args, **kwargs)
 
 

@@ -137,7 +137,7 @@ class LocalProvider(Provider):
         def wait() -> None:
             try:
                 loaded.set_result(self._load())
-            except Exception as exc:  # handed to the waiter, as to_thread would
+            except Exception as exc:  # noqa: BLE001 — handed to the waiter, as to_thread would
                 loaded.set_exception(exc)
 
         thread = threading.Thread(target=wait, name="zeph-local-wait", daemon=False)
@@ -186,7 +186,7 @@ class LocalProvider(Provider):
                     system = self._render_tokens(llama, chat[:1], generation_prompt=False)
                     prefix = tokens[: common_prefix(system, tokens)]
                 return len(tokens), prefix
-        except Exception:  # template quirks: fall back to an estimate below
+        except Exception:  # noqa: BLE001 — template quirks: fall back to an estimate below
             pass
         return sum(self._count(m["content"]) + 4 for m in chat), []
 
@@ -205,7 +205,7 @@ class LocalProvider(Provider):
             if outcome.source == "memory" and restored == len(prefix):
                 outcome = PrefixOutcome("disk", outcome.prefix_tokens, 0)  # restored from disk after loading
             self.last_prefix = outcome
-        except Exception as exc:  # llama.cpp refused the state: evaluate the prompt as if there were no cache
+        except Exception as exc:  # noqa: BLE001 — llama.cpp refused the state: evaluate the prompt as if there were no cache
             llama.reset()
             self.last_prefix = PrefixOutcome("none", len(prefix), 0)
             log.info("prefix reuse failed: %s", exc)
@@ -271,7 +271,7 @@ class LocalProvider(Provider):
                     )
                 else:
                     emit(errors.BadResponse(f"local model error: {text}", provider="local"))
-            except Exception as exc:  # llama.cpp failures must not kill the caller's loop
+            except Exception as exc:  # noqa: BLE001 — llama.cpp failures must not kill the caller's loop
                 emit(errors.ProviderError(f"local model error: {exc}", provider="local"))
             finally:
                 emit(done)

@@ -135,7 +135,7 @@ def keep_weights_off_amx(llama_cpp: Any) -> None:
     weights off AMX. llama-cpp-python's `Llama` takes no such option, so its default model parameters are
     wrapped, once per process, in `import_llama_cpp`. On a build without AMX nothing changes.
     """
-    low_level = getattr(llama_cpp, "llama_cpp", None)
+    low_level: Any = getattr(llama_cpp, "llama_cpp", None)
     defaults = getattr(low_level, "llama_model_default_params", None)
     if defaults is None or getattr(defaults, "keeps_weights_off_amx", False) or not builds_with_amx(llama_cpp):
         return
@@ -209,7 +209,7 @@ class ModelLoad:
             self._llama = self._load_model()
         except errors.ProviderUnavailable as exc:
             self._error = exc
-        except Exception as exc:  # never lost on a thread: the waiter gets it
+        except Exception as exc:  # noqa: BLE001 — never lost on a thread: the waiter gets it
             self._error = errors.ProviderUnavailable(f"cannot load the model {self.spec.model}: {exc}")
         else:
             self._restore_latest_prefix()
@@ -244,7 +244,7 @@ class ModelLoad:
         try:
             identity = self.spec.prefix_identity(int(self._llama.n_ctx()))
             self.restored_prefix = restore_latest(self._llama, PrefixStore(Path(self.spec.prefix_dir)), identity)
-        except Exception as exc:  # only a head start is lost: the request evaluates its prefix
+        except Exception as exc:  # noqa: BLE001 — only a head start is lost: the request evaluates its prefix
             log.info("no saved prefix restored after loading: %s", exc)
             self._llama.reset()
             self.restored_prefix = 0
@@ -280,7 +280,7 @@ def _quiet_without_redirecting() -> None:
         _silent_log = llama_cpp.llama_log_callback(lambda level, text, user_data: None)
         llama_cpp.llama_log_set(_silent_log, ctypes.c_void_p(0))
     for name in ("llama_cpp.llama", "llama_cpp._internals"):
-        module = sys.modules.get(name)
+        module: Any = sys.modules.get(name)
         if module is not None and hasattr(module, "suppress_stdout_stderr"):
             module.suppress_stdout_stderr = _NoRedirect
 

@@ -12,7 +12,7 @@ import email.utils
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import httpx
@@ -133,7 +133,7 @@ class OllamaProvider(Provider):
         if self._facts is None:
             try:
                 show = await asyncio.wait_for(self._sdk().show(self.model), DISCOVERY_TIMEOUT_SECS)
-            except (*_SDK_ERRORS, asyncio.TimeoutError):
+            except (TimeoutError, *_SDK_ERRORS):
                 self._facts = ServerFacts()
             else:
                 self._show_answered = True
@@ -187,7 +187,7 @@ class OllamaProvider(Provider):
             body["tools"] = tools
         return self._sdk()._request(ollama.ChatResponse, "POST", "/api/chat", json=body, stream=stream)
 
-    async def _open_stream(self, kwargs: dict[str, Any]) -> tuple[AsyncIterator[ollama.ChatResponse], Any]:
+    async def _open_stream(self, kwargs: dict[str, Any]) -> tuple[AsyncGenerator[ollama.ChatResponse, None], Any]:
         # The SDK sends the request on the first __anext__, so status errors surface here.
         chunks = await self._chat(kwargs, stream=True)
         try:

@@ -243,7 +243,7 @@ class OpenAIProvider(Provider):
             return True, await client.get(path, cast_to=object)
         except openai.APIStatusError as exc:
             return exc.status_code in NO_SUCH_ENDPOINT, None
-        except Exception:  # a probe: whatever went wrong, the server simply did not say
+        except Exception:  # noqa: BLE001 — a probe: whatever went wrong, the server simply did not say
             return False, None
 
     async def profile(self) -> ModelProfile:
@@ -255,14 +255,13 @@ class OpenAIProvider(Provider):
     def _sdk(self) -> openai.AsyncOpenAI:
         if self._client is None:
             trust = trust_for(self.settings.base_url, httpx2.create_ssl_context)
+            client_options: dict[str, Any] = {"verify": trust} if trust else {}
             self._client = openai.AsyncOpenAI(
                 api_key=self.settings.api_key or "not-needed",
                 base_url=self.settings.base_url,
                 timeout=self.settings.timeout_secs,
                 max_retries=self.settings.max_retries,
-                http_client=openai.DefaultAsyncHttpxClient(
-                    event_hooks={"request": [tap_request]}, **({"verify": trust} if trust else {})
-                ),
+                http_client=openai.DefaultAsyncHttpxClient(event_hooks={"request": [tap_request]}, **client_options),
             )
         return self._client
 
@@ -364,6 +363,7 @@ class OpenAIProvider(Provider):
                     status=error.status,
                     limit=error.limit,
                 ) from exc
+            return  # another complaint: it says nothing about the empty stream
         except (openai.OpenAIError, ValueError):
             return
         page = html_page_error(self.name, self.endpoint, reply) if isinstance(reply, str) else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from ..config import SkillsConfig
 from ..paths import config_dir
@@ -34,7 +34,13 @@ def user_skills_dir(env: Mapping[str, str] | None = None) -> Path:
     return config_dir(env) / "skills"
 
 
-def places_for(loaded, env: Mapping[str, str], cwd: Path) -> dict[str, Path | None]:
+class Places(TypedDict):
+    project_root: Path | None
+    user_dir: Path
+    base_dir: Path | None
+
+
+def places_for(loaded, env: Mapping[str, str], cwd: Path) -> Places:
     """Where a session started in `cwd` under `loaded` (a LoadedConfig) looks for skills: the
     `skill_folders` arguments besides the config (its project, the user's skills, the config's folder)."""
     from ..tools.confinement import workspace_root

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .sqlite import Database
 
 from ..errors import NotFound, SessionBusy
-from ..messages import Message
+from ..messages import Message, Role
 from ..tokens import Calibration
 from .transactions import write_transaction
 from .turn_lock import TurnLock, lock_path
@@ -32,7 +32,7 @@ UNSENT_KEY = "unsent"  # message metadata: a prompt no reply answered, and why (
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def make_title(text: str) -> str:
@@ -101,7 +101,7 @@ _HISTORY_COLUMNS = (
 _Parsed = tuple[str, str | None, str | None, Message]
 
 
-def _parse(role: str, parts: str | None, content: str | None) -> _Parsed:
+def _parse(role: Role, parts: str | None, content: str | None) -> _Parsed:
     return (role, parts, content, Message.from_parts_json(role, parts, content or ""))
 
 

@@ -10,6 +10,7 @@ never archived ones.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -109,6 +110,7 @@ class MemoryStore:
                 [text, scope, project_root if scope == "project" else None,
                  conversation_id if scope == "session" else None, float(confidence), source, stamp, stamp],
             )
+        assert cursor.lastrowid is not None  # an insert's row
         return self.get(cursor.lastrowid)
 
     def get(self, memory_id: int) -> Memory:
@@ -125,7 +127,8 @@ class MemoryStore:
         include_archived: bool = False,
     ) -> list[Memory]:
         """Memories matching every filter given, oldest first."""
-        where, args = [], []
+        where: list[str] = []
+        args: list[object] = []
         if scope is not None:
             where.append("scope = ?")
             args.append(check_scope(scope))
@@ -141,7 +144,7 @@ class MemoryStore:
         rows = self.db.execute(f"select {_COLUMNS} from memories{clause} order by id", args).fetchall()
         return [_memory(r) for r in rows]
 
-    def visible_for(self, project_root: str | None, conversation_id: int | None) -> list[Memory]:
+    def visible_for(self, project_root: str | None, conversation_id: int | None) -> builtins.list[Memory]:
         """The un-archived memories seen here: every user memory, this project's and this session's."""
         rows = self.db.execute(
             f"select {_COLUMNS} from memories where archived = 0 and (scope = 'user' "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from .sqlite import Database
 
@@ -384,7 +384,7 @@ def migrate(db: Database, upto: str | None = None) -> list[str]:
                 # checked again under the write lock: another process may have just applied it
                 if name not in applied(db):
                     fn(db)
-                    db.insert(MIGRATIONS_TABLE, {"name": name, "applied_at": datetime.now(timezone.utc).isoformat()})
+                    db.insert(MIGRATIONS_TABLE, {"name": name, "applied_at": datetime.now(UTC).isoformat()})
                     ran.append(name)
             done.add(name)
         if name == upto:

@@ -102,4 +102,4 @@ class Database:
         return schema_database(self.conn)
 
     def __getitem__(self, table: str) -> "sqlite_utils.db.Table":
-        return self.schema[table]
+        return self.schema.table(table)  # a view's name raises instead of giving a View

@@ -9,6 +9,7 @@ What a place sees (`in_force`) is the enabled entries of its project and of its 
 
 from __future__ import annotations
 
+import builtins
 import json
 import re
 from dataclasses import dataclass, replace
@@ -129,6 +130,7 @@ class WorldbookStore:
                 "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 self._values(record),
             )
+        assert cursor.lastrowid is not None  # an insert's row
         return self.get(cursor.lastrowid)
 
     @staticmethod
@@ -160,7 +162,7 @@ class WorldbookStore:
             ).fetchall()
         return [_record(r) for r in rows]
 
-    def in_force(self, project_root: str | None, conversation_id: int | None) -> list[WorldbookRecord]:
+    def in_force(self, project_root: str | None, conversation_id: int | None) -> builtins.list[WorldbookRecord]:
         """The enabled entries of this project and this session."""
         return [r for r in self.list(project_root or "", conversation_id) if r.enabled]
 

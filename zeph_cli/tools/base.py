@@ -75,7 +75,7 @@ class Tool(abc.ABC):
     name: str = ""
     kind: ToolKind = "read"
     description: str = ""
-    parameters: dict[str, Any] = {}
+    parameters: dict[str, Any] = {}  # noqa: RUF012 — a JSON schema, replaced (never changed) by classes and instances
 
     def __init_subclass__(cls, declared: str | None = None, **kwargs: Any) -> None:
         """`declared`: the name of a built-in tool whose declaration (`specs.BUILTIN`) this class implements."""

@@ -399,7 +399,7 @@ def _safe_preview(make: Any, arguments: dict[str, Any], context: ToolContext) ->
         return make(arguments, context)
     except ToolFailure as exc:
         return str(exc)
-    except Exception as exc:  # a preview must never break the confirmation dialog
+    except Exception as exc:  # noqa: BLE001 — a preview must never break the confirmation dialog
         return f"no preview: {exc}"
 
 

@@ -11,18 +11,34 @@ from typing import Protocol
 
 
 class SavedMemory(Protocol):
-    id: int
-    scope: str
-    content: str
-    confidence: float
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def scope(self) -> str: ...
+
+    @property
+    def content(self) -> str: ...
+
+    @property
+    def confidence(self) -> float: ...
 
 
 class FoundMemory(Protocol):
-    id: int
-    scope: str
-    content: str
-    confidence: float
-    score: float
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def scope(self) -> str: ...
+
+    @property
+    def content(self) -> str: ...
+
+    @property
+    def confidence(self) -> float: ...
+
+    @property
+    def score(self) -> float: ...
 
 
 class MemoryAccess(Protocol):

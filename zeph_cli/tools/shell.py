@@ -24,7 +24,7 @@ from .command_env import command_environment, withheld_note
 from .failures import ToolFailure
 
 if TYPE_CHECKING:
-    from .sandbox import Launch
+    from .sandbox.sandbox import Launch
 
 __all__ = ["BashTool", "CappedOutput"]
 
@@ -199,21 +199,20 @@ async def _stop_group(process: asyncio.subprocess.Process, reader: asyncio.Task[
     _signal_group(process.pid, signal.SIGTERM)
     try:
         deadline = loop.time() + KILL_GRACE_SECS
-        while (process.returncode is None or not reader.done()) and loop.time() < deadline:
+        while (process.returncode is None or not reader.done()) and loop.time() < deadline:  # noqa: ASYNC110 — two conditions, one deadline
             await asyncio.sleep(0.01)
     finally:
         _signal_group(process.pid, signal.SIGKILL)
     # SIGKILL lands when each process is next scheduled; give the group a moment to go
     # (bounded: unreaped zombies keep a group "alive" on systems whose init does not reap).
     deadline = loop.time() + KILL_GRACE_SECS
-    while _group_exists(process.pid) and loop.time() < deadline:
+    while _group_exists(process.pid) and loop.time() < deadline:  # noqa: ASYNC110 — /proc has nothing to await
         await asyncio.sleep(0.01)
     # A process that left the group (`setsid`) may still hold the output open.
     await asyncio.wait({reader}, timeout=BACKGROUND_GRACE_SECS)
     if not reader.done():
         reader.cancel()
-    while process.returncode is None:  # SIGKILL has been sent; the exit is imminent
-        await asyncio.sleep(0.01)
+    await process.wait()  # SIGKILL has been sent; the exit is imminent
 
 
 def _group_exists(pgid: int) -> bool:

@@ -11,11 +11,20 @@ from typing import Protocol
 
 
 class SkillView(Protocol):
-    name: str
-    description: str
-    body: str
-    folder: Path
-    flags: tuple[str, ...]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def body(self) -> str: ...
+
+    @property
+    def folder(self) -> Path: ...
+
+    @property
+    def flags(self) -> tuple[str, ...]: ...
 
 
 class SkillAccess(Protocol):

@@ -100,7 +100,7 @@ class LoadSkillTool(Tool):
         "Read a skill: its full instructions and the list of files in its folder. "
         "With `file`, read one of those files instead (a path relative to the skill's folder)."
     )
-    parameters = {
+    parameters = {  # noqa: RUF012 — a JSON schema, read only
         "type": "object",
         "properties": {
             "name": {"type": "string", "description": "The skill's name, as listed in the skills blocks."},

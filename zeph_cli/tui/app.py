@@ -18,11 +18,12 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.markup import escape
 from textual.app import App, ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
@@ -59,7 +60,7 @@ class TuiApprover:
             return ApprovalDecision("no", "no one is present to approve it")
         answer = await self.app.push_screen_wait(ConfirmScreen(request))
         if answer in ("yes", "always"):
-            return ApprovalDecision(answer)
+            return ApprovalDecision("always" if answer == "always" else "yes")
         return ApprovalDecision("no", "the user answered no")
 
 
@@ -75,7 +76,7 @@ class ZephApp(App[int]):
     #completions { height: auto; max-height: 8; padding: 0 2; color: $text-muted; display: none; }
     #completions.shown { display: block; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_turn", "cancel", show=False),
         Binding("ctrl+c", "interrupt", "cancel / quit", show=False, priority=True),
         Binding("ctrl+q", "quit", "quit", show=False, priority=True),
@@ -433,7 +434,7 @@ class ZephApp(App[int]):
             await self.notice(f"enhancement prompt: {argument}" if argument else "enhancement prompt: the configured one")
             self.refresh_gauge()
         elif name == "export":
-            path = session.export(argument or None)
+            path = session.export(Path(argument) if argument else None)
             await self.notice(f"exported to {path}")
         elif name == "memory":
             await self.memory_command(argument)

@@ -54,7 +54,7 @@ class PromptInput(TextArea):
         self._recall: int | None = None  # index into history while recalling
         self._draft = ""
 
-    def check_consume_key(self, key: str, character: str | None) -> bool:
+    def check_consume_key(self, key: str, character: str | None = None) -> bool:
         """Tab stays in the prompt (it completes a /command) instead of moving the focus away."""
         return key == "tab" or super().check_consume_key(key, character)
 

@@ -8,11 +8,11 @@ closing it any other way counts as "no".
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from rich.markup import escape
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
@@ -36,7 +36,7 @@ class ConfirmScreen(ModalScreen[str]):
     ConfirmScreen #question { margin: 1 0 0 0; text-style: bold; }
     ConfirmScreen VerticalScroll { height: auto; max-height: 30; }
     """
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer('yes')", "yes"),
         Binding("n", "answer('no')", "no"),
         Binding("a", "answer('always')", "always"),
@@ -127,7 +127,7 @@ def bar(tokens: int, total: int, width: int = BAR_WIDTH) -> str:
 def context_table_rows(report: ContextReport, previous: ContextReport | None) -> list[tuple[str, ...]]:
     """(block, tokens, bar, share, change since the previous turn, detail) for the /context screen."""
     before = {b.name: b.tokens for b in previous.blocks} if previous else {}
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name, tokens, share, detail in context_rows(report):
         change = ""
         if previous is not None and name in before and tokens != before[name]:
@@ -150,7 +150,7 @@ class ContextScreen(ModalScreen[None]):
     ContextScreen DataTable { height: auto; max-height: 24; }
     ContextScreen .notes { color: $text-muted; margin: 1 0 0 0; }
     """
-    BINDINGS = [Binding("escape,q", "dismiss_screen", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "dismiss_screen", "close")]
 
     def __init__(
         self, report: ContextReport, previous: ContextReport | None = None, metrics: Sequence[str] = ()
@@ -196,7 +196,7 @@ class SessionsScreen(ModalScreen["int | None"]):
     }
     SessionsScreen DataTable { height: 1fr; }
     """
-    BINDINGS = [Binding("escape", "close", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "close")]
 
     def __init__(self, search, query: str = "") -> None:
         super().__init__()
@@ -228,7 +228,8 @@ class SessionsScreen(ModalScreen["int | None"]):
         self.query_one(DataTable).focus()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        self.dismiss(int(event.row_key.value))
+        if event.row_key.value is not None:  # each row's key is its session's id
+            self.dismiss(int(event.row_key.value))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -65,7 +65,7 @@ def _tighten(sentence: str) -> str:
 def _units(text: str) -> list[str]:
     """The units of a message: its lines, and each line's sentences; list markers and the lines compaction
     writes itself are left out."""
-    out = []
+    out: list[str] = []
     for line in text.splitlines():
         line = line.strip().lstrip("-*• ").strip()
         if not line or line.startswith(NOT_CONTENT):

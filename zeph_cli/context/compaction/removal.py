@@ -61,7 +61,8 @@ def remove_middle_out(items: list[HistoryItem], fraction: float, counter: TokenC
     for i, item in enumerate(items):
         if any((i, j) in chosen for j in range(len(item.message.parts))):
             parts = tuple(
-                replace(p, content=COMPACTED) if (i, j) in chosen else p for j, p in enumerate(item.message.parts)
+                replace(p, content=COMPACTED) if (i, j) in chosen and isinstance(p, ToolResultPart) else p
+                for j, p in enumerate(item.message.parts)
             )
             message = Message(item.message.role, parts)
             item = replace(item, message=message, tokens=count_message(counter, message))

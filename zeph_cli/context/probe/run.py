@@ -100,7 +100,7 @@ async def run_probe(
     questions: list[ProbeQuestion] = []
 
     def result(kind: Verdict, score: float, outcomes: tuple[QuestionOutcome, ...], detail: str = "") -> ProbeResult:
-        duration_ms = max(int(round((clock() - started) * 1000)), 0)
+        duration_ms = max(round((clock() - started) * 1000), 0)
         return ProbeResult(
             score, config.threshold, config.hard_fail_threshold, kind,
             model or config.model, duration_ms, outcomes, detail,
@@ -114,7 +114,7 @@ async def run_probe(
                 detail = f"only {len(questions)} usable question(s) could be generated; at least {MIN_QUESTIONS} are needed"
                 return result("Skipped", 0.0, _unanswered(questions), detail)
             answers = parse_answers(await ask(answer_prompt(summary, questions)), len(questions))
-    except Exception as exc:  # fail open: compaction proceeds without validation
+    except Exception as exc:  # noqa: BLE001 — fail open: compaction proceeds without validation
         if isinstance(exc, TimeoutError) and timeout.expired():
             detail = f"the probe did not finish within {config.timeout_secs}s"
         else:

@@ -127,13 +127,15 @@ class EmbeddedEmbedder:
 
         lengths = np.fromiter((len(ids) for ids in token_ids), dtype=np.int64, count=len(token_ids))
         flat = np.fromiter(itertools.chain.from_iterable(token_ids), dtype=np.int64, count=int(lengths.sum()))
-        zero_row = self._table.shape[0] - 1
+        table = self._table
+        assert table is not None, "embed() loads the table first"
+        zero_row = table.shape[0] - 1
         np.clip(flat, 0, zero_row - 1, out=flat)
         padded = np.full((len(token_ids), int(lengths.max())), zero_row, dtype=np.int64)
         text_of_token = np.repeat(np.arange(len(token_ids)), lengths)
         position = np.arange(flat.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
         padded[text_of_token, position] = flat
-        rows = self._table[padded].astype(np.float32)
+        rows = table[padded].astype(np.float32)
         return np.sum(rows, axis=1, dtype=np.float32) / lengths[:, None].astype(np.float32)
 
 

@@ -10,7 +10,8 @@ with a one-line reason; it never hangs past its timeout.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol
+from collections.abc import Sequence
 
 from ...store.vectors import PendingMessage
 

@@ -32,9 +32,10 @@ import re
 import secrets
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -251,10 +252,10 @@ class MatrixCache:
         matrix = np.ascontiguousarray(segment.matrix, dtype=np.float32)
         tmp = self.dir / f".{name}.tmp"
         with open(tmp, "wb") as fh:
-            fh.write(ids)
-            fh.write(matrix)
+            fh.write(ids.data)
+            fh.write(matrix.data)
         os.replace(tmp, self.dir / name)
-        crc = zlib.crc32(matrix, zlib.crc32(ids))
+        crc = zlib.crc32(matrix.data, zlib.crc32(ids.data))
         return Segment(ids, matrix, name, crc, _stamp(os.stat(self.dir / name)))
 
     def _collect_garbage(self, keep: set[str]) -> None:
@@ -269,8 +270,8 @@ def _stamp(st: os.stat_result) -> Stamp:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _stamp_of(value: object) -> Stamp:
-    ino, size, mtime, ctime = (int(v) for v in value)  # type: ignore[union-attr]
+def _stamp_of(value: Iterable[Any]) -> Stamp:
+    ino, size, mtime, ctime = (int(v) for v in value)
     return (ino, size, mtime, ctime)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
@@ -47,7 +48,7 @@ def connect(url: str) -> QdrantClient:
         ) from None
     try:
         return QdrantClient(url=url, timeout=TIMEOUT_S, check_compatibility=False)
-    except Exception as exc:  # a malformed URL
+    except Exception as exc:  # noqa: BLE001 — a malformed URL
         raise VectorIndexDown(f"qdrant at {url} cannot be used: {_reason(exc)}") from None
 
 
@@ -87,7 +88,7 @@ class QdrantVectorIndex:
                 models.PointStruct(id=r.message_id, vector=v.tolist(), payload={"conversation_id": r.conversation_id})
                 for r, v in zip(rows[start : start + UPSERT_BATCH], vectors[start : start + UPSERT_BATCH])
             ]
-            self._call("store vectors in", lambda p=points: self.client.upsert(name, points=p, wait=True))
+            self._call("store vectors in", partial(self.client.upsert, name, points=points, wait=True))
         table.write_vectors(self.db, model, [table.StoredVector(r.message_id, r.conversation_id, dim, None) for r in rows])
 
     def search(self, model: str, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
@@ -160,7 +161,7 @@ class QdrantVectorIndex:
             return request()
         except VectorIndexDown:
             raise
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 — any client or transport error becomes one VectorIndexDown line
             raise VectorIndexDown(self._describe(doing, exc)) from None
 
     def _describe(self, doing: str, exc: BaseException) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeGuard
 
 import numpy as np
 
@@ -207,7 +208,7 @@ class SqliteVectorIndex:
         return self._database_id
 
 
-def _extendable(cached: CachedMatrix | None, database_id: str, newest: int) -> bool:
+def _extendable(cached: CachedMatrix | None, database_id: str, newest: int) -> TypeGuard[CachedMatrix]:
     """Whether `cached` holds a prefix of this database's rows that the table's tail (rows above its
     `max_rowid`) completes: same database, its newest row not deleted, its dimension known."""
     if cached is None or cached.database_id != database_id or cached.max_rowid > newest:

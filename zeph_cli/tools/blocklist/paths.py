@@ -131,7 +131,7 @@ def glob_prefix(path: str) -> tuple[str, bool]:
     (False) and `*/../..` its parent.
     """
     parts = path.split("/")
-    for index, part in enumerate(parts):
+    for index, part in enumerate(parts):  # noqa: B007 — the index the loop breaks at is read after it
         if _GLOB_COMPONENT.search(part):
             break
     else:

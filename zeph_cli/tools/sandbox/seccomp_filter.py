@@ -97,10 +97,10 @@ def filter_program(machine: str) -> list[tuple[int, int, int, int]]:
     ]
     if machine == "x86_64":
         source.append((_JGE_K, "kill", 0, X32_SYSCALL_BIT))
-    for call, (number, mode_arg) in calls.items():
+    for call, (number, _mode_arg) in calls.items():
         source.append((_JEQ_K, call, 0, number))
     source.append((_RET_K, 0, 0, SECCOMP_RET_ALLOW))
-    for call, (number, mode_arg) in calls.items():
+    for call, (_number, mode_arg) in calls.items():
         source.append(("label", call))
         if mode_arg is None:  # ioctl: the request is the second argument, an unsigned int to the kernel
             source += [

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
 
 from .argv import basename, getopt, split_find
 from .commands import ParsedCommand, SimpleCommand
@@ -40,7 +42,7 @@ def parse_command(command: str) -> ParsedCommand:
         analyzer.script(command, _State({"IFS": DEFAULT_IFS}, ()))
     except RecursionError:
         analyzer.flag(TOO_DEEP)
-    except Exception:  # a parser defect must surface as "unverifiable", never as a pass
+    except Exception:  # noqa: BLE001 — a parser defect must surface as "unverifiable", never as a pass
         analyzer.flag(PARSER_FAILED)
     if analyzer.report.unreadable:
         analyzer.flag(analyzer.report.unreadable[0])
@@ -160,7 +162,7 @@ class _Analyzer:
         flat = tuple(command for stage in stages for command in stage)
         if flat:
             self.pipelines.append(flat)
-        for before, after in zip(stages, stages[1:]):
+        for before, after in pairwise(stages):
             reader = next((c for c in after if stdin_program(c) and not c.from_xargs), None)
             if reader is None:
                 continue
@@ -413,11 +415,11 @@ class _Analyzer:
                 self.assign(state, identifier, None)
         elif name in ("source", "."):
             state.env.clear()
-        trace = self.defined.get(name)
-        if trace is not None:
-            if trace.changes_dir:
+        called = self.defined.get(name)
+        if called is not None:
+            if called.changes_dir:
                 state.cd = state.cd + (None,)
-            for variable in trace.assigns:
+            for variable in called.assigns:
                 state.env.pop(variable, None)
 
     def assign(self, state: _State, name: str, value: str | None) -> None:
@@ -516,7 +518,7 @@ class _Analyzer:
             bounds = [open_at, *commas, close_at]
             prefix_text, prefix_flags = piece_text[:open_at], piece_flags[:open_at]
             suffix_text, suffix_flags = piece_text[close_at + 1:], piece_flags[close_at + 1:]
-            for a, b in reversed(list(zip(bounds, bounds[1:]))):
+            for a, b in reversed(list(pairwise(bounds))):
                 todo.append((
                     prefix_text + piece_text[a + 1:b] + suffix_text,
                     prefix_flags + piece_flags[a + 1:b] + suffix_flags,
@@ -530,7 +532,7 @@ def _env_assignments(argv: Sequence[str]) -> list[tuple[str, str | None]]:
     """NAME=value words `env` sets for the command it runs."""
     if not argv or argv[0] != "env":
         return []
-    found = []
+    found: list[tuple[str, str | None]] = []
     for arg in argv[1:]:
         match = ASSIGNED_NAME.match(arg)
         if match:
@@ -573,7 +575,7 @@ def _file_program(command: SimpleCommand) -> str | None:
     return interpreter_family(command.name)
 
 
-def _command(argv: Sequence[str], redirects: Sequence[tuple[str, str]], text: str, **fields: object) -> SimpleCommand:
+def _command(argv: Sequence[str], redirects: Sequence[tuple[str, str]], text: str, **fields: Any) -> SimpleCommand:
     argv = tuple(argv)
     program = argv[0]
     return SimpleCommand(

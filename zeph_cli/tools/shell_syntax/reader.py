@@ -533,7 +533,7 @@ class _Reader:
         line_start = text.rfind("\n", 0, end_start) + 1
         line_end = text.find("\n", end_end)
         line = text[line_start:len(text) if line_end < 0 else line_end]
-        body_start, body_end = self.span(body)
+        body_start, _ = self.span(body)
         lines = text[body_start:line_start].split("\n")[:-1] if line_start > body_start else []
         strip = (lambda value: value.lstrip("\t")) if strip_tabs else (lambda value: value)
         if strip(line) != delimiter or any(strip(earlier) == delimiter for earlier in lines):

@@ -213,7 +213,7 @@ def _sg(argv: Sequence[str]) -> _Inner | None:
 
 
 def _script(argv: Sequence[str]) -> _Inner | None:
-    i, options = getopt(argv, "cEIOBTmt", {"--command", "--echo", "--log-in", "--log-out", "--log-io", "--logging-format", "--timing"})
+    _, options = getopt(argv, "cEIOBTmt", {"--command", "--echo", "--log-in", "--log-out", "--log-io", "--logging-format", "--timing"})
     script = _value(options, "-c", "--command")
     return _Inner(script=script) if script else None
 
