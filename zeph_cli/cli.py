@@ -281,13 +281,11 @@ async def preview_memory(agent, conversation) -> tuple[str, int]:
     them; the embedder's label and how many stored messages have no vector yet."""
     history = agent.agent_history(conversation)
     query = next((i.message.content for i in reversed(history) if i.message.role == "user"), "")
-    for note in await agent.prepare_extras(query) if query else []:
+    agent.turn_worldbook = agent.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in history])
+    for note in await agent.prepare_sources(conversation, history, query, running=False):
         eprint(warning_line(note))
     if agent.memory is None:
         return "", 0
-    if query:
-        agent.turn_memory = await agent.memory.prepare(conversation.id, query, {i.id for i in history},
-                                                       agent.memory_chars())
     return agent.memory.embedder_label(), await agent.memory.backlog()
 
 

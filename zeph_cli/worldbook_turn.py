@@ -119,10 +119,15 @@ def worldbook_layers(
 ) -> WorldbookLayers:
     """The triggered entries that fit `allowance` (calibrated tokens, None = no cap) as prompt layers;
     each block's detail names its entries, the first one's also what was left out."""
+    return layers_within(turn, allowance, lambda text: calibration.apply(counter.count(text) + MESSAGE_OVERHEAD))
+
+
+def layers_within(turn: WorldbookTurn, allowance: int | None, measure: Callable[[str], int]) -> WorldbookLayers:
+    """`worldbook_layers` with `measure` giving a block's calibrated tokens as sent."""
     layers = WorldbookLayers()
     if not turn.triggered and not turn.isolated:
         return layers  # nothing to place and nothing to say
-    placement = turn.placement(allowance, lambda text: calibration.apply(counter.count(text) + MESSAGE_OVERHEAD))
+    placement = turn.placement(allowance, measure)
     if turn.isolated:
         layers.notes.append(ContextBlock(ISOLATION_BLOCK, 0, turn.isolation_detail()))
     for n, block in enumerate(placement.blocks):

@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import Config, SandboxConfig
-from ..context.assembler import HistoryItem, PromptLayer
+from ..context.assembler import HistoryItem
+from ..context.blocks import Block, ContextSource, Placement
 from ..context.budget import Budget, compute_budget
 from ..context.environment import EnvironmentFacts
 from ..context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, session_profile
 from ..context.project import ProjectContext, render_project_context
 from ..context.prompt_modules import MODE_MODULES, PromptModule
 from ..context.report import ContextReport
-from ..context.turn_blocks import render_time
 from ..memory.long_term_access import LongTermMemory
 from ..memory.service import MemoryService, TurnMemory
 from ..messages import Message, ReplyBuilder, ToolResultPart
@@ -56,6 +56,7 @@ from ..workspace import environment_facts, find_project_files
 from ..worldbook_turn import Worldbook, WorldbookTurn
 from . import bounds, context_view, replies, tool_offer
 from .events import AgentEvent, AgentWarning, TurnQueued, TurnStarted
+from .sources import Prepared, SourcePolicy, build_sources, policy_for, prepare_sources
 from .turn_loop import TurnState, call_ids, turn_events, withdraw_unanswered
 
 if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools nor compaction
@@ -127,7 +128,6 @@ class Agent:
         self.one_shot = one_shot
         # The local time the <time> block and the landmarks' zone come from (tests give a fixed one).
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
-        self._turn_time: str | None = None  # the running turn's <time> block: one per turn, its tool rounds share it
         self.store = store
         self.provider = provider
         self.cwd = cwd
@@ -163,6 +163,7 @@ class Agent:
         # Worldbook entries the recent messages trigger (once per turn), and the session's isolation mode.
         self.worldbook = Worldbook(store.db, config.worldbook, str(self.confinement.root))
         self.turn_worldbook = WorldbookTurn()
+        self.prepared = Prepared()  # the last turn's sources: their outcomes and notes
         self._turn_notes: list[str] = []
         dump_dir = config.debug.dump_dir
         keyed = [provider.settings, *(helper_settings or {}).values()]  # their keys are kept out of the dump
@@ -407,9 +408,37 @@ class Agent:
         """The messages the next request would send, their report, and the raw estimate."""
         return context_view.context_for(self, conversation, system, tools)
 
-    def _context_layers(self, conversation: Conversation, *, isolated: bool = False) -> list[PromptLayer]:
-        """The per-turn blocks in ETOS order: time, memory, recent conversations, user profile."""
-        return context_view.context_layers(self, conversation, isolated=isolated)
+    @cached_property
+    def sources(self) -> list[ContextSource]:
+        """The context sources on for this agent (`sources.REGISTRY`), built when first asked."""
+        return build_sources(self)
+
+    @property
+    def source_policy(self) -> SourcePolicy:
+        """Which sources and tool groups the session allows now (isolation mode allows fewer)."""
+        return policy_for(self.turn_worldbook.isolated)
+
+    async def prepare_sources(
+        self, conversation: Conversation, history: list[HistoryItem], prompt: str, *, running: bool
+    ) -> list[str]:
+        """The sources the session allows, prepared concurrently for `prompt` (each under
+        `[context] source_deadline_seconds`), then the MCP tools ranked when their schemas cannot all fit;
+        the notes to say (those of sources left out of the turn included)."""
+        assert self.profile is not None, "call start() first"
+        turn = context_view.turn_input(self, conversation, history, prompt=prompt, running=running)
+        allowed = [source for source in self.sources if self.source_policy.allows(source.name)]
+        self.prepared = await prepare_sources(allowed, turn, self.config.context.source_deadline_seconds)
+        notes = self.prepared.notes + [o.note for o in self.prepared.outcomes if o.left_out]
+        if prompt and self.source_policy.allows("MCP tools") and "MCP tools" not in self.prepared.left_out:
+            notes += await tool_offer.rank_extras(self, prompt)
+        return notes
+
+    def _context_layers(self, conversation: Conversation, *, isolated: bool = False) -> list[Block]:
+        """The per-turn blocks the sources give the next request (just before the user message), in order;
+        `isolated`: as an isolated session's."""
+        policy = policy_for(isolated or self.turn_worldbook.isolated)
+        blocks = context_view.request_blocks(self, conversation, self.offered_tools(), policy)
+        return sorted((b for b in blocks if b.placement is Placement.BEFORE_TURN), key=lambda b: b.order)
 
     def enhancement(self, conversation: Conversation) -> str:
         """The enhancement prompt's text: the session's own (`/enhance`, `--enhance`), else the configured one."""
@@ -498,23 +527,18 @@ class Agent:
         """What the turn brings in (worldbook, recall, skills and MCP), then its requests and replies."""
         conversation, saved_id = turn.conversation, turn.prompt_id
         self.pinned_id = saved_id
-        self._turn_time = render_time(self.clock())
         history = self.agent_history(conversation)  # read once for the worldbook's triggers and recall
         self.turn_worldbook = self.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in history])
         self.turn_memory = TurnMemory()  # nothing of the previous turn's
         try:
-            if self.memory is not None and not self.turn_worldbook.drops("semantic recall"):
-                visible = {item.id for item in history}
-                self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
-            isolated = self.turn_worldbook.drops("MCP tools")  # no MCP server started, no skill matched for nothing
-            self._turn_notes = ([] if isolated else await self.prepare_extras(prompt)) + list(self.turn_worldbook.warnings)
+            notes = await self.prepare_sources(conversation, history, prompt, running=True)
+            self._turn_notes = notes + list(self.turn_worldbook.warnings)
             async with contextlib.aclosing(turn_events(self, turn)) as events:  # a caller that stops early
                 async for event in events:  # closes the turn's own steps in order
                     yield event
         finally:
             self.pinned_id = None
-            self._turn_time = None
-            if self.memory is not None and not self.turn_worldbook.isolated:  # an isolated session stays out of recall
+            if self.memory is not None and self.source_policy.allows("memory"):  # an isolated session stays out of recall
                 self.memory.index_in_background(saved_id)  # the turn's messages get vectors after the reply
 
     # ---- the turn's steps (bounds, replies, provider_errors) ------------------------

@@ -44,9 +44,9 @@ def mode_tools(agent: Agent) -> tuple[ToolSet, bool]:
     if agent.tools_unavailable:
         return ToolSet(), False
     budgeted = agent.profile is not None and agent.budget().total > 0
-    memory = agent.config.memory.long_term.enabled and not agent.turn_worldbook.drops("memory tools")
+    memory = agent.config.memory.long_term.enabled and agent.source_policy.allows_tools("memory tools")
     tools = tools_for_mode(agent.mode, compression=budgeted, memory=memory)
-    extra = {} if agent.turn_worldbook.drops("MCP tools") else agent.extras.tools(agent.mode)
+    extra = agent.extras.tools(agent.mode) if agent.source_policy.allows_tools("MCP tools") else {}
     if extra:
         tools = ToolSet({**tools.tools, **extra})
     return tools, budgeted
@@ -56,6 +56,12 @@ async def prepare_extras(agent: Agent, prompt: str) -> list[str]:
     """Skills and MCP tools for `prompt`; the MCP tools are ranked against it only when their schemas
     cannot all fit the budget (ranking embeds the message: not worth it when nothing is left out)."""
     notes = await agent.extras.prepare(prompt, tools_wanted=not agent.tools_unavailable)
+    return notes + await rank_extras(agent, prompt)
+
+
+async def rank_extras(agent: Agent, prompt: str) -> list[str]:
+    """The turn's MCP tools ranked against `prompt` when their schemas cannot all fit the budget; notes."""
+    notes: list[str] = []
     tools, budgeted = mode_tools(agent)
     if budgeted and agent.extras.mcp_tools:
         compact = dataclasses.replace(tools, compact=True)

@@ -95,6 +95,11 @@ class Block:
     detail: str = ""  # shown beside the block in the report
 
     @property
+    def text(self) -> str:
+        """Its text when it holds text ("" for entries, which the assembler fits)."""
+        return self.content if isinstance(self.content, str) else ""
+
+    @property
     def fits_room(self) -> bool:
         """Its size is set by the room it is given (a share or a slot), not by its source."""
         return bool(self.share or self.slot)
@@ -102,36 +107,52 @@ class Block:
 
 @dataclass(frozen=True)
 class TurnInput:
-    """What a source may read to prepare a turn's blocks (or a preview's, outside a turn: `prompt` None)."""
+    """What a source may read to prepare a turn's blocks, or one request's (`running` False: a preview
+    of the next request, outside a turn, as `zeph context` shows it)."""
 
     conversation_id: int
     metadata: Mapping[str, Any]
-    prompt: str | None
-    history: Sequence[HistoryItem]
+    conversation: Any = None  # the store's conversation, for sources that read it
+    history: Sequence[HistoryItem] = ()
+    prompt: str = ""  # the running turn's user message ("" outside a turn)
+    running: bool = False
     system: str | None = None  # the topic prompt asked for this turn (None: the session's own)
     available: int = 0  # tokens the prompt may use (0 = no budget)
     counter: TokenCounter | None = None
     measure: Callable[[str], int] = len  # calibrated tokens of a text sent as one message
     tools: frozenset[str] = frozenset()  # the tools the request offers, by name
     now: datetime | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable
 class ContextSource(Protocol):
     """Something that contributes blocks to a turn's context.
 
-    `prepare` may be slow (I/O, embeddings) and runs once a turn, concurrently with the other
-    sources and under a deadline; `lines` says, for `zeph context`, what it did beyond its blocks'
-    rows (what it matched, why it sent nothing)."""
+    `prepare` gathers what the turn needs (it may be slow: I/O, embeddings) once a turn, concurrently
+    with the other sources and under a deadline, and returns the blocks it makes; `blocks` gives them
+    again for each request of the turn (and for a preview outside a turn) from what was gathered, since
+    a request's offered tools and counts may differ from the turn's first; `lines` says, for
+    `zeph context`, what the source did beyond its blocks' rows (what it matched, why it sent nothing)."""
 
     name: str
 
     async def prepare(self, turn: TurnInput) -> list[Block]: ...
 
+    def blocks(self, turn: TurnInput) -> list[Block]: ...
+
     def lines(self, report: ContextReport) -> list[str]: ...
 
 
-def text_of(block: Block) -> str:
-    """A block's text when it holds text ("" for entries, which are fitted by the assembler)."""
-    return block.content if isinstance(block.content, str) else ""
+class Source:
+    """A source with nothing slow to gather: `prepare` gives what `blocks` gives; no lines of its own."""
+
+    name = ""
+
+    async def prepare(self, turn: TurnInput) -> list[Block]:
+        return self.blocks(turn)
+
+    def blocks(self, turn: TurnInput) -> list[Block]:
+        raise NotImplementedError
+
+    def lines(self, report: ContextReport) -> list[str]:
+        return []
