@@ -138,20 +138,22 @@ def test_a_new_source_is_one_class_and_one_registration():
 
 
 def test_a_late_source_is_left_out_of_the_turn_said_and_shown_by_zeph_context(fake_server, compatible):
-    # the embedded embedder cannot load within 0.1 s: recall and memories are late, the turn goes on without them
-    env = {**compatible, "ZEPH_CONTEXT_SOURCE_DEADLINE_SECONDS": "0.1"}
+    # with no time to wait, recall and memories (which wait for the embedded embedder's vector in a thread) are
+    # late: the turn goes on without them, and the sources that need not wait are all there
+    env = {**compatible, "ZEPH_CONTEXT_SOURCE_DEADLINE_SECONDS": "0"}
     fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Noted."])))
     asked = run_zeph("ask", "Which port does the staging database of project Falcon listen on?", env=env)
     assert asked.returncode == 0, err(asked)
     assert "Noted." in out(asked)
-    assert "zeph: warning: context source 'memory' left out of this turn: not ready within 0.1 s" in err(asked)
+    assert "zeph: warning: context source 'memory' left out of this turn: not ready within 0 s" in err(asked)
     sent = fake_server.requests_to("/v1/chat/completions")[-1].json["messages"]
     assert sent[-1]["content"].endswith("listen on?") and not any("[semantic recall]" in m["content"] for m in sent)
+    assert any("<environment>" in m["content"] for m in sent) and any(m["content"].startswith("<time>") for m in sent)
 
     shown = run_zeph("context", "--json", env=env)
     assert shown.returncode == 0, err(shown)
     rows = {b["name"]: b for b in json.loads(out(shown))["context"]["blocks"]}
-    assert rows["memory"] == {"name": "memory", "tokens": 0, "detail": "left out this turn: not ready within 0.1 s"}
+    assert rows["memory"] == {"name": "memory", "tokens": 0, "detail": "left out this turn: not ready within 0 s"}
     table = run_zeph("context", env=env)
     row = next(line for line in out(table).splitlines() if line.startswith("memory "))
     assert row.split()[1] == "0" and "left out this turn" in row, out(table)

@@ -300,7 +300,6 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         sent_text_lines,
     )
     from .store import CompactionStore
-    from .tools.registry import LOAD_SKILL
 
     async with session_agent(loaded, session_id) as (agent, conversation):
         embedder, backlog = await preview_memory(agent, conversation)
@@ -310,7 +309,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         metrics = CompactionStore(agent.store.db).metrics(conversation.id)
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
-        extras = agent.extras.lines(loadable=LOAD_SKILL in tools.tools)  # while the MCP servers still run
+        extras = agent.source_lines(report)  # while the MCP servers still run
         echoes = echoing_replies(agent.store, conversation.id)
         generated = agent.session_memory.status_lines()
     memory = memory_lines(agent.turn_memory, report, embedder, backlog, echoes) + generated

@@ -215,7 +215,8 @@ class ContextConfig:
     source_deadline_seconds: float = setting(
         40.0, "Seconds each context source (recall, skills, ...) may take to prepare a turn; one that fails or is later "
         "is left out of that turn and said (zeph context, the chat app's status). MCP discovery gets its servers' "
-        "own start timeout on top.", lo=0.1, hi=3600.0, kind=float,
+        "own start timeout on top; 0 = wait for nothing (a source that must wait, for an embedding or a server, is left out).",
+        lo=0.0, hi=3600.0, kind=float,
     )
 
 

@@ -118,6 +118,10 @@ class TurnExtras:
     def lines(self, *, loadable: bool = True) -> list[str]:
         """What `zeph context` and `/context` say about skills and MCP tools this turn; `loadable`: load_skill
         is offered (without it, matched skills go in full or not at all and the others are not listed)."""
+        return self.skills_lines(loadable=loadable) + self.mcp_lines()
+
+    def skills_lines(self, *, loadable: bool = True) -> list[str]:
+        """What `zeph context` says about the skills matched this turn."""
         out: list[str] = []
         turn = self.turn_skills
         if turn is not None and (turn.matched or turn.others):
@@ -131,6 +135,11 @@ class TurnExtras:
                 out.append(f"skills: none matched this message; {others} listed")
             else:
                 out.append("skills: none matched this message; none listed: the model is not offered load_skill")
+        return out
+
+    def mcp_lines(self) -> list[str]:
+        """What `zeph context` says about the MCP servers and the tools offered this turn."""
+        out: list[str] = []
         if self.mcp is not None and self._starting is not None and self._starting.done():
             running = [s for s in self.mcp.status() if s.state == "running"]
             offered = len(self.mcp_tools) - self.mcp_left_out

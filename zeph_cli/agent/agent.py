@@ -433,6 +433,10 @@ class Agent:
             notes += await tool_offer.rank_extras(self, prompt)
         return notes
 
+    def source_lines(self, report: ContextReport) -> list[str]:
+        """What the sources the session allows say for `zeph context` beyond their blocks' rows."""
+        return [line for source in self.sources if self.source_policy.allows(source.name) for line in source.lines(report)]
+
     def _context_layers(self, conversation: Conversation, *, isolated: bool = False) -> list[Block]:
         """The per-turn blocks the sources give the next request (just before the user message), in order;
         `isolated`: as an isolated session's."""

@@ -13,6 +13,7 @@ from ...context.blocks import Block, Source, TurnInput
 
 if TYPE_CHECKING:
     from ...agent.agent import Agent
+    from ...context.report import ContextReport
 
 
 class McpSource(Source):
@@ -32,6 +33,9 @@ class McpSource(Source):
 
     def blocks(self, turn: TurnInput) -> list[Block]:
         return []
+
+    def lines(self, report: ContextReport) -> list[str]:
+        return self.agent.extras.mcp_lines()
 
     def take_notes(self) -> list[str]:
         notes, self.notes = self.notes, []

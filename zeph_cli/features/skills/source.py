@@ -15,6 +15,7 @@ from ...tools.registry import LOAD_SKILL
 
 if TYPE_CHECKING:
     from ...agent.agent import Agent
+    from ...context.report import ContextReport
 
 
 class SkillsSource(Source):
@@ -35,6 +36,9 @@ class SkillsSource(Source):
         from ...context.skills_block import skills_block
 
         return [skills_block(skills, LOAD_SKILL, SYSTEM_ORDER["skills"])]
+
+    def lines(self, report: ContextReport) -> list[str]:
+        return self.agent.extras.skills_lines(loadable=LOAD_SKILL in self.agent.offered_tools().tools)
 
     def take_notes(self) -> list[str]:
         notes, self.notes = self.notes, []
