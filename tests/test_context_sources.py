@@ -17,7 +17,7 @@ from zeph_cli.agent.sources import (
     prepare_sources,
     request_blocks,
 )
-from zeph_cli.context.blocks import Block, ContextSource, Placement, Source, TurnInput
+from zeph_cli.context.blocks import Block, Placement, Source, TurnInput
 
 TURN = TurnInput(1, {}, prompt="hello", running=True)
 GENEROUS = 30.0  # seconds: a bound on a would-be hang, never a speed check
@@ -130,7 +130,7 @@ class Extra(Source):
 def test_a_new_source_is_one_class_and_one_registration():
     registry = [Registration(__name__, "Extra"), Registration(__name__, "Extra", lambda agent: False)]
     [source] = build_sources(agent="an agent", registry=registry)
-    assert isinstance(source, ContextSource) and source.agent == "an agent"
+    assert source.name == "extra" and source.agent == "an agent"
     assert source.blocks(TURN)[0].placement is Placement.CLOSING
 
 

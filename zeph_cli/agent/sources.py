@@ -15,8 +15,7 @@ import asyncio
 import importlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..context.blocks import Block, ContextSource, Placement, Source, TurnInput
 from ..context.environment import render_environment
@@ -40,8 +39,7 @@ CLOSING_ORDER = {"enhancement prompt": 10}
 # ---- policy ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SourcePolicy:
+class SourcePolicy(NamedTuple):
     """Which sources and tool groups a session allows: everything but what it names."""
 
     denied_sources: frozenset[str] = frozenset()
@@ -158,8 +156,7 @@ def enhancement_source(agent: Agent) -> ContextSource:
 # ---- the registry ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Registration:
+class Registration(NamedTuple):
     """A source: `factory` (in `module`, imported only when `enabled`) builds it for an agent."""
 
     module: str
@@ -201,8 +198,7 @@ def build_sources(agent: Agent, registry: Sequence[Registration] | None = None) 
 # ---- concurrent preparation ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SourceOutcome:
+class SourceOutcome(NamedTuple):
     """How one source's preparation went: "ok", "failed" or "late" (and why), in seconds."""
 
     name: str
@@ -223,13 +219,13 @@ class SourceOutcome:
         return Block(self.name, placement=Placement.REPORT, detail=f"left out this turn: {self.reason}")
 
 
-@dataclass
 class Prepared:
     """What a turn's preparation gave: each source's blocks and outcome, and the notes sources left."""
 
-    blocks: dict[str, list[Block]] = field(default_factory=dict)
-    outcomes: list[SourceOutcome] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.blocks: dict[str, list[Block]] = {}
+        self.outcomes: list[SourceOutcome] = []
+        self.notes: list[str] = []
 
     @property
     def left_out(self) -> set[str]:

@@ -24,12 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..messages import Message
 from ..tokens import MESSAGE_OVERHEAD, REQUEST_OVERHEAD, Calibration, TokenCounter
 from .allocation import allocate
-from .blocks import Block, Entries, Fitted, Placement, Room, Shrink
+from .blocks import Block, Fitted, Placement, Room, Shrink
 from .budget import RequestBudget
 from .history_shaping import LANDMARK_KEY, cap_history, insert_at_depth, landmarks
 from .report import ContextBlock, ContextReport
@@ -116,8 +116,7 @@ def _as_sent(history: list[HistoryItem], counter: TokenCounter) -> list[HistoryI
     ]
 
 
-@dataclass(frozen=True)
-class History:
+class History(NamedTuple):
     """The conversation as the assembler takes it, and how it is shaped before it is fitted."""
 
     items: Sequence[HistoryItem]
@@ -127,8 +126,7 @@ class History:
     zone: tzinfo | None = None  # the landmarks' time zone
 
 
-@dataclass(frozen=True)
-class _Placed:
+class _Placed(NamedTuple):
     """A block as sent: its text and its calibrated and raw tokens."""
 
     block: Block
@@ -309,7 +307,7 @@ def _fit_alone(block: Block, measure: Callable[[str], int], tools: frozenset[str
 
 def _fitted(block: Block, room: Room) -> Fitted:
     """A block with a share or a slot within `room`: entries fit themselves; text is truncated or dropped."""
-    if isinstance(block.content, Entries):
+    if not isinstance(block.content, str):  # entries
         return block.content.fit(room)
     if not block.content or room.measure(block.content) <= room.allowance:
         return Fitted(block.content, block.detail)

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from ..tokens import TokenCounter
@@ -45,8 +44,7 @@ class Shrink(enum.Enum):
     DROP = "dropped"  # left out whole when over its allowance
 
 
-@dataclass(frozen=True)
-class Room:
+class Room(NamedTuple):
     """What a block that shrinks is given to fit in."""
 
     allowance: int  # calibrated tokens it may take, its message framing included
@@ -55,8 +53,7 @@ class Room:
     tools: frozenset[str] = frozenset()  # the tools the request offers, by name
 
 
-@dataclass(frozen=True)
-class Fitted:
+class Fitted(NamedTuple):
     """What a block's entries became within their room: the text sent ("" = nothing), the report's
     detail, and what went in (ids or (name, form) pairs: the report's account of it)."""
 
@@ -65,15 +62,13 @@ class Fitted:
     kept: tuple[Any, ...] = ()
 
 
-@runtime_checkable
 class Entries(Protocol):
     """A block's content that renders itself within a room (whole entries, compact forms)."""
 
     def fit(self, room: Room) -> Fitted: ...
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
     """One named part of a request's context (see the module's invariant).
 
     `share` (of the prompt budget) and `slot` (of the allocation table) are the two ways a block's
@@ -105,8 +100,7 @@ class Block:
         return bool(self.share or self.slot)
 
 
-@dataclass(frozen=True)
-class TurnInput:
+class TurnInput(NamedTuple):
     """What a source may read to prepare a turn's blocks, or one request's (`running` False: a preview
     of the next request, outside a turn, as `zeph context` shows it)."""
 
@@ -124,7 +118,6 @@ class TurnInput:
     now: datetime | None = None
 
 
-@runtime_checkable
 class ContextSource(Protocol):
     """Something that contributes blocks to a turn's context.
 

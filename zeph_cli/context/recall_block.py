@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..tokens import MESSAGE_OVERHEAD
 from .blocks import Block, Fitted, Placement, Room, Shrink
@@ -59,8 +60,7 @@ RECALL_SLOT = "semantic_recall"  # its slot in the allocation table
 UNBUDGETED_RECALL_TOKENS = 2000  # the block's cap when there is no budget to take a share of
 
 
-@dataclass(frozen=True)
-class RecallEntries:
+class RecallEntries(NamedTuple):
     """Recalled messages as a block's entries: whole entries, best first, within the room given."""
     entries: tuple[RecallEntry, ...]
 
