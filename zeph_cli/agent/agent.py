@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Config, SandboxConfig
 from ..context.assembler import HistoryItem
-from ..context.blocks import Block, ContextSource, Placement
+from ..context.blocks import Block, ContextSource, Placement, Source
 from ..context.budget import Budget, compute_budget
 from ..context.environment import EnvironmentFacts
 from ..context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, session_profile
@@ -426,7 +426,9 @@ class Agent:
         the notes to say (those of sources left out of the turn included)."""
         assert self.profile is not None, "call start() first"
         turn = context_view.turn_input(self, conversation, history, prompt=prompt, running=running)
-        allowed = [source for source in self.sources if self.source_policy.allows(source.name)]
+        # a source with nothing to gather (its blocks are made for each request) is not prepared twice
+        allowed = [source for source in self.sources
+                   if self.source_policy.allows(source.name) and type(source).prepare is not Source.prepare]
         self.prepared = await prepare_sources(allowed, turn, self.config.context.source_deadline_seconds)
         notes = self.prepared.notes + [o.note for o in self.prepared.outcomes if o.left_out]
         if prompt and self.source_policy.allows("MCP tools") and "MCP tools" not in self.prepared.left_out:
