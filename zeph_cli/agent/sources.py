@@ -164,6 +164,22 @@ class Registration(NamedTuple):
     enabled: Callable[[Agent], bool] = lambda agent: True
 
 
+def _worldbook_on(agent: Agent) -> bool:
+    return agent.config.worldbook.enabled
+
+
+def _memory_on(agent: Agent) -> bool:
+    return agent.memory is not None
+
+
+def _skills_on(agent: Agent) -> bool:
+    return agent.extras.skills is not None
+
+
+def _mcp_on(agent: Agent) -> bool:
+    return agent.extras.mcp is not None
+
+
 REGISTRY: list[Registration] = [
     Registration(__name__, "base_source"),
     Registration(__name__, "environment_source"),
@@ -171,12 +187,12 @@ REGISTRY: list[Registration] = [
     Registration(__name__, "mode_source"),
     Registration(__name__, "global_prompt_source"),
     Registration(__name__, "topic_source"),
-    Registration("zeph_cli.features.worldbook.source", "WorldbookSource", lambda agent: agent.config.worldbook.enabled),
+    Registration("zeph_cli.features.worldbook.source", "WorldbookSource", _worldbook_on),
     Registration(__name__, "TimeSource"),
-    Registration("zeph_cli.features.memory.source", "MemorySource", lambda agent: agent.memory is not None),
+    Registration("zeph_cli.features.memory.source", "MemorySource", _memory_on),
     Registration("zeph_cli.features.session_memory.source", "SessionMemorySource"),
-    Registration("zeph_cli.features.skills.source", "SkillsSource", lambda agent: agent.extras.skills is not None),
-    Registration("zeph_cli.features.mcp.source", "McpSource", lambda agent: agent.extras.mcp is not None),
+    Registration("zeph_cli.features.skills.source", "SkillsSource", _skills_on),
+    Registration("zeph_cli.features.mcp.source", "McpSource", _mcp_on),
     Registration(__name__, "enhancement_source"),
 ]
 
@@ -239,8 +255,12 @@ async def prepare_sources(sources: Sequence[ContextSource], turn: TurnInput, dea
     started = time.monotonic()
     tasks = {source.name: asyncio.ensure_future(source.prepare(turn)) for source in sources}
     finished: dict[str, float] = {}
+
+    def timer(name: str) -> Callable[[asyncio.Future], object]:
+        return lambda _: finished.setdefault(name, time.monotonic() - started)
+
     for name, task in tasks.items():
-        task.add_done_callback(lambda _, name=name: finished.setdefault(name, time.monotonic() - started))
+        task.add_done_callback(timer(name))
     limits = {source.name: getattr(source, "deadline", None) or deadline for source in sources}
     pending = set(tasks.values())
     late: set[str] = set()
