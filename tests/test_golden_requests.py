@@ -23,15 +23,18 @@ Nothing in a request is normalised: what would differ from run to run is made th
   and the profile (their update was just attempted, so none starts).
 - The `<time>` block is off (`[context] inject_time = false`): its weekday and month names change its
   length, and so every figure, from day to day; where it goes is tests/test_prompt_layers_e2e.py's.
-- GET requests (the server probes a provider sends at once, concurrently, at start-up) are listed
-  sorted by path within their step; requests with a body keep the order they were sent in.
+- The probes a provider sends a server at start-up, concurrently (GETs, Ollama's /api/show), are
+  listed first, sorted by path; a run of side jobs between two chat requests (the chunks of a long history
+  are summarized concurrently) is sorted by body; chat requests keep the order they were sent in.
 - Headers are not compared: they are the SDKs' (version, platform), and the API key a test sets.
 A temporary path found in a request fails the test.
 
-Where the embedded model runs, only its requests are recorded: the turns before them go to the fake
+Where the embedded model runs, only its last step is recorded: the turns before it go to the fake
 OpenAI-compatible server (`--provider fake`), whose scripted replies keep the history the same from run
-to run, and its compaction summaries are made by that server (`summary_model`); the model's own reply,
-the session's last, is never sent again.
+to run; its own turn runs in a 3,000-token budget with no compaction cooldown, so it compacts there, the
+summaries made by that server (`summary_model`), and with `llm.max_tokens = 8` (the model's reply, the
+session's last and never sent again, stays short). A compatible server's probes are answered from zeph's
+ten-minute cache after the first step, so they appear in that step only.
 
 Re-recording, after a change that is meant to change what is sent (say which in the commit):
 
@@ -165,7 +168,7 @@ def _words(text: str) -> int:
 @dataclass
 class Model:
     """Answers chat requests from its script in order, and summary side jobs (requests not streamed)
-    from what they were sent (tests/fakes/summarizers.py's faithful summary)."""
+    from what they were sent (tests/fakes/summarizers.py's faithful summary, at most max_tokens words)."""
 
     wire: str  # anthropic | openai | ollama
     script: deque = field(default_factory=deque)
@@ -177,7 +180,11 @@ class Model:
         if body.get("stream"):
             return self._streamed(self.script.popleft() if self.script else Say("(nothing scripted)"))
         prompt = "\n".join(_text(m) for m in body.get("messages", []))
-        return self._whole(faithful_summary(material(prompt), _words, share=0.1))
+        summary = faithful_summary(material(prompt), _words, share=0.1)
+        cap = body.get("max_completion_tokens") or body.get("max_tokens") or body.get("options", {}).get("num_predict")
+        if cap and _words(summary) > cap:  # cut at the request's max_tokens, as a server does
+            return self._whole(" ".join(summary.split()[:cap]), cut=True)
+        return self._whole(summary)
 
     def _streamed(self, reply: Say | Call) -> FakeResponse:
         if self.wire == "anthropic":
@@ -194,12 +201,13 @@ class Model:
             return openai_wire.stream_response(openai_wire.tool_call_chunks(calls))
         return openai_wire.stream_response(openai_wire.text_chunks([reply.text]))
 
-    def _whole(self, text: str) -> FakeResponse:
+    def _whole(self, text: str, *, cut: bool = False) -> FakeResponse:
         if self.wire == "anthropic":
-            return anthropic_wire.message_json([anthropic_wire.text_block(text)])
+            return anthropic_wire.message_json([anthropic_wire.text_block(text)],
+                                               stop_reason="max_tokens" if cut else "end_turn")
         if self.wire == "ollama":
-            return ollama_wire.chat_reply(text)
-        return openai_wire.json_response(openai_wire.completion(content=text))
+            return ollama_wire.chat_reply(text, done_reason="length" if cut else "stop")
+        return openai_wire.json_response(openai_wire.completion(content=text, finish_reason="length" if cut else "stop"))
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -359,8 +367,9 @@ def test_requests_match_the_golden_files(provider, world, tmp_path, fake_server)
         if provider == "embedded":
             extra = ("--debug-dump", str(dump)) if step.embedded else ("--provider", "fake")
             args = (args[0], *extra, *args[1:])
-        if provider == "embedded" and step.embedded:  # a smaller window, where its compaction happens too
-            step_env = {**env, "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": str(EMBEDDED_BUDGET)}
+        if provider == "embedded" and step.embedded:  # a smaller window, where it compacts again at once
+            step_env = {**env, "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": str(EMBEDDED_BUDGET),
+                        "ZEPH_MEMORY_COMPACTION_COOLDOWN_TURNS": "0"}
         else:
             step_env = env
         result = run_zeph(*args, env=step_env, cwd=project, timeout=600)
@@ -418,10 +427,25 @@ def _dumped(dump: Path) -> list[dict[str, Any]]:
     return requests
 
 
+def _probe(request: dict[str, Any]) -> bool:
+    """What a provider asks a server about itself at start-up: GETs, and Ollama's POST /api/show."""
+    return request["method"] == "GET" or request["path"] == "/api/show"
+
+
 def _ordered(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """GET probes (sent concurrently) sorted by path, first; the rest in the order sent."""
-    probes = sorted((r for r in requests if r["method"] == "GET"), key=lambda r: r["path"])
-    return probes + [r for r in requests if r["method"] != "GET"]
+    """Probes first, sorted by path; then the rest in the order sent, except that a run of side
+    jobs (requests not streamed) between two chat requests is sorted by its bodies: those are sent
+    together (the chunks of a long history are summarized concurrently), so their order is the network's."""
+    probes = sorted((r for r in requests if _probe(r)), key=lambda r: r["path"])
+    ordered: list[dict[str, Any]] = []
+    side_jobs: list[dict[str, Any]] = []
+    for request in (r for r in requests if not _probe(r)):
+        if isinstance(request["body"], dict) and not request["body"].get("stream"):
+            side_jobs.append(request)
+            continue
+        ordered += sorted(side_jobs, key=lambda r: json.dumps(r, ensure_ascii=False)) + [request]
+        side_jobs = []
+    return probes + ordered + sorted(side_jobs, key=lambda r: json.dumps(r, ensure_ascii=False))
 
 
 def _written(requests: list[dict[str, Any]], *temporary: Path) -> str:
@@ -443,8 +467,23 @@ def _compare(provider: str, steps: dict[str, str]) -> None:
         pytest.fail(f"recorded {len(steps)} golden files in {folder}: unset ZEPH_RECORD_GOLDEN and run again")
     expected = {p.stem: p.read_text() for p in sorted(folder.glob("*.json"))}
     assert sorted(expected) == sorted(steps), f"steps recorded for {provider}: {sorted(expected)}, run: {sorted(steps)}"
-    for name, text in steps.items():
-        if text != expected[name]:
-            diff = difflib.unified_diff(expected[name].splitlines(), text.splitlines(),
-                                        f"golden/{provider}/{name}.json", "sent", lineterm="", n=4)
-            pytest.fail(f"the requests of step {name} differ from the golden file:\n" + "\n".join(diff), pytrace=False)
+    differ = [_difference(f"golden/{provider}/{name}.json", expected[name], text)
+              for name, text in steps.items() if text != expected[name]]
+    if differ:
+        pytest.fail("\n\n".join(differ), pytrace=False)
+
+
+DIFF_LINES = 80  # of each step's unified diff shown
+
+
+def _difference(golden: str, expected: str, sent: str) -> str:
+    """Where the first changed line first differs (a message is one long line), then the unified diff."""
+    old, new = expected.splitlines(), sent.splitlines()
+    line = next((n for n, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+    was, now = (old[line] if line < len(old) else ""), (new[line] if line < len(new) else "")
+    at = next((n for n, (a, b) in enumerate(zip(was, now)) if a != b), min(len(was), len(now)))
+    start = max(0, at - 60)
+    diff = list(difflib.unified_diff(old, new, golden, "sent", lineterm="", n=3))
+    shown = diff[:DIFF_LINES] + ([f"... {len(diff) - DIFF_LINES} more diff lines"] if len(diff) > DIFF_LINES else [])
+    return (f"{golden}: the requests differ, first at line {line + 1}, character {at + 1}:\n"
+            f"  golden: …{was[start:at + 60]}…\n  sent:   …{now[start:at + 60]}…\n" + "\n".join(shown))
