@@ -4,7 +4,8 @@ cases are in tests/test_context_engine.py)."""
 
 from __future__ import annotations
 
-from zeph_cli.context.assembler import HistoryItem, PromptLayer, assemble, fit_history
+from zeph_cli.context.assembler import HistoryItem, PromptLayer, fit_history
+from tests.assembly import assemble
 from zeph_cli.context.budget import compute_budget
 from zeph_cli.context.invariant import budget_problem
 from zeph_cli.context.untrusted import delimit_tool_results

@@ -39,16 +39,11 @@ LIBRARY_IDIOMS = {
 # Functions in context/ still over MAX_PARAMETERS while the assembler is reworked into blocks and sources;
 # each entry is "<path under zeph_cli>:<qualified name>". Delete an entry when its function is brought under
 # the limit (the test fails on an entry that no longer applies, so the list only shrinks).
-PARAMETER_EXCEPTIONS = {
-    "context/assembler.py:assemble",  # 17: one parameter per kind of block placement
-    "context/assembler.py:_sent_blocks",  # 9: the same placements, named per message
-}
+PARAMETER_EXCEPTIONS: set[str] = set()
 
 # Import edges left while their module is rewritten (the context view, with the assembler): each one would close
 # a circle. Delete an entry when its import is gone (the test fails on an entry that no longer applies).
-IMPORT_EXCEPTIONS = {
-    ("zeph_cli.agent.context_view", "zeph_cli.agent.agent"),  # TYPE_CHECKING: its functions take the Agent
-}
+IMPORT_EXCEPTIONS: set[tuple[str, str]] = set()
 
 
 def modules(package: Path = PACKAGE) -> dict[str, Path]:

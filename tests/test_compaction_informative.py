@@ -8,7 +8,8 @@ import random
 
 import pytest
 
-from zeph_cli.context.assembler import HistoryItem, PromptLayer, assemble
+from zeph_cli.context.assembler import HistoryItem, PromptLayer
+from tests.assembly import assemble
 from zeph_cli.context.budget import compute_budget
 from zeph_cli.context.compaction.extractive import CUT_NOTE, cut_summary, extractive_summary
 from zeph_cli.context.compaction.informative import CARRIED_HEADER, base_score, carry_facts, pairs, strip_repeated

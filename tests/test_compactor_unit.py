@@ -14,7 +14,8 @@ import pytest
 
 from zeph_cli.agent.compactor import CompactionDeps, Compactor
 from zeph_cli.config import Config
-from zeph_cli.context.assembler import HistoryItem, PromptLayer, assemble
+from zeph_cli.context.assembler import HistoryItem, PromptLayer
+from tests.assembly import assemble
 from zeph_cli.context.budget import compute_budget
 from zeph_cli.context.compaction import COMPACTION_SUMMARY, summary_cap
 from zeph_cli.errors import ProviderError

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zeph_cli.context.assembler import HistoryItem, PromptLayer, assemble, fit_history
+from zeph_cli.context.assembler import HistoryItem, PromptLayer, fit_history
+from tests.assembly import assemble
 from zeph_cli.context.budget import compute_budget
 from zeph_cli.context.environment import EnvironmentFacts, render_environment
 from zeph_cli.context.project import ProjectFile, render_project_context

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from zeph_cli.context.assembler import HistoryItem, PromptLayer, assemble
+from zeph_cli.context.assembler import HistoryItem, PromptLayer
+from tests.assembly import assemble
 from zeph_cli.context.budget import compute_budget
 from zeph_cli.context.recall_block import RECALL_PREFIX, fit_recall, render_entry
 from zeph_cli.memory.fusion import (

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from zeph_cli.context.assembler import HistoryItem, PromptLayer, assemble
+from zeph_cli.context.assembler import HistoryItem, PromptLayer
+from tests.assembly import assemble
 from zeph_cli.context.budget import compute_budget
 from zeph_cli.context.skills_block import (
     AUTO_COMPACT_BELOW,

@@ -8,6 +8,7 @@ import os
 import re
 import sqlite3
 import subprocess
+import tempfile
 import sys
 
 import pytest
@@ -26,11 +27,13 @@ HEAVY = {
 
 
 def imported_modules(*args: str, env: dict[str, str] | None = None) -> set[str]:
-    """Every module imported by a real `zeph` run, read from `python -X importtime`."""
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", ZEPH, *args],
-        capture_output=True, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL, timeout=120,
-    )
+    """Every module imported by a real `zeph` run, read from `python -X importtime`, in an empty project
+    (run in this checkout, its own ZEPH.md would be the project context, and its size would decide what loads)."""
+    with tempfile.TemporaryDirectory() as project:
+        result = subprocess.run(
+            [sys.executable, "-X", "importtime", ZEPH, *args], cwd=project,
+            capture_output=True, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL, timeout=120,
+        )
     assert result.returncode == 0, result.stderr.decode()[-2000:]
     names = set()
     for line in result.stderr.decode().splitlines():

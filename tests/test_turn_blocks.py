@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from zeph_cli.context.assembler import HistoryItem, PromptLayer, assemble
+from zeph_cli.context.assembler import HistoryItem, PromptLayer
+from tests.assembly import assemble
 from zeph_cli.context.budget import compute_budget
 from zeph_cli.context.history_shaping import cap_history, describe_gap, landmarks
 from zeph_cli.context.turn_blocks import ENHANCEMENT_NOTE, render_enhancement, render_time

@@ -456,7 +456,7 @@ def offer(available: int, *, dropped: tuple[str, ...] = (), mcp: dict | None = N
     deps = OfferDeps(
         FakeExtras(mcp), MetadataStore(), "compatible", memory, counter=ApproximateCounter,
         profile=lambda: ModelProfile("m1", 8000, 2000), budget=lambda: SimpleNamespace(total=available, available=available),
-        mode=lambda: "agent", drops=lambda what: what in dropped,
+        mode=lambda: "agent", allows_tools=lambda group: group not in dropped,
     )
     return ToolOffer(deps)
 

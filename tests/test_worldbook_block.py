@@ -114,7 +114,8 @@ def test_isolation_drops_names_what_is_left_out():
 
 
 def test_the_assembler_puts_outlet_before_recall_an_bottom_after_it_and_depths_in_the_history():
-    from zeph_cli.context.assembler import HistoryItem, PromptLayer, assemble
+    from zeph_cli.context.assembler import HistoryItem, PromptLayer
+    from tests.assembly import assemble
     from zeph_cli.context.budget import compute_budget
     from zeph_cli.context.recall_block import RecallEntry
     from zeph_cli.tokens import default_counter

@@ -107,7 +107,11 @@ def test_a_turn_is_isolated_only_when_asked_and_entries_are_in_force(store):
     assert not book.for_turn(sid, asked, []).isolated  # nothing bound: nothing to isolate for
     store.add("lore", keywords=["elf"], conversation_id=sid)
     turn = book.for_turn(sid, asked, [Message.user("an Elf!")])
-    assert turn.isolated and turn.drops("long-term memory") and not turn.drops("topic prompt")
+    from zeph_cli.agent.sources import policy_for
+
+    policy = policy_for(turn.isolated)
+    assert turn.isolated and not policy.allows("memory") and policy.allows("topic prompt")
+    assert not policy.allows_tools("memory tools") and not policy.allows_tools("MCP tools")
     assert [e.content for e in turn.triggered] == ["lore"]
     assert not book.for_turn(sid, {}, []).isolated
     assert not Worldbook(store.db, WorldbookConfig(enabled=False), "/src/app").for_turn(sid, asked, []).isolated

@@ -299,13 +299,11 @@ async def preview_memory(agent, conversation) -> tuple[str, int]:
     them; the embedder's label and how many stored messages have no vector yet."""
     history = agent.agent_history(conversation)
     query = next((i.message.content for i in reversed(history) if i.message.role == "user"), "")
-    for note in await agent.prepare_extras(query) if query else []:
+    agent.turn_worldbook = agent.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in history])
+    for note in await agent.prepare_sources(conversation, history, query, running=False):
         eprint(warning_line(note))
     if agent.memory is None:
         return "", 0
-    if query:
-        agent.turn_memory = await agent.memory.prepare(conversation.id, query, {i.id for i in history},
-                                                       agent.memory_chars())
     return agent.memory.embedder_label(), await agent.memory.backlog()
 
 
@@ -320,7 +318,6 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         sent_text_lines,
     )
     from .store import CompactionStore
-    from .tools.registry import LOAD_SKILL
 
     async with session_agent(loaded, session_id) as (agent, conversation):
         embedder, backlog = await preview_memory(agent, conversation)
@@ -330,7 +327,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         metrics = CompactionStore(agent.store.db).metrics(conversation.id)
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
-        extras = agent.extras.lines(loadable=LOAD_SKILL in tools.tools)  # while the MCP servers still run
+        extras = agent.source_lines(report)  # while the MCP servers still run
         echoes = echoing_replies(agent.store, conversation.id)
         generated = agent.session_memory.status_lines()
     memory = memory_lines(agent.turn_memory, report, embedder, backlog, echoes) + generated

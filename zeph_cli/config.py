@@ -212,6 +212,12 @@ class ContextConfig:
         120, "Put a dated [time: ...] marker before a user message sent longer than this after the previous one; 0 = off.",
         lo=0, hi=10_000_000,
     )
+    source_deadline_seconds: float = setting(
+        40.0, "Seconds each context source (recall, skills, ...) may take to prepare a turn; one that fails or is later "
+        "is left out of that turn and said (zeph context, the chat app's status). MCP discovery gets its servers' "
+        "own start timeout on top; 0 = wait for nothing (a source that must wait, for an embedding or a server, is left out).",
+        lo=0.0, hi=3600.0, kind=float,
+    )
 
 
 AGENT_MODES = ("agent", "ask", "plan")

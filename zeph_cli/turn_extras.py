@@ -39,17 +39,27 @@ class TurnExtras:
 
     async def prepare(self, message: str, *, tools_wanted: bool) -> list[str]:
         """Match skills to `message`; start MCP servers (once) when the turn can use tools, and pick their tools."""
-        notes: list[str] = []
-        if self.skills is not None:
-            self.turn_skills = await self.skills.match(message)
-            notes += self.skills.take_warnings()
-        if self.mcp is not None and tools_wanted:
-            notes += await self.start_mcp()
-            notes += self.mcp.take_warnings()
-            running = self.mcp.tools()
-            self.mcp_total = len(running)
-            self.mcp_tools = await self.mcp.select_tools(message, running) if running else []
-            self.mcp_priority = []  # ranked by `rank_mcp` when the budget cannot take them all
+        return await self.match_skills(message) + await self.discover_mcp(message, tools_wanted=tools_wanted)
+
+    async def match_skills(self, message: str) -> list[str]:
+        """Match skills to `message` (none until it is done: a match cut short leaves none); notes."""
+        if self.skills is None:
+            return []
+        self.turn_skills = None
+        self.turn_skills = await self.skills.match(message)
+        return self.skills.take_warnings()
+
+    async def discover_mcp(self, message: str, *, tools_wanted: bool) -> list[str]:
+        """Start the MCP servers (once) when the turn can use tools, and pick their tools for `message`; notes."""
+        if self.mcp is None or not tools_wanted:
+            return []
+        self.mcp_tools, self.mcp_priority = [], []  # none until picked: a discovery cut short offers none
+        notes = await self.start_mcp()
+        notes += self.mcp.take_warnings()
+        running = self.mcp.tools()
+        self.mcp_total = len(running)
+        self.mcp_tools = await self.mcp.select_tools(message, running) if running else []
+        self.mcp_priority = []  # ranked by `rank_mcp` when the budget cannot take them all
         return notes
 
     async def rank_mcp(self, message: str) -> list[str]:
@@ -108,6 +118,10 @@ class TurnExtras:
     def lines(self, *, loadable: bool = True) -> list[str]:
         """What `zeph context` and `/context` say about skills and MCP tools this turn; `loadable`: load_skill
         is offered (without it, matched skills go in full or not at all and the others are not listed)."""
+        return self.skills_lines(loadable=loadable) + self.mcp_lines()
+
+    def skills_lines(self, *, loadable: bool = True) -> list[str]:
+        """What `zeph context` says about the skills matched this turn."""
         out: list[str] = []
         turn = self.turn_skills
         if turn is not None and (turn.matched or turn.others):
@@ -121,6 +135,11 @@ class TurnExtras:
                 out.append(f"skills: none matched this message; {others} listed")
             else:
                 out.append("skills: none matched this message; none listed: the model is not offered load_skill")
+        return out
+
+    def mcp_lines(self) -> list[str]:
+        """What `zeph context` says about the MCP servers and the tools offered this turn."""
+        out: list[str] = []
         if self.mcp is not None and self._starting is not None and self._starting.done():
             running = [s for s in self.mcp.status() if s.state == "running"]
             offered = len(self.mcp_tools) - self.mcp_left_out

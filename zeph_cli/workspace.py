@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 import platform
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .context.environment import EnvironmentFacts
-from .context.project import ProjectFile
+from .context.project import ProjectContext, ProjectFile
+from .context.prompt_modules import PromptModule
 from .errors import ZephError
+from .prompt_files import load_prompt_modules
 from .user_text import UnusableText, read_user_text
 
 PROJECT_FILE_NAMES = ("ZEPH.md", "ZEPH.local.md", ".zeph/config.md")
@@ -101,3 +104,13 @@ def git_branch(cwd: Path) -> str | None:
 
 def environment_facts(cwd: Path, model: str) -> EnvironmentFacts:
     return EnvironmentFacts(str(cwd), os_name(), git_branch(cwd), model)
+
+
+@dataclass
+class Workspace:
+    """Facts about where the agent runs, gathered once per process."""
+
+    environment: EnvironmentFacts
+    project: ProjectContext
+    warnings: list[str] = field(default_factory=list)
+    prompts: dict[str, PromptModule] = field(default_factory=lambda: load_prompt_modules(None, None)[0])

@@ -3,8 +3,9 @@ trigger, and whether the session runs in isolation mode.
 
 Invariant: read-only; what applies to a session is the enabled entries bound to its project
 (the workspace root) and to the session itself. Isolation is on only when the session asks for it
-(`worldbook_isolated` in its metadata) AND it has entries in force: then the blocks
-`ISOLATION_DROPS` names are not sent. A broken entry is skipped with a warning, never an error.
+(`worldbook_isolated` in its metadata) AND it has entries in force: then the session's source
+policy (`agent.sources.ISOLATION`) leaves out the blocks and tools `ISOLATION_DROPS` names. A
+broken entry is skipped with a warning, never an error.
 """
 
 from __future__ import annotations
@@ -46,14 +47,6 @@ class WorldbookTurn:
     isolated: bool = False  # isolation asked for and entries bound: ISOLATION_DROPS are not sent
     isolation_asked: bool = False  # the session's switch, whether or not entries are bound
     warnings: tuple[str, ...] = field(default_factory=tuple)
-
-    def drops(self, block: str) -> bool:
-        """Whether isolation leaves `block` (a name in ISOLATION_DROPS) out of this session's requests."""
-        if not self.isolated:
-            return False
-        from .context.worldbook_block import ISOLATION_DROPS
-
-        return block in ISOLATION_DROPS
 
     def placement(self, allowance: int | None, measure: Callable[[str], int]) -> WorldbookPlacement:
         from .context.worldbook_block import place
@@ -119,10 +112,15 @@ def worldbook_layers(
 ) -> WorldbookLayers:
     """The triggered entries that fit `allowance` (calibrated tokens, None = no cap) as prompt layers;
     each block's detail names its entries, the first one's also what was left out."""
+    return layers_within(turn, allowance, lambda text: calibration.apply(counter.count(text) + MESSAGE_OVERHEAD))
+
+
+def layers_within(turn: WorldbookTurn, allowance: int | None, measure: Callable[[str], int]) -> WorldbookLayers:
+    """`worldbook_layers` with `measure` giving a block's calibrated tokens as sent."""
     layers = WorldbookLayers()
     if not turn.triggered and not turn.isolated:
         return layers  # nothing to place and nothing to say
-    placement = turn.placement(allowance, lambda text: calibration.apply(counter.count(text) + MESSAGE_OVERHEAD))
+    placement = turn.placement(allowance, measure)
     if turn.isolated:
         layers.notes.append(ContextBlock(ISOLATION_BLOCK, 0, turn.isolation_detail()))
     for n, block in enumerate(placement.blocks):

@@ -19,21 +19,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config import Config, SandboxConfig
-from ..context.assembler import HistoryItem, PromptLayer
+from ..context.assembler import HistoryItem
+from ..context.blocks import Block, ContextSource, Placement, Source
 from ..context.budget import Budget, compute_budget
-from ..context.environment import EnvironmentFacts
 from ..context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, session_profile
-from ..context.project import ProjectContext, render_project_context
-from ..context.prompt_modules import MODE_MODULES, PromptModule
+from ..context.project import render_project_context
+from ..context.prompt_modules import MODE_MODULES
 from ..context.report import ContextReport
-from ..context.turn_blocks import render_time
 from ..memory.long_term_access import LongTermMemory
 from ..memory.service import MemoryService, TurnMemory
 from ..messages import Message
@@ -53,10 +52,11 @@ from ..tools.confinement import Confinement, workspace_root
 from ..tools.approval import Approver, deny_all
 from ..tools.registry import builtin_tool_names
 from ..turn_extras import TurnExtras
-from ..workspace import environment_facts, find_project_files
+from ..workspace import Workspace, environment_facts, find_project_files
 from ..worldbook_turn import Worldbook, WorldbookTurn
 from . import context_view
 from .events import AgentEvent, AgentWarning, TurnQueued, TurnStarted
+from .sources import Prepared, SourcePolicy, build_sources, policy_for, prepare_sources
 from .tool_offer import OfferDeps, ToolOffer
 from .turn import TurnDeps, TurnState, call_ids, withdraw_unanswered
 from .turn_loop import turn_events
@@ -89,16 +89,6 @@ def _debug_dump(folder: Path, settings: list[ProviderSettings | None]) -> "Debug
     from .debug_dump import DebugDump
 
     return DebugDump(folder, secrets=[s.api_key for s in settings if s is not None and s.api_key])
-
-
-@dataclass
-class Workspace:
-    """Facts about where the agent runs, gathered once per process."""
-
-    environment: EnvironmentFacts
-    project: ProjectContext
-    warnings: list[str] = field(default_factory=list)
-    prompts: dict[str, PromptModule] = field(default_factory=lambda: load_prompt_modules(None, None)[0])
 
 
 @dataclass
@@ -139,7 +129,6 @@ class Agent:
         self.one_shot = one_shot
         # The local time the <time> block and the landmarks' zone come from (tests give a fixed one).
         self.clock: Callable[[], datetime] = clock or (lambda: datetime.now().astimezone())
-        self._turn_time: str | None = None  # the running turn's <time> block: one per turn, its tool rounds share it
         self.store = store
         self.provider = provider
         self.cwd = cwd
@@ -171,13 +160,14 @@ class Agent:
             OfferDeps(
                 self.extras, store, provider.settings.kind, config.memory.long_term.enabled,
                 counter=lambda: self.counter, profile=lambda: self.profile, budget=self.budget,
-                mode=lambda: self.mode, drops=lambda what: self.turn_worldbook.drops(what),
+                mode=lambda: self.mode, allows_tools=lambda group: self.source_policy.allows_tools(group),
             ),
             unavailable=None if provider.supports_tools else (
                 f"{provider.name} ({self.model_label}) has no tool calling; "
                 "file and shell tools need anthropic, openai, a compatible server or ollama"
             ),
         )
+        self.prepared = Prepared()  # the last turn's sources: their outcomes and notes
         dump_dir = config.debug.dump_dir
         keyed = [provider.settings, *(helper_settings or {}).values()]  # their keys are kept out of the dump
         self.dump = _debug_dump(Path(dump_dir).expanduser(), keyed) if dump_dir else None
@@ -339,12 +329,8 @@ class Agent:
         compress_context only when there is a budget to compress against."""
         return self.offer.offered()
 
-    async def prepare_extras(self, prompt: str) -> list[str]:
-        """Skills and MCP tools for `prompt`; the MCP tools are ranked against it only when their schemas
-        cannot all fit the budget (ranking embeds the message: not worth it when nothing is left out)."""
-        return await self.offer.prepare_extras(prompt)
-
-    def _tools_tokens(self, tools: ToolSet) -> int:
+    def tools_tokens(self, tools: ToolSet) -> int:
+        """What `tools`' schemas take of a request, in tokens."""
         return self.offer.tokens(tools)
 
     def set_mode(self, mode: str) -> None:
@@ -475,9 +461,43 @@ class Agent:
         """The messages the next request would send, their report, and the raw estimate."""
         return context_view.context_for(self, conversation, system, tools)
 
-    def _context_layers(self, conversation: Conversation, *, isolated: bool = False) -> list[PromptLayer]:
-        """The per-turn blocks in ETOS order: time, memory, recent conversations, user profile."""
-        return context_view.context_layers(self, conversation, isolated=isolated)
+    @cached_property
+    def sources(self) -> list[ContextSource]:
+        """The context sources on for this agent (`sources.REGISTRY`), built when first asked."""
+        return build_sources(self)
+
+    @property
+    def source_policy(self) -> SourcePolicy:
+        """Which sources and tool groups the session allows now (isolation mode allows fewer)."""
+        return policy_for(self.turn_worldbook.isolated)
+
+    async def prepare_sources(
+        self, conversation: Conversation, history: list[HistoryItem], prompt: str, *, running: bool
+    ) -> list[str]:
+        """The sources the session allows, prepared concurrently for `prompt` (each under
+        `[context] source_deadline_seconds`), then the MCP tools ranked when their schemas cannot all fit;
+        the notes to say (those of sources left out of the turn included)."""
+        assert self.profile is not None, "call start() first"
+        turn = context_view.turn_input(self, conversation, history, prompt=prompt, running=running)
+        # a source with nothing to gather (its blocks are made for each request) is not prepared twice
+        allowed = [source for source in self.sources
+                   if self.source_policy.allows(source.name) and type(source).prepare is not Source.prepare]
+        self.prepared = await prepare_sources(allowed, turn, self.config.context.source_deadline_seconds)
+        notes = self.prepared.notes + [o.note for o in self.prepared.outcomes if o.left_out]
+        if prompt and self.source_policy.allows("MCP tools") and "MCP tools" not in self.prepared.left_out:
+            notes += await self.offer.rank_extras(prompt)
+        return notes
+
+    def source_lines(self, report: ContextReport) -> list[str]:
+        """What the sources the session allows say for `zeph context` beyond their blocks' rows."""
+        return [line for source in self.sources if self.source_policy.allows(source.name) for line in source.lines(report)]
+
+    def _context_layers(self, conversation: Conversation, *, isolated: bool = False) -> list[Block]:
+        """The per-turn blocks the sources give the next request (just before the user message), in order;
+        `isolated`: as an isolated session's."""
+        policy = policy_for(isolated or self.turn_worldbook.isolated)
+        blocks = context_view.request_blocks(self, conversation, self.offered_tools(), policy)
+        return sorted((b for b in blocks if b.placement is Placement.BEFORE_TURN), key=lambda b: b.order)
 
     def enhancement(self, conversation: Conversation) -> str:
         """The enhancement prompt's text: the session's own (`/enhance`, `--enhance`), else the configured one."""
@@ -566,19 +586,12 @@ class Agent:
         """What the turn brings in (worldbook, recall, skills and MCP), then its requests and replies."""
         conversation, saved_id = turn.conversation, turn.prompt_id
         self.pinned_id = saved_id
-        self._turn_time = render_time(self.clock())
         history = self.agent_history(conversation)  # read once for the worldbook's triggers and recall
         self.turn_worldbook = self.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in history])
         self.turn_memory = TurnMemory()  # nothing of the previous turn's
         try:
-            if self.memory is not None and not self.turn_worldbook.drops("semantic recall"):
-                visible = {item.id for item in history}
-                self.turn_memory = await self.memory.prepare(conversation.id, prompt, visible, self.memory_chars())
-            isolated = self.turn_worldbook.drops("MCP tools")  # no MCP server started, no skill matched for nothing
-            turn.notes = [
-                *self.turn_memory.notes, *([] if isolated else await self.prepare_extras(prompt)),
-                *self.turn_worldbook.warnings,
-            ]
+            notes = await self.prepare_sources(conversation, history, prompt, running=True)
+            turn.notes = [*notes, *self.turn_worldbook.warnings]
             turn.isolated = self.turn_worldbook.isolated
             turn.prompt_problem = self.global_prompt(conversation).problem
             async with contextlib.aclosing(turn_events(self.deps, turn)) as events:  # a caller that stops early
@@ -586,6 +599,5 @@ class Agent:
                     yield event
         finally:
             self.pinned_id = None
-            self._turn_time = None
-            if self.memory is not None and not self.turn_worldbook.isolated:  # an isolated session stays out of recall
+            if self.memory is not None and self.source_policy.allows("memory"):  # an isolated session stays out of recall
                 self.memory.index_in_background(saved_id)  # the turn's messages get vectors after the reply

@@ -1,7 +1,9 @@
-"""The context a request sends: the prompt layers, counted history and per-turn blocks, assembled.
+"""The context a request sends: the sources' blocks and the counted history, assembled.
 
 Invariant: what `context_for` returns is exactly what the next request sends, with the
-report that explains it (blocks, tokens, budget, thresholds, window source); history
+report that explains it (blocks, tokens, budget, thresholds, window source); every block
+comes from a source the session's policy allows and the turn's preparation did not leave
+out (one left out is a report row saying why); history
 tokens are counted once per counter and stored (never a lower bound, which is of no use
 stored); outside a turn the worldbook is triggered afresh, so `zeph context` and
 `/context` show what the next turn would see.
@@ -10,75 +12,112 @@ stored); outside a turn the worldbook is triggered afresh, so `zeph context` and
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Protocol
 
-from ..context.assembler import HistoryItem, PromptLayer, assemble
-from ..context.environment import render_environment
-from ..context.prompt_modules import base_prompt, mode_prompt
-from ..context.turn_blocks import render_enhancement, render_time
+from ..context.assembler import History, HistoryItem, assemble
+from ..context.blocks import Block, Placement, TurnInput
+from ..context.budget import RequestBudget
 from ..errors import StoreError
 from ..log import get_logger
-from ..tokens import LOWER, TokenCounter, bounded, count_message, counts_as
-from ..tools.registry import LOAD_SKILL
-from ..worldbook_turn import worldbook_layers
+from ..tokens import LOWER, MESSAGE_OVERHEAD, Calibration, TokenCounter, bounded, count_message, counts_as
+from . import sources
+from .sources import SourcePolicy
 
 if TYPE_CHECKING:
     from ..context.report import ContextReport
     from ..messages import Message
     from ..store import Conversation, ConversationStore, StoredMessage
+    from ..config import Config
+    from ..context.blocks import ContextSource
+    from ..context.budget import Budget
+    from ..models import ModelProfile
+    from ..providers.base import Provider
     from ..tools.base import ToolSet
-    from .agent import Agent
+    from ..worldbook_turn import Worldbook, WorldbookTurn
+    from .sources import Prepared
 
 log = get_logger("context")
 
 
+class ContextHost(Protocol):
+    """What the context view reads of the session it assembles for (the Agent is one), so this module
+    does not import the agent."""
+
+    config: Config
+    counter: TokenCounter
+    profile: ModelProfile | None
+    provider: Provider
+    store: ConversationStore
+    pinned_id: int | None
+    prepared: Prepared
+    worldbook: Worldbook
+    turn_worldbook: WorldbookTurn
+
+    @property
+    def sources(self) -> list[ContextSource]: ...
+    @property
+    def source_policy(self) -> SourcePolicy: ...
+    def agent_history(self, conversation: Conversation) -> list[HistoryItem]: ...
+    def budget(self) -> Budget: ...
+    def clock(self) -> datetime: ...
+    def offered_tools(self) -> ToolSet: ...
+    def tools_tokens(self, tools: ToolSet) -> int: ...
+
+
 def context_for(
-    agent: Agent, conversation: Conversation, system: str | None = None, tools: ToolSet | None = None
+    agent: ContextHost, conversation: Conversation, system: str | None = None, tools: ToolSet | None = None
 ) -> tuple[list[Message], ContextReport, int]:
     """The messages the next request would send, their report, and the raw estimate."""
     history = agent.agent_history(conversation)
     if agent.pinned_id is None:  # outside a turn (zeph context, /context): what the next one would see
         agent.turn_worldbook = agent.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in history])
-    book, wb = turn_worldbook_layers(agent), agent.turn_worldbook
     tools = agent.offered_tools() if tools is None else tools
-    messages, report = assemble(
-        [*book.before, *layers(agent, conversation, system, tools), *book.after],
-        history,
-        agent.budget(),
-        agent.counter,
+    budget = RequestBudget(
+        agent.budget(), agent.counter, agent.store.calibration(agent.provider.name, agent.provider.model),
         window=agent.profile.context_window if agent.profile else 0,
-        tools_tokens=agent._tools_tokens(tools),
-        calibration=agent.store.calibration(agent.provider.name, agent.provider.model),
-        pinned_id=agent.pinned_id,
-        context_layers=[*book.an_top, *context_layers(agent, conversation, isolated=wb.isolated), *book.outlet],
-        recall=() if wb.drops("semantic recall") else agent.turn_memory.entries,
-        skills=None if wb.drops("skills") else agent.extras.skills_input(loadable=LOAD_SKILL in tools.tools),
-        late_context_layers=book.an_bottom,
-        depth_layers=book.depths,
-        closing_layers=[PromptLayer("enhancement prompt", render_enhancement(agent.enhancement(conversation)))],
-        max_chat_history=agent.config.context.max_chat_history,
-        landmark_gap_minutes=agent.config.context.time_landmark_gap_minutes,
-        zone=agent.clock().tzinfo,
+        tools_tokens=agent.tools_tokens(tools), tools=frozenset(tools.tools),
     )
+    turn = turn_input(agent, conversation, history, system=system, tools=budget.tools,
+                      calibration=budget.calibration, running=agent.pinned_id is not None)
+    shaping = History(history, agent.pinned_id, agent.config.context.max_chat_history,
+                      agent.config.context.time_landmark_gap_minutes, agent.clock().tzinfo)
+    messages, report = assemble(sources.request_blocks(agent.sources, turn, agent.source_policy, agent.prepared), shaping, budget)
     if agent.profile is not None:
         report = dataclasses.replace(report, window_source=agent.profile.window_source)
-    return messages, book.annotate(report), report.raw_tokens
+    return messages, report, report.raw_tokens
 
 
-def layers(agent: Agent, conversation: Conversation, system: str | None, tools: ToolSet) -> list[PromptLayer]:
-    """The stable layers, in order: base, environment, project context, mode, global and topic prompts."""
-    assert agent.workspace is not None, "call start() first"
-    topic = system if system is not None else conversation.metadata.get("system", "")
-    base = base_prompt(agent.workspace.prompts)
-    mode = mode_prompt(agent.workspace.prompts, agent.mode, tools=bool(tools.tools))
-    return [
-        PromptLayer("base prompt", base.text, base.detail),
-        PromptLayer("environment", render_environment(agent.workspace.environment)),
-        PromptLayer("project context", agent.workspace.project.text),
-        PromptLayer("mode prompt", mode.text, mode.detail),
-        PromptLayer("global prompt", (chosen := agent.global_prompt(conversation)).text, chosen.detail),
-        PromptLayer("topic prompt", f"<topic_prompt>\n{topic.strip()}\n</topic_prompt>" if topic and topic.strip() else ""),
-    ]
+def turn_input(
+    agent: ContextHost,
+    conversation: Conversation,
+    history: list[HistoryItem],
+    *,
+    prompt: str = "",
+    system: str | None = None,
+    tools: frozenset[str] = frozenset(),
+    calibration: Calibration | None = None,
+    running: bool = False,
+) -> TurnInput:
+    """What the sources read for a turn's preparation or one request (`running`: within a turn)."""
+    counter = agent.counter
+    calibration = calibration or agent.store.calibration(agent.provider.name, agent.provider.model)
+
+    def measure(text: str) -> int:
+        return calibration.apply(counter.count(text) + MESSAGE_OVERHEAD)
+
+    return TurnInput(
+        conversation.id, conversation.metadata, conversation, history, prompt, running, system,
+        agent.budget().available if agent.profile is not None else 0, counter, measure, tools, agent.clock(),
+    )
+
+
+def request_blocks(agent: ContextHost, conversation: Conversation, tools: ToolSet, policy: SourcePolicy) -> list[Block]:
+    """The blocks the sources give the next request under `policy` (no report rows)."""
+    turn = turn_input(agent, conversation, agent.agent_history(conversation), tools=frozenset(tools.tools),
+                      running=agent.pinned_id is not None)
+    return [b for b in sources.request_blocks(agent.sources, turn, policy, agent.prepared)
+            if b.placement is not Placement.REPORT]
 
 
 def history_items(store: ConversationStore, counter: TokenCounter, stored: list[StoredMessage]) -> list[HistoryItem]:
@@ -97,27 +136,3 @@ def history_items(store: ConversationStore, counter: TokenCounter, stored: list[
         except StoreError as exc:  # a cache: counted again next time
             log.info("token counts not cached: %s", exc)
     return items
-
-
-def turn_worldbook_layers(agent: Agent):
-    """The turn's triggered worldbook entries as layers, within `[worldbook] max_share` of the budget."""
-    available = agent.budget().available if agent.profile is not None else 0
-    calibration = agent.store.calibration(agent.provider.name, agent.provider.model)
-    return worldbook_layers(agent.turn_worldbook, agent.worldbook.allowance(available), agent.counter, calibration)
-
-
-def context_layers(agent: Agent, conversation: Conversation, *, isolated: bool = False) -> list[PromptLayer]:
-    """The per-turn blocks in ETOS order: time, memory, recent conversations, user profile.
-    `isolated` (worldbook isolation) drops all but the time."""
-    return [
-        PromptLayer("time", time_text(agent)),
-        PromptLayer("memory", "" if isolated else agent.turn_memory.memory_text),
-        *agent.session_memory.layers(conversation, agent.budget().available, isolated=isolated),
-    ]
-
-
-def time_text(agent: Agent) -> str:
-    """The <time> block: the running turn's, else rendered now; "" when `[context] inject_time` is off."""
-    if not agent.config.context.inject_time:
-        return ""
-    return agent._turn_time or render_time(agent.clock())

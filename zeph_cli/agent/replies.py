@@ -47,8 +47,8 @@ async def store_reply(deps: TurnDeps, turn: TurnState, builder: ReplyBuilder) ->
         turn.parsed = [(unique_id(call, turn.used_ids), problem) for call, problem in parsed]
     calls = [call for call, _ in turn.parsed]
     usage = builder.usage
-    counter = deps.counter()
-    if usage.prompt_tokens <= 0 and bounded(counter):
+    counter = deps.counter() if usage.prompt_tokens <= 0 else None  # built only when needed (it may load a tokenizer)
+    if counter is not None and bounded(counter):
         # The server reported no usage: the request's own count stands in for it, so count it exactly
         # (before the reply is stored: the same request, which bounds and exact counts build alike).
         counter.make_exact()

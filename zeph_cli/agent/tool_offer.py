@@ -45,7 +45,7 @@ class OfferDeps:
     profile: Callable[[], ModelProfile | None]
     budget: Callable[[], Budget]
     mode: Callable[[], str]
-    drops: Callable[[str], bool]  # what the turn's worldbook isolation leaves out ("MCP tools", "memory tools")
+    allows_tools: Callable[[str], bool]  # the session's policy: whether a tool group ("MCP tools", "memory tools") is offered
 
 
 class ToolOffer:
@@ -75,18 +75,18 @@ class ToolOffer:
             return ToolSet(), False
         deps = self.deps
         budgeted = deps.profile() is not None and deps.budget().total > 0
-        memory = deps.long_term_memory and not deps.drops("memory tools")
+        memory = deps.long_term_memory and deps.allows_tools("memory tools")
         tools = tools_for_mode(deps.mode(), compression=budgeted, memory=memory)
-        extra = {} if deps.drops("MCP tools") else deps.extras.tools(deps.mode())
+        extra = deps.extras.tools(deps.mode()) if deps.allows_tools("MCP tools") else {}
         if extra:
             tools = ToolSet({**tools.tools, **extra})
         return tools, budgeted
 
-    async def prepare_extras(self, prompt: str) -> list[str]:
-        """Skills and MCP tools for `prompt`; the MCP tools are ranked against it only when their schemas
-        cannot all fit the budget (ranking embeds the message: not worth it when nothing is left out)."""
+    async def rank_extras(self, prompt: str) -> list[str]:
+        """The turn's MCP tools ranked against `prompt` when their schemas cannot all fit the budget (ranking
+        embeds the message: not worth it when nothing is left out); notes."""
         extras = self.deps.extras
-        notes = await extras.prepare(prompt, tools_wanted=not self.unavailable)
+        notes: list[str] = []
         tools, budgeted = self.mode_tools()
         if budgeted and extras.mcp_tools:
             compact = dataclasses.replace(tools, compact=True)

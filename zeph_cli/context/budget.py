@@ -7,6 +7,9 @@ window (auto) unless `auto_budget` is off, in which case there is no budget.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..tokens import Calibration, TokenCounter
 
 RESPONSE_RESERVE_FRACTION = 0.20
 
@@ -79,3 +82,18 @@ def server_room(kind: str, budget: int, window: int) -> str:
     if kind == "local":
         return _LOCAL_CONTEXT
     return _SERVER_CONTEXT
+
+
+class RequestBudget(NamedTuple):
+    """One request's budget as the assembler takes it: the limits, how tokens are counted (the counter and
+    the model's calibration), the model's window and the tools the request offers with their schemas' tokens."""
+    limits: Budget
+    counter: TokenCounter
+    calibration: Calibration = Calibration()  # never changed: one shared default
+    window: int = 0
+    tools_tokens: int = 0  # raw estimate of the offered tools' schemas
+    tools: frozenset[str] = frozenset()  # the offered tools, by name
+
+    @property
+    def available(self) -> int:
+        return self.limits.available

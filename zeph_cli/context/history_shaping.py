@@ -1,16 +1,20 @@
-"""History before budget trimming: the `max_chat_history` cap and time landmarks.
+"""History before budget trimming: the `max_chat_history` cap and time landmarks; blocks placed at a depth.
 
 Invariant: pure and deterministic (timestamps come from the stored messages,
 the zone is an argument). The cap keeps the newest messages and never splits a
 tool call from its results nor drops the running turn; a landmark is a short
 `context` message put before a user message that comes more than `gap` after
-the previous user message, and is never the reason a message is cut.
+the previous user message, and is never the reason a message is cut. A block at depth N
+goes N messages from the end of the history, never between a tool call and its results.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, tzinfo, UTC
+from collections.abc import Sequence
 from typing import TypeVar
+
+from ..messages import Message
 
 LANDMARK_KEY = "time_landmark"  # metadata marking a landmark item
 
@@ -82,3 +86,32 @@ def landmarks(stamps: list[tuple[str, str]], gap_minutes: int, zone: tzinfo | No
             found[index] = landmark_text(moment, moment - previous, zone)
         previous = moment
     return found
+
+
+def depth_index(messages: Sequence[Message], depth: int, floor: int = 0) -> int:
+    """Where a block `depth` messages from the end of `messages` goes (an index to insert at), never
+    before `floor` (the history's start) and never between a tool call and its results: when the spot
+    would split them it moves to the nearest boundary (the later one on a tie)."""
+    end = len(messages)
+    target = min(max(end - max(depth, 0), floor), end)
+
+    def boundary(index: int) -> bool:
+        return floor <= index <= end and (index == end or messages[index].role != "tool")
+
+    for step in range(end + 1):
+        for index in (target + step, target - step):
+            if boundary(index):
+                return index
+    return end
+
+
+def insert_at_depth(messages: Sequence[Message], blocks: Sequence[tuple[int, str]], floor: int = 0) -> list[Message]:
+    """`messages` (summaries and history) with each `(depth, text)` block inserted as a `context` message;
+    depths count the history's messages only (not the blocks inserted), deeper blocks come first."""
+    out = list(messages)
+    spots = [(depth_index(messages, depth, floor), depth, text) for depth, text in blocks]
+    # from the end backwards, so each index still points where it was computed; at one index the
+    # shallower block goes in first and the deeper one before it
+    for index, _, text in sorted(spots, key=lambda s: (s[0], -s[1]), reverse=True):
+        out.insert(index, Message.context(text))
+    return out

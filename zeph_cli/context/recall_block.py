@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..tokens import MESSAGE_OVERHEAD
+from .blocks import Block, Fitted, Placement, Room, Shrink
 
 RECALL_PREFIX = "[semantic recall]"
 RECALL_HEADER = (
@@ -49,3 +53,30 @@ def fit_recall(
         lines.append(entry.text)
         kept.append(entry.message_id)
     return ("\n".join(lines), tuple(kept)) if kept else ("", ())
+
+
+RECALL_BLOCK = "semantic recall"
+RECALL_SLOT = "semantic_recall"  # its slot in the allocation table
+UNBUDGETED_RECALL_TOKENS = 2000  # the block's cap when there is no budget to take a share of
+
+
+class RecallEntries(NamedTuple):
+    """Recalled messages as a block's entries: whole entries, best first, within the room given."""
+    entries: tuple[RecallEntry, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def fit(self, room: Room) -> Fitted:
+        if room.allowance <= MESSAGE_OVERHEAD:  # not even the message's framing fits
+            return Fitted()
+        text, kept = fit_recall(self.entries, room.allowance, room.measure)
+        return Fitted(text, f"{len(kept)} recalled", kept) if text else Fitted()
+
+
+def recall_block(entries: Sequence[RecallEntry], order: int) -> Block:
+    """The semantic-recall block: per-turn, in its allocation slot (it never trims the history)."""
+    return Block(
+        RECALL_BLOCK, RecallEntries(tuple(entries)), Placement.BEFORE_TURN, order, slot=RECALL_SLOT,
+        cap=UNBUDGETED_RECALL_TOKENS, shrink=Shrink.ENTRIES, stable=False,
+    )

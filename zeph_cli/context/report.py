@@ -19,6 +19,7 @@ class ContextBlock:
     name: str
     tokens: int
     detail: str = ""
+    kept: tuple = field(default=(), compare=False)  # what of a shrinking block's entries went in
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,23 @@ class ContextReport:
     fixed_tokens: int = 0  # prompt layers, tool schemas and request framing: sent whatever the history
     pinned_tokens: int = 0  # the running turn's user message and its tool chain, sent verbatim
     window_source: str = ""  # where `window` came from, e.g. "server: llama.cpp /props" ("" = not known)
-    recalled_ids: tuple[int, ...] = ()  # stored ids of the past messages in the semantic-recall block
-    skills_shown: tuple[tuple[str, str], ...] = ()  # matched skills in <available_skills>: (name, "full" | "compact")
     # The block each message of the request belongs to, one name per message in the order sent
     # (`zeph context --text`); not in `to_dict`, which describes blocks, not messages.
     sent_blocks: tuple[str, ...] = ()
+
+    @property
+    def recalled_ids(self) -> tuple[int, ...]:
+        """Stored ids of the past messages in the semantic-recall block."""
+        return self._kept("semantic recall")
+
+    @property
+    def skills_shown(self) -> tuple[tuple[str, str], ...]:
+        """Matched skills in <available_skills>: (name, "full" | "compact")."""
+        return self._kept("skills")
+
+    def _kept(self, name: str) -> tuple:
+        block = self.block(name)
+        return block.kept if block is not None else ()
 
     @property
     def used_tokens(self) -> int:

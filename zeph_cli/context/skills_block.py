@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from .blocks import Block, Fitted, Placement, Room, Shrink
+
 PROMPT_MODES = ("full", "compact", "auto")
 AUTO_COMPACT_BELOW = 8192  # spec: auto is compact when the remaining context budget is below 8,192 tokens
 SKILLS_SHARE = 0.15  # of the prompt's budget, for both blocks together
@@ -212,4 +214,33 @@ def _without_loader(skills: SkillsInput, allowance: int, measure: Callable[[str]
         mode="full",
         full=tuple(s.name for s in kept),
         left_out=tuple(left_out),
+    )
+
+
+SKILLS_BLOCK = "skills"
+
+
+@dataclass(frozen=True)
+class SkillsEntries:
+    """A turn's skills as a block's entries: in full or compact form (`auto`: compact when the room left is
+    small), within the room given; `loader` is the tool that loads a skill, when the request offers it."""
+    skills: SkillsInput
+    loader: str
+
+    def __bool__(self) -> bool:
+        return True
+
+    def fit(self, room: Room) -> Fitted:
+        skills = SkillsInput(self.skills.matched, self.skills.others, self.skills.prompt_mode, self.loader in room.tools)
+        mode = "full" if not skills.loadable else resolve_mode(skills.prompt_mode, room.remaining)
+        block = fit_skills(skills, mode=mode, allowance=room.allowance, measure=room.measure)
+        shown = tuple((n, "full") for n in block.full) + tuple((n, "compact") for n in block.compact)
+        return Fitted(block.text, block.detail, shown)
+
+
+def skills_block(skills: SkillsInput, loader: str, order: int) -> Block:
+    """The skills layer: the last system layer, within its share of the budget."""
+    return Block(
+        SKILLS_BLOCK, SkillsEntries(skills, loader), Placement.SYSTEM, order, share=SKILLS_SHARE,
+        cap=UNBUDGETED_SKILLS_TOKENS, shrink=Shrink.COMPACT, stable=False,
     )

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..messages import Message
+from .history_shaping import depth_index, insert_at_depth  # noqa: F401 (at-depth blocks are placed by the assembler)
 
 POSITIONS = ("before", "after", "an_top", "outlet", "an_bottom", "at_depth")
 LAYER_POSITIONS = ("before", "after", "an_top", "outlet", "an_bottom")  # one block each
@@ -189,35 +190,6 @@ def place(
         ids = ", ".join(f"#{i}" for i in left_out)
         detail = f"{len(left_out)} left out over the worldbook share ({allowance:,} tokens): {ids}"
     return WorldbookPlacement(tuple(blocks_for(chosen)), tuple(left_out), detail)
-
-
-def depth_index(messages: Sequence[Message], depth: int, floor: int = 0) -> int:
-    """Where a block `depth` messages from the end of `messages` goes (an index to insert at), never
-    before `floor` (the history's start) and never between a tool call and its results: when the spot
-    would split them it moves to the nearest boundary (the later one on a tie)."""
-    end = len(messages)
-    target = min(max(end - max(depth, 0), floor), end)
-
-    def boundary(index: int) -> bool:
-        return floor <= index <= end and (index == end or messages[index].role != "tool")
-
-    for step in range(end + 1):
-        for index in (target + step, target - step):
-            if boundary(index):
-                return index
-    return end
-
-
-def insert_at_depth(messages: Sequence[Message], blocks: Sequence[tuple[int, str]], floor: int = 0) -> list[Message]:
-    """`messages` (summaries and history) with each `(depth, text)` block inserted as a `context` message;
-    depths count the history's messages only (not the blocks inserted), deeper blocks come first."""
-    out = list(messages)
-    spots = [(depth_index(messages, depth, floor), depth, text) for depth, text in blocks]
-    # from the end backwards, so each index still points where it was computed; at one index the
-    # shallower block goes in first and the deeper one before it
-    for index, _, text in sorted(spots, key=lambda s: (s[0], -s[1]), reverse=True):
-        out.insert(index, Message.context(text))
-    return out
 
 
 # What an isolated session does not send (ETOS "Isolation Mode"). Cross-session summaries and the

@@ -1,0 +1,1 @@
+"""Features: each one's sources, tools and commands in its own package."""

@@ -1,0 +1,40 @@
+"""Long-term memory and semantic recall as a context source: the `<memory>` block and the recall block.
+
+Invariant: `prepare` recalls for the running turn's message (the embedding runs in a thread) and
+keeps what it found as the agent's turn memory; the blocks come from that alone: `<memory>` just
+before the user message, recall in its allocation slot (it never trims the history).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...agent.sources import TURN_ORDER
+from ...context.blocks import Block, Placement, Source, TurnInput
+from ...context.recall_block import RECALL_BLOCK, recall_block
+
+if TYPE_CHECKING:
+    from ...agent.sources import SourceHost
+
+
+class MemorySource(Source):
+    name = "memory"
+
+    def __init__(self, agent: SourceHost) -> None:
+        self.agent = agent
+
+    async def prepare(self, turn: TurnInput) -> list[Block]:
+        assert self.agent.memory is not None
+        if turn.prompt:
+            visible = {item.id for item in turn.history}
+            self.agent.turn_memory = await self.agent.memory.prepare(
+                turn.conversation_id, turn.prompt, visible, self.agent.memory_chars()
+            )
+        return self.blocks(turn)
+
+    def blocks(self, turn: TurnInput) -> list[Block]:
+        memory = self.agent.turn_memory
+        blocks = [Block("memory", memory.memory_text, Placement.BEFORE_TURN, TURN_ORDER["memory"], stable=False)]
+        if memory.entries:
+            blocks.append(recall_block(memory.entries, TURN_ORDER[RECALL_BLOCK]))
+        return blocks

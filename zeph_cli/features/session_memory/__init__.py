@@ -1,0 +1,1 @@
+"""The session summaries and user profile feature."""

@@ -1,0 +1,1 @@
+"""The worldbook feature."""
