@@ -27,15 +27,16 @@ from .stderr import eprint, warning_line
 if TYPE_CHECKING:
     from .config import LoadedConfig
 
-# Command groups in modules of their own, imported only when named on the command line (or for --help):
+# Command groups in modules of their own (by full dotted name: a feature's commands live in its package),
+# imported only when named on the command line (or for --help):
 # `zeph ask` does not pay for the commands it is not.
 LAZY_GROUPS = {
-    "sessions": ("sessions_command", "sessions_app"),
-    "memory": ("memory_command", "memory_app"),
-    "skills": ("skills_command", "skills_app"),
-    "mcp": ("mcp_command", "mcp_app"),
-    "worldbook": ("worldbook_command", "worldbook_app"),
-    "profile": ("profile_command", "profile_app"),
+    "sessions": ("zeph_cli.sessions_command", "sessions_app"),
+    "memory": ("zeph_cli.memory_command", "memory_app"),
+    "skills": ("zeph_cli.skills_command", "skills_app"),
+    "mcp": ("zeph_cli.mcp_command", "mcp_app"),
+    "worldbook": ("zeph_cli.worldbook_command", "worldbook_app"),
+    "profile": ("zeph_cli.profile_command", "profile_app"),
 }
 
 
@@ -45,7 +46,7 @@ class _RootGroup(typer.core.TyperGroup):
     def get_command(self, ctx, cmd_name):  # type: ignore[no-untyped-def]
         if cmd_name not in self.commands and cmd_name in LAZY_GROUPS:
             module, attribute = LAZY_GROUPS[cmd_name]
-            sub_app = getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
+            sub_app = getattr(importlib.import_module(module), attribute)
             group = typer.main.get_group_from_info(  # as `add_typer` would: this app's help style
                 typer.models.TyperInfo(sub_app, name=cmd_name), pretty_exceptions_short=app.pretty_exceptions_short,
                 rich_markup_mode=self.rich_markup_mode, suggest_commands=self.suggest_commands,

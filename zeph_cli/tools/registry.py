@@ -33,7 +33,7 @@ class DeclaredTool(Tool):
     def implementation(self) -> Tool:
         if self._implementation is None:
             module, class_name = IMPLEMENTATIONS[self.name]
-            self._implementation = getattr(importlib.import_module(f".{module}", __package__), class_name)()
+            self._implementation = getattr(importlib.import_module(module), class_name)()
         return self._implementation
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
