@@ -20,7 +20,7 @@ from ..errors import StoreError
 from ..log import get_logger
 from ..tokens import LOWER, TokenCounter, bounded, count_message, counts_as
 from ..tools.registry import LOAD_SKILL
-from ..worldbook_turn import worldbook_layers
+from ..features.worldbook.turn import worldbook_layers
 
 if TYPE_CHECKING:
     from ..context.report import ContextReport

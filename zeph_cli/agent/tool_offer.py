@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..context.budget import more_room
 from ..context.tool_fit import ToolForm, fewest_left_out, mcp_trimmed_warning, no_tools_warning, tool_form
-from ..said_once import first_time
+from .said_once import first_time
 from ..tokens import TokenCounter, count_tools
 from ..tools.base import ToolSet
 from ..tools.registry import tools_for_mode

@@ -249,6 +249,6 @@ IMPLEMENTATIONS: dict[str, tuple[str, str]] = {
     "bash": ("zeph_cli.tools.shell", "BashTool"),
     "read_overflow": ("zeph_cli.tools.overflow", "ReadOverflowTool"),
     "compress_context": ("zeph_cli.tools.compress", "CompressContextTool"),
-    "memory_save": ("zeph_cli.tools.memory_tools", "MemorySaveTool"),
-    "memory_search": ("zeph_cli.tools.memory_tools", "MemorySearchTool"),
+    "memory_save": ("zeph_cli.features.memory.tools", "MemorySaveTool"),
+    "memory_search": ("zeph_cli.features.memory.tools", "MemorySearchTool"),
 }
