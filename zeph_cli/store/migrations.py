@@ -37,6 +37,7 @@ def migration(fn: Migration) -> Migration:
 
 def in_number_order(found: Iterable[tuple[str, Migration]]) -> list[tuple[str, Migration]]:
     """`found` sorted by migration number; a RuntimeError names two migrations that share a number."""
+    found = list(found)
     numbered: dict[int, str] = {}
     for name, _ in found:
         match = re.match(r"m(\d+)_", name)
