@@ -12,11 +12,11 @@ modules are found by file, so the runner names no feature). A database a newer z
 
 from __future__ import annotations
 
+import bisect
 import importlib
 import json
 import os
-import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 from .sqlite import Database
@@ -30,24 +30,22 @@ FEATURES = __name__.rpartition(".")[0].rpartition(".")[0] + ".features"
 
 
 def migration(fn: Migration) -> Migration:
-    """Register `fn` (named `mNNN_what`) at its number's place, whatever order the modules are imported in."""
-    MIGRATIONS[:] = in_number_order([*MIGRATIONS, (fn.__name__, fn)])
+    """Register `fn` (named `mNNN_what`) at its number's place, whatever order the modules are imported in;
+    a number already taken is a RuntimeError naming both migrations."""
+    name = fn.__name__
+    number = migration_number(name)
+    taken = next((other for other, _ in MIGRATIONS if migration_number(other) == number), None)
+    if taken is not None:
+        raise RuntimeError(f"migrations {taken} and {name} share the number {number}")
+    bisect.insort(MIGRATIONS, (name, fn), key=lambda item: migration_number(item[0]))
     return fn
 
 
-def in_number_order(found: Iterable[tuple[str, Migration]]) -> list[tuple[str, Migration]]:
-    """`found` sorted by migration number; a RuntimeError names two migrations that share a number."""
-    found = list(found)
-    numbered: dict[int, str] = {}
-    for name, _ in found:
-        match = re.match(r"m(\d+)_", name)
-        if match is None:
-            raise RuntimeError(f"migration {name} is not named mNNN_what")
-        number = int(match.group(1))
-        if number in numbered:
-            raise RuntimeError(f"migrations {numbered[number]} and {name} share the number {number}")
-        numbered[number] = name
-    return sorted(found, key=lambda item: int(item[0][1:].partition("_")[0]))
+def migration_number(name: str) -> int:
+    number, underscore, _ = name[1:].partition("_")
+    if not (name.startswith("m") and underscore and number.isdigit()):
+        raise RuntimeError(f"migration {name} is not named mNNN_what")
+    return int(number)
 
 
 @migration
