@@ -3,7 +3,7 @@ a reply, sent to later turns as the "recent conversations" and "user profile" bl
 
 Invariant: nothing here delays a reply — summarizing starts only after the reply is
 stored, as a task of its own, one at a time (`detached`, in `zeph ask` and in the chat app with the
-embedded model on the CPU: in a worker process, session_memory_worker, which delays neither the reply
+embedded model on the CPU: in a worker process (`worker.py`), which delays neither the reply
 nor the exit and leaves the conversation the model holds alone); its failure (provider error, a reply the
 checks reject) moves only the attempt's clock and is written to the log file, never
 shown. Nothing generated goes in unchecked: a summary or profile update that fails
@@ -84,7 +84,7 @@ class SessionMemory:
         self.deps = deps
         self.digests = DigestStore(deps.store.db)
         self._task: asyncio.Task | None = None
-        self.detached = False  # leave the job to a worker process (session_memory_worker)
+        self.detached = False  # leave the job to a worker process (`worker.py`)
         self.pending: int | None = None  # the session that worker should summarize
 
     # ---- switches ---------------------------------------------------------------------------
