@@ -410,7 +410,7 @@ async def run_session(cell: Cell, turns: int, tmp: Path) -> CellResult:
     try:
         await agent.start()
         if agent.memory is not None:  # the earlier session's vectors, as `zeph memory reindex` writes them
-            from zeph_cli.memory.service import index_pending
+            from zeph_cli.features.memory.service import index_pending
 
             await asyncio.to_thread(index_pending, agent.memory)
         conversation = agent.new_conversation(f"budget matrix {cell.name}")

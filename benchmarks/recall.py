@@ -62,16 +62,16 @@ from benchmarks.data.recall_set import ACKNOWLEDGEMENTS, FACTS, QUERIES  # noqa:
 from tests.fakes import openai_wire  # noqa: E402
 from tests.fakes.server import FakeServer  # noqa: E402
 from zeph_cli.config import Config  # noqa: E402
-from zeph_cli.memory.embedders.select import EMBEDDED_MODELS, shared_offline  # noqa: E402
+from zeph_cli.features.memory.embedders.select import EMBEDDED_MODELS, shared_offline  # noqa: E402
 
 
 def shared_embedded():
     """The offline embedder measured: `[memory] embedder`'s default, or ZEPH_MEMORY_EMBEDDER's."""
     return shared_offline(EMBEDDED_MODELS[os.environ.get("ZEPH_MEMORY_EMBEDDER", "minilm")])
-from zeph_cli.memory.recall import recall  # noqa: E402
-from zeph_cli.memory import routing  # noqa: E402
-from zeph_cli.memory.service import MemoryService, index_pending  # noqa: E402
-from zeph_cli.memory.vectors import open_index  # noqa: E402
+from zeph_cli.features.memory.recall import recall  # noqa: E402
+from zeph_cli.features.memory import routing  # noqa: E402
+from zeph_cli.features.memory.service import MemoryService, index_pending  # noqa: E402
+from zeph_cli.features.memory.vectors import open_index  # noqa: E402
 from zeph_cli.messages import Message  # noqa: E402
 from zeph_cli.paths import database_path  # noqa: E402
 from zeph_cli.store import ConversationStore, open_database  # noqa: E402
@@ -213,10 +213,10 @@ sys.path.insert(0, {root!r})
 from pathlib import Path
 from zeph_cli.config import Config
 from zeph_cli.store import open_database
-from zeph_cli.memory.recall import recall
-from zeph_cli.memory.vectors import open_index
+from zeph_cli.features.memory.recall import recall
+from zeph_cli.features.memory.vectors import open_index
 import os
-from zeph_cli.memory.embedders.select import EMBEDDED_MODELS, shared_offline
+from zeph_cli.features.memory.embedders.select import EMBEDDED_MODELS, shared_offline
 path = Path({path!r})
 config = Config()
 t0 = time.perf_counter()
@@ -426,7 +426,7 @@ import os, time, json
 t0 = time.perf_counter()
 import numpy
 t1 = time.perf_counter()
-from zeph_cli.memory.embedders.select import EMBEDDED_MODELS, shared_offline
+from zeph_cli.features.memory.embedders.select import EMBEDDED_MODELS, shared_offline
 e = shared_offline(EMBEDDED_MODELS[os.environ.get("ZEPH_MEMORY_EMBEDDER", "minilm")]); e.load()
 t3 = time.perf_counter()
 e.embed(["what did we change about the worker timeout last week?"])

@@ -32,9 +32,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from zeph_cli.memory.vectors import VectorRow  # noqa: E402
-from zeph_cli.memory.vectors.matrix_cache import MANIFEST, MatrixCache  # noqa: E402
-from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex  # noqa: E402
+from zeph_cli.features.memory.vectors import VectorRow  # noqa: E402
+from zeph_cli.features.memory.vectors.matrix_cache import MANIFEST, MatrixCache  # noqa: E402
+from zeph_cli.features.memory.vectors.sqlite_index import SqliteVectorIndex  # noqa: E402
 from zeph_cli.store import ConversationStore, open_database  # noqa: E402
 from zeph_cli.store.conversations import now_iso  # noqa: E402
 from zeph_cli.store.transactions import write_transaction  # noqa: E402
@@ -51,7 +51,7 @@ sys.path.insert(0, {root!r})
 import numpy as np
 from pathlib import Path
 from zeph_cli.store import open_database
-from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
+from zeph_cli.features.memory.vectors.sqlite_index import SqliteVectorIndex
 path = Path({path!r})
 started = time.perf_counter()
 index = SqliteVectorIndex(open_database(path), path)

@@ -67,10 +67,10 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.data.life_chats import KINDS, History, histories  # noqa: E402
 from zeph_cli.config import Config, load_config  # noqa: E402
-from zeph_cli.memory.embedders.select import embedder_for  # noqa: E402
-from zeph_cli.memory.fusion import terms  # noqa: E402
-from zeph_cli.memory.service import MemoryService, index_pending  # noqa: E402
-from zeph_cli.memory.vectors import open_index  # noqa: E402
+from zeph_cli.features.memory.embedders.select import embedder_for  # noqa: E402
+from zeph_cli.features.memory.fusion import terms  # noqa: E402
+from zeph_cli.features.memory.service import MemoryService, index_pending  # noqa: E402
+from zeph_cli.features.memory.vectors import open_index  # noqa: E402
 from zeph_cli.messages import Message  # noqa: E402
 from zeph_cli.store import ConversationStore, open_database  # noqa: E402
 from zeph_cli.store.conversations import message_record  # noqa: E402

@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.data.skills_set import MATCHING, SKILLS, SMALL_TALK  # noqa: E402
 from zeph_cli.config import SkillsConfig  # noqa: E402
-from zeph_cli.memory.embedders.select import shared_offline, EMBEDDED_MODELS  # noqa: E402
-from zeph_cli.skills.ranking import SkillVectors  # noqa: E402
-from zeph_cli.skills.service import SkillService  # noqa: E402
+from zeph_cli.features.memory.embedders.select import shared_offline, EMBEDDED_MODELS  # noqa: E402
+from zeph_cli.features.skills.ranking import SkillVectors  # noqa: E402
+from zeph_cli.features.skills.service import SkillService  # noqa: E402
 
 
 def write_skills(root: Path) -> None:

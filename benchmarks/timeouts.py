@@ -254,7 +254,7 @@ def qdrant(runs: int) -> None:
         print("## 4. qdrant: skipped (qdrant-client is not installed: pip install -e '.[qdrant]')\n")
         return
     from tests.vector_helpers import add_conversation, open_store, rows_for, unit_vectors
-    from zeph_cli.memory.vectors.qdrant_index import TIMEOUT_S, QdrantVectorIndex, VectorIndexDown
+    from zeph_cli.features.memory.vectors.qdrant_index import TIMEOUT_S, QdrantVectorIndex, VectorIndexDown
 
     print(f"## 4. The qdrant vector index: a server that is down (median / max of {runs})\n")
     print("| server | call | fails after | client timeout | the tests' old bound |")

@@ -40,8 +40,8 @@ from tests.fakes import openai_wire  # noqa: E402
 from tests.fakes.server import FakeServer  # noqa: E402
 from zeph_cli.agent.chat_session import ChatSession  # noqa: E402
 from zeph_cli.config import load_config  # noqa: E402
-from zeph_cli.tui.app import TuiApprover, ZephApp  # noqa: E402
-from zeph_cli.tui.transcript import MAX_MOUNTED, AssistantEntry, UserEntry  # noqa: E402
+from zeph_cli.frontends.tui.app import TuiApprover, ZephApp  # noqa: E402
+from zeph_cli.frontends.tui.transcript import MAX_MOUNTED, AssistantEntry, UserEntry  # noqa: E402
 
 TOKENS = 20_000
 RATE = 2_000  # tokens per second
@@ -329,7 +329,7 @@ FIRST_SCREEN = b"new session"  # in the header of the first screen drawn
 
 def zeph_from(checkout: Path) -> list[str]:
     """The command that runs zeph from another checkout (its own sources, this Python's packages)."""
-    code = f"import sys; sys.path.insert(0, {str(checkout)!r}); from zeph_cli.cli import main; sys.argv[0] = 'zeph'; main()"
+    code = f"import sys; sys.path.insert(0, {str(checkout)!r}); from zeph_cli.frontends.cli.app import main; sys.argv[0] = 'zeph'; main()"
     return [sys.executable, "-c", code]
 
 

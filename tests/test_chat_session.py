@@ -22,7 +22,7 @@ from zeph_cli.errors import AuthenticationError, ConfigError, NotFound, UsageErr
 from zeph_cli.agent.events import CompactionFinished, TurnFinished, TurnStarted
 from zeph_cli.messages import Message, ToolCallPart, ToolResultPart
 from zeph_cli.paths import database_path
-from zeph_cli.render import conversation_markdown
+from zeph_cli.frontends.render import conversation_markdown
 from zeph_cli.store import CompactionStore, ConversationStore, StoredMessage, open_database
 from zeph_cli.tools.permissions import approve_all
 from tests.scripted_model import CHAT_PATH, ScriptedModel
@@ -472,8 +472,8 @@ async def test_with_the_embedded_model_summaries_are_made_by_a_worker_and_the_mo
     conversation there, and the next turn would read the whole history again."""
     import asyncio
 
-    import zeph_cli.session_memory_worker as worker
-    from zeph_cli.store.digests import DigestStore
+    import zeph_cli.features.session_memory.worker as worker
+    from zeph_cli.features.session_memory.store import DigestStore
 
     started = []
     real_spawn = worker.spawn
@@ -517,7 +517,7 @@ def test_summaries_go_to_a_worker_only_for_the_embedded_model_on_the_cpu(main_ki
     from zeph_cli.agent.chat_session import _summaries_by_worker
     from zeph_cli.providers.pool import ProviderPool
     from zeph_cli.providers.settings import ProviderSettings
-    from zeph_cli.side_jobs import SideJobs
+    from zeph_cli.agent.side_jobs import SideJobs
 
     main = SimpleNamespace(kind=main_kind, settings=ProviderSettings(kind=main_kind, name=main_kind, model="m"))
     pool = ProviderPool(main, {"summary": ProviderSettings(name="s", **summary)} if summary else {})

@@ -11,7 +11,7 @@ import pytest
 
 from zeph_cli.context.report import ContextBlock, ContextReport
 from zeph_cli.errors import ZephError
-from zeph_cli.event_handler import _METHODS, AgentEventHandler, dispatch
+from zeph_cli.frontends.event_handler import _METHODS, AgentEventHandler, dispatch
 from zeph_cli.agent.events import (
     AgentWarning,
     CompactionStarted,
@@ -23,9 +23,9 @@ from zeph_cli.agent.events import (
     UsageReported,
 )
 from zeph_cli.messages import Usage
-from zeph_cli.render import context_head_lines, length_cut_notice, usage_line, window_text
-from zeph_cli.reply_printer import ReplyPrinter
-from zeph_cli.usage_estimate import ShownUsage, reply_tokens, shown_usage, usage_dict
+from zeph_cli.frontends.render import context_head_lines, length_cut_notice, usage_line, window_text
+from zeph_cli.frontends.cli.reply_printer import ReplyPrinter
+from zeph_cli.frontends.usage_estimate import ShownUsage, reply_tokens, shown_usage, usage_dict
 
 
 def report(window_source: str = "", tokens: int = 1_500, budget: int = 8_000) -> ContextReport:
@@ -118,8 +118,8 @@ def test_the_usage_line_marks_estimates_and_never_says_zero_for_an_unreported_fi
 
 def test_every_front_end_gives_the_context_fill_on_one_basis():
     """`zeph ask -u`, `zeph context`, the gauge and /context: the context over the prompt budget, one figure."""
-    from zeph_cli.tui.gauge import gauge_for
-    from zeph_cli.tui.screens import context_table_rows
+    from zeph_cli.frontends.tui.gauge import gauge_for
+    from zeph_cli.frontends.tui.screens import context_table_rows
 
     state = dataclasses.replace(report(tokens=1_337), unsent_tokens=200)  # 1,537 of a 7,000-token prompt budget
     assert state.usage_percent == 21

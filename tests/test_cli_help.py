@@ -13,7 +13,7 @@ import pytest
 import typer
 
 from tests.cli_helpers import out, run_zeph
-from zeph_cli.cli import app
+from zeph_cli.frontends.cli.app import app
 
 GROUPS = ["config", "sessions", "memory", "skills", "mcp", "worldbook", "profile"]
 METAVAR = re.compile(r"[A-Z][A-Z0-9_=]*(\.\.\.)?")  # ID, N, PATH, NAME=VALUE...

@@ -226,7 +226,7 @@ def test_sessions_show_renders_tool_calls_and_results(fake_server, compatible, w
 
 
 def test_the_question_repeats_a_long_command_in_full():
-    from zeph_cli.approval_prompt import render_question
+    from zeph_cli.frontends.cli.approval_prompt import render_question
     from zeph_cli.tools.permissions import ApprovalRequest
 
     short = render_question(ApprovalRequest("bash", "exec", "ls -la", {"command": "ls -la"}))

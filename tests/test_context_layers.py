@@ -11,7 +11,7 @@ from zeph_cli.context.environment import EnvironmentFacts, render_environment
 from zeph_cli.context.project import ProjectFile, render_project_context
 from zeph_cli.messages import Message, ToolCallPart, ToolResultPart
 from zeph_cli.tokens import ApproximateCounter
-from zeph_cli.workspace import find_project_files, git_branch
+from zeph_cli.agent.workspace import find_project_files, git_branch
 
 COUNTER = ApproximateCounter()
 

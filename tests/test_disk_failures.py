@@ -18,7 +18,7 @@ import pytest
 from tests.cli_helpers import ZEPH, err, out, run_zeph
 from tests.fakes import openai_wire
 from tests.fakes.server import RecordedRequest
-from zeph_cli.prompt_keeper import rescue_text
+from zeph_cli.frontends.prompt_keeper import rescue_text
 from zeph_cli.store.turn_lock import TurnLock, lock_path
 from zeph_cli.store.failures import (
     SQLITE_BUSY,
@@ -277,7 +277,7 @@ def test_zephs_own_mistakes_are_not_blamed_on_the_disk():
 
 async def test_the_chat_app_keeps_a_reply_the_full_disk_cannot_take(fake_server, on_small_disk, small_disk, tmp_path):
     from tests.test_tui_app import SIZE, entries, open_app, send
-    from zeph_cli.tui.transcript import AssistantEntry, Notice
+    from zeph_cli.frontends.tui.transcript import AssistantEntry, Notice
 
     workspace = tmp_path / "ws"
     workspace.mkdir()

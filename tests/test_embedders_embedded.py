@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zeph_cli.memory.embedders import embedded
-from zeph_cli.memory.embedders.base import EmbeddingError
-from zeph_cli.memory.embedders.embedded import MODEL, EmbeddedEmbedder, shared_embedded, wordllama_folder
+from zeph_cli.features.memory.embedders import embedded
+from zeph_cli.features.memory.embedders.base import EmbeddingError
+from zeph_cli.features.memory.embedders.embedded import MODEL, EmbeddedEmbedder, shared_embedded, wordllama_folder
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = [
@@ -125,8 +125,8 @@ def test_a_damaged_weights_file_is_a_one_line_error(tmp_path):
 def test_without_wordllama_installed_the_error_says_to_install_it(tmp_path):
     """A real interpreter whose path holds zeph_cli but not site-packages."""
     code = (
-        "from zeph_cli.memory.embedders.embedded import EmbeddedEmbedder\n"
-        "from zeph_cli.memory.embedders.base import EmbeddingError\n"
+        "from zeph_cli.features.memory.embedders.embedded import EmbeddedEmbedder\n"
+        "from zeph_cli.features.memory.embedders.base import EmbeddingError\n"
         "try:\n    EmbeddedEmbedder().embed(['hi'])\n"
         "except EmbeddingError as exc:\n    print(exc)\n"
     )

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zeph_cli.memory.embedders import minilm
-from zeph_cli.memory.embedders.base import EmbeddingError
-from zeph_cli.memory.embedders.minilm import MODEL, MiniLMEmbedder, weights_path
+from zeph_cli.features.memory.embedders import minilm
+from zeph_cli.features.memory.embedders.base import EmbeddingError
+from zeph_cli.features.memory.embedders.minilm import MODEL, MiniLMEmbedder, weights_path
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = json.loads((ROOT / "tests" / "data" / "minilm_reference.json").read_text())
@@ -107,8 +107,8 @@ def test_a_missing_or_damaged_weights_file_is_a_one_line_error_every_time(tmp_pa
 def test_without_its_packages_the_error_says_what_to_install(tmp_path):
     """A real interpreter whose path holds zeph_cli but not site-packages."""
     code = (
-        "from zeph_cli.memory.embedders.minilm import MiniLMEmbedder\n"
-        "from zeph_cli.memory.embedders.base import EmbeddingError\n"
+        "from zeph_cli.features.memory.embedders.minilm import MiniLMEmbedder\n"
+        "from zeph_cli.features.memory.embedders.base import EmbeddingError\n"
         "try:\n    MiniLMEmbedder().embed(['hi'])\n"
         "except EmbeddingError as exc:\n    print(exc)\n"
     )
@@ -125,7 +125,7 @@ def test_without_its_packages_the_error_says_what_to_install(tmp_path):
 def test_importing_the_module_loads_nothing_heavy():
     code = (
         "import sys\n"
-        "import zeph_cli.memory.embedders.minilm\n"
+        "import zeph_cli.features.memory.embedders.minilm\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'onnxruntime', 'tokenizers', 'gzip'}))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)

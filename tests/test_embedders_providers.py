@@ -8,10 +8,10 @@ import pytest
 from tests.fakes import embeddings_wire as wire
 from tests.fakes import openai_wire
 from tests.fakes.server import FakeResponse, closed_port_url, html_page
-from zeph_cli.memory.embedders.base import EmbeddingError
-from zeph_cli.memory.embedders.ollama import OllamaEmbedder
-from zeph_cli.memory.embedders.openai import OpenAIEmbedder
-from zeph_cli.memory.embedders.remote import SHORT_CHARS, endpoint_host, stored_model_name
+from zeph_cli.features.memory.embedders.base import EmbeddingError
+from zeph_cli.features.memory.embedders.ollama import OllamaEmbedder
+from zeph_cli.features.memory.embedders.openai import OpenAIEmbedder
+from zeph_cli.features.memory.embedders.remote import SHORT_CHARS, endpoint_host, stored_model_name
 from zeph_cli.providers.base import ProviderSettings
 
 API_KEY = "sk-proj-Zq81secretsecretsecret4wxyz"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from zeph_cli.config import load_config
-from zeph_cli.memory.embedders.select import EMBEDDED, EmbeddingChoice, choose_embedding, describe_embedder, embedder_for
+from zeph_cli.features.memory.embedders.select import EMBEDDED, EmbeddingChoice, choose_embedding, describe_embedder, embedder_for
 from zeph_cli.providers import resolve_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -119,10 +119,10 @@ def test_a_provider_picked_on_the_command_line_does_not_inherit_the_files_embedd
 def test_choosing_imports_no_numpy_sdk_onnxruntime_or_wordllama():
     code = (
         "import sys\n"
-        "import zeph_cli.memory.embedders.base, zeph_cli.memory.embedders.select\n"
-        "import zeph_cli.memory.embedders.embedded\n"
+        "import zeph_cli.features.memory.embedders.base, zeph_cli.features.memory.embedders.select\n"
+        "import zeph_cli.features.memory.embedders.embedded\n"
         "from zeph_cli.config import Config\n"
-        "from zeph_cli.memory.embedders.select import describe_embedder, embedder_for\n"
+        "from zeph_cli.features.memory.embedders.select import describe_embedder, embedder_for\n"
         "print(describe_embedder(Config(), None), embedder_for(Config(), None).model)\n"
         "heavy = {'numpy', 'openai', 'ollama', 'wordllama', 'tokenizers', 'safetensors', 'httpx', 'onnxruntime'}\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"

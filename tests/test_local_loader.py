@@ -243,7 +243,7 @@ def test_zeph_ask_lets_the_model_load_import_llama_cpp_before_it_imports_the_age
                             text=True, env=env, stdin=subprocess.DEVNULL, timeout=120)
     assert result.returncode == 2 and "cannot load the model" in result.stderr
     order = [line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")]
-    assert order.index("llama_cpp") < order.index("zeph_cli.ask_command")
+    assert order.index("llama_cpp") < order.index("zeph_cli.frontends.cli.ask_command")
 
 
 def test_ctrl_c_while_the_model_loads_keeps_the_prompt(tmp_path):

@@ -61,6 +61,6 @@ def test_an_unwritable_log_is_skipped_without_a_word(tmp_path: Path, capsys):
 
 
 def test_help_does_not_load_logging():
-    code = "import sys; from zeph_cli.cli import main; main(['--help']); print('logging' in sys.modules)"
+    code = "import sys; from zeph_cli.frontends.cli.app import main; main(['--help']); print('logging' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip().splitlines()[-1] == "False", result.stdout[-500:] + result.stderr[-500:]

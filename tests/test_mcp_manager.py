@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from zeph_cli.config_mcp import McpServerEntry
-from zeph_cli.mcp.manager import McpManager, PromptError
+from zeph_cli.config.mcp import McpServerEntry
+from zeph_cli.features.mcp.manager import McpManager, PromptError
 from zeph_cli.agent.tool_calls import CallChecks, ToolCallRunner
 from zeph_cli.tools.base import ToolContext, ToolSet
 from zeph_cli.tools.confinement import Confinement

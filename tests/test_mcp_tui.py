@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from zeph_cli.tui.app import HelpEntry
-from zeph_cli.tui.transcript import Notice
+from zeph_cli.frontends.tui.app import HelpEntry
+from zeph_cli.frontends.tui.transcript import Notice
 from tests.fakes import mcp_http
 from tests.test_tui_app import SIZE, entries, model, send, workspace  # noqa: F401  (fixtures)
 from tests.test_tui_app import open_app

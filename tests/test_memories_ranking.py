@@ -15,11 +15,11 @@ import pytest
 
 from zeph_cli.config import LongTermConfig
 from zeph_cli.context.memory_block import CLOSING, OPENING, PREFACE, render_memory_block
-from zeph_cli.memory.embedders.base import EmbeddingError
-from zeph_cli.memory.long_term import SCOPE_PRIORITY, keyword_similarity, memory_score, rank_memories
-from zeph_cli.memory.long_term_access import select_for_turn
+from zeph_cli.features.memory.embedders.base import EmbeddingError
+from zeph_cli.features.memory.long_term import SCOPE_PRIORITY, keyword_similarity, memory_score, rank_memories
+from zeph_cli.features.memory.long_term_access import select_for_turn
 from zeph_cli.store import ConversationStore, open_database
-from zeph_cli.store.memories import MemoryStore
+from zeph_cli.features.memory.long_term_store import MemoryStore
 
 
 class BagOfWordsEmbedder:

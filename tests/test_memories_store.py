@@ -8,7 +8,7 @@ import pytest
 
 from zeph_cli.errors import NotFound, UsageError
 from zeph_cli.store import ConversationStore, open_database
-from zeph_cli.store.memories import MemoryStore
+from zeph_cli.features.memory.long_term_store import MemoryStore
 
 
 @pytest.fixture

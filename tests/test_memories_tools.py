@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from zeph_cli.agent import ToolCallFinished
-from zeph_cli.memory.long_term_access import LongTermMemory
+from zeph_cli.features.memory.long_term_access import LongTermMemory
 from zeph_cli.paths import database_path
 from zeph_cli.store import open_database
-from zeph_cli.store.memories import MemoryStore
-from zeph_cli.tools.memory_tools import MAX_MEMORY_CHARS, MemorySaveTool, MemorySearchTool
+from zeph_cli.features.memory.long_term_store import MemoryStore
+from zeph_cli.features.memory.tools import MAX_MEMORY_CHARS, MemorySaveTool, MemorySearchTool
 from zeph_cli.tools.permissions import PermissionPolicy, approve_all
 from tests.agent_helpers import close_agents  # noqa: F401  (autouse fixture)
 from tests.test_agent_tools import OPENAI, make_agent, run

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from zeph_cli.tui.app import HelpEntry
-from zeph_cli.tui.transcript import Notice
+from zeph_cli.frontends.tui.app import HelpEntry
+from zeph_cli.frontends.tui.transcript import Notice
 from tests.test_tui_app import SIZE, entries, model, open_app, send, workspace  # noqa: F401  (fixtures)
 
 

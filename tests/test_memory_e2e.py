@@ -148,14 +148,14 @@ def _cache_dir():
     import os
     from pathlib import Path
 
-    from zeph_cli.memory.embedders.minilm import MODEL
-    from zeph_cli.memory.vectors.matrix_cache import MatrixCache
+    from zeph_cli.features.memory.embedders.minilm import MODEL
+    from zeph_cli.features.memory.vectors.matrix_cache import MatrixCache
 
     return MatrixCache(Path(os.environ["ZEPH_HOME"]) / "zeph.db.vectors", MODEL).dir
 
 
 def _segments() -> list[str]:
-    from zeph_cli.memory.vectors.matrix_cache import MANIFEST
+    from zeph_cli.features.memory.vectors.matrix_cache import MANIFEST
 
     return [s["file"] for s in json.loads((_cache_dir() / MANIFEST).read_text())["segments"]]
 

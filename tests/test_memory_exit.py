@@ -19,9 +19,9 @@ SCRIPT = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from zeph_cli.config import Config
-    from zeph_cli.memory.embedders.select import embedder_for
-    from zeph_cli.memory.service import MemoryService
-    from zeph_cli.memory.vectors import open_index
+    from zeph_cli.features.memory.embedders.select import embedder_for
+    from zeph_cli.features.memory.service import MemoryService
+    from zeph_cli.features.memory.vectors import open_index
     from zeph_cli.store import open_database
 
     config = Config()

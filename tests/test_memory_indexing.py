@@ -10,10 +10,10 @@ import pytest
 
 from tests.vector_helpers import add_conversation, open_store, text_message
 from zeph_cli.config import Config
-from zeph_cli.memory import indexer as indexer_module
-from zeph_cli.memory.embedders.embedded import shared_embedded
-from zeph_cli.memory.service import MemoryService
-from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
+from zeph_cli.features.memory import indexer as indexer_module
+from zeph_cli.features.memory.embedders.embedded import shared_embedded
+from zeph_cli.features.memory.service import MemoryService
+from zeph_cli.features.memory.vectors.sqlite_index import SqliteVectorIndex
 
 
 class CountingIndex(SqliteVectorIndex):

@@ -16,10 +16,10 @@ CONFIG = '[prompt]\nprofile = "guide"\n[prompt.profiles]\nguide = "You are a pat
 
 def _seed_other_session(env: dict, project) -> None:
     """An earlier session with its summary, and a user profile, written where zeph reads them."""
-    from zeph_cli.memory.long_term_access import project_root_of
+    from zeph_cli.features.memory.long_term_access import project_root_of
     from zeph_cli.paths import database_path
     from zeph_cli.store import open_database
-    from zeph_cli.store.digests import DigestStore
+    from zeph_cli.features.session_memory.store import DigestStore
 
     earlier = run_zeph("ask", "--profile", "none", "plan the billing refactor", env=env, cwd=project)
     assert earlier.returncode == 0, err(earlier)

@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.cli_helpers import err, out, run_zeph
 from tests.chat_wire import chat_requests, queue_reply, system_text
 from zeph_cli.context.prompt_modules import MODULE_NAMES, base_prompt, mode_prompt
-from zeph_cli.prompt_files import load_prompt_modules, shipped_text
+from zeph_cli.agent.prompt_files import load_prompt_modules, shipped_text
 
 
 def _write(directory: Path, name: str, data: str | bytes) -> Path:

@@ -135,7 +135,7 @@ def test_without_the_local_extra_the_error_says_what_to_do(monkeypatch, capsys):
     """No llama-cpp-python installed: one line naming the extra and the hosted alternatives."""
     import importlib.util
 
-    from zeph_cli.cli import main
+    from zeph_cli.frontends.cli.app import main
 
     real_find_spec = importlib.util.find_spec
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 
 from zeph_cli.config import Config
-from zeph_cli.memory.embedders.select import EMBEDDED_MODELS, shared_offline
-from zeph_cli.memory.fusion import is_cjk, terms
-from zeph_cli.memory.indexer import embed_pending
-from zeph_cli.memory.recall import recall
-from zeph_cli.memory.service import MemoryService
-from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
+from zeph_cli.features.memory.embedders.select import EMBEDDED_MODELS, shared_offline
+from zeph_cli.features.memory.fusion import is_cjk, terms
+from zeph_cli.features.memory.indexer import embed_pending
+from zeph_cli.features.memory.recall import recall
+from zeph_cli.features.memory.service import MemoryService
+from zeph_cli.features.memory.vectors.sqlite_index import SqliteVectorIndex
 from zeph_cli.messages import Message
 from zeph_cli.store import ConversationStore, open_database
 

@@ -8,7 +8,7 @@ from zeph_cli.context.assembler import HistoryItem, PromptLayer
 from tests.assembly import assemble
 from zeph_cli.context.budget import compute_budget
 from zeph_cli.context.recall_block import RECALL_PREFIX, fit_recall, render_entry
-from zeph_cli.memory.fusion import (
+from zeph_cli.features.memory.fusion import (
     decay_factor,
     keyword_coverage,
     mmr,
@@ -16,7 +16,7 @@ from zeph_cli.memory.fusion import (
     reciprocal_rank_fusion,
     terms,
 )
-from zeph_cli.memory.routing import KEYWORD_FAVOUR, Route, leg_weights, route
+from zeph_cli.features.memory.routing import KEYWORD_FAVOUR, Route, leg_weights, route
 from zeph_cli.messages import Message
 from zeph_cli.tokens import default_counter
 

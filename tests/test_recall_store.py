@@ -8,13 +8,13 @@ import dataclasses
 import pytest
 
 from zeph_cli.config import Config
-from zeph_cli.memory.embedders.embedded import shared_embedded
-from zeph_cli.memory.embedders.select import EMBEDDED_MODELS, shared_offline
-from zeph_cli.memory.indexer import embed_pending
-from zeph_cli.memory.recall import recall
-from zeph_cli.memory.routing import Route
-from zeph_cli.memory.vectors.qdrant_index import QdrantVectorIndex
-from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
+from zeph_cli.features.memory.embedders.embedded import shared_embedded
+from zeph_cli.features.memory.embedders.select import EMBEDDED_MODELS, shared_offline
+from zeph_cli.features.memory.indexer import embed_pending
+from zeph_cli.features.memory.recall import recall
+from zeph_cli.features.memory.routing import Route
+from zeph_cli.features.memory.vectors.qdrant_index import QdrantVectorIndex
+from zeph_cli.features.memory.vectors.sqlite_index import SqliteVectorIndex
 from zeph_cli.messages import Message
 from zeph_cli.store import ConversationStore, open_database
 from tests.fakes.server import closed_port_url
@@ -171,7 +171,7 @@ def test_numbers_the_embedder_cannot_tell_apart_are_told_apart_by_their_words(tm
 def test_the_cosine_floor_for_a_hit_sharing_no_word_is_the_embedders_own(tmp_path):
     """A sentence encoder's unrelated pairs sit higher than static vectors' ("I'm not sure." is 0.12 from a
     question about a licence with all-MiniLM-L6-v2, -0.03 with wordllama): its floor is its `min_support`."""
-    from zeph_cli.memory.embedders.minilm import MiniLMEmbedder
+    from zeph_cli.features.memory.embedders.minilm import MiniLMEmbedder
 
     path = tmp_path / "zeph.db"
     store = ConversationStore(open_database(path))

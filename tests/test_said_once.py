@@ -4,7 +4,7 @@ chat app's status, not on every `zeph ask`."""
 from __future__ import annotations
 
 from tests.cli_helpers import err, out, run_zeph
-from zeph_cli.said_once import SAID_DIR, first_time
+from zeph_cli.agent.said_once import SAID_DIR, first_time
 
 LOCAL = {"ZEPH_LLM_PROVIDER": "local", "ZEPH_LLM_MAX_TOKENS": "2"}
 
@@ -39,8 +39,8 @@ async def test_the_chat_app_status_says_no_tools_every_session(tmp_path):
 
     from zeph_cli.agent.chat_session import ChatSession
     from zeph_cli.config import load_config
-    from zeph_cli.tui.app import TuiApprover, ZephApp
-    from zeph_cli.tui.status_bar import StatusBar
+    from zeph_cli.frontends.tui.app import TuiApprover, ZephApp
+    from zeph_cli.frontends.tui.status_bar import StatusBar
 
     env = {**os.environ, **LOCAL}
     for _ in range(2):

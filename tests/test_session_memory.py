@@ -25,9 +25,9 @@ from zeph_cli.context.session_memory_blocks import (
     transcript_excerpt,
 )
 from zeph_cli.messages import Message
-from zeph_cli.session_memory import PROFILE_LAYER, RECENT_LAYER, SessionMemory, SessionMemoryDeps
+from zeph_cli.features.session_memory.service import PROFILE_LAYER, RECENT_LAYER, SessionMemory, SessionMemoryDeps
 from zeph_cli.store import ConversationStore, open_database
-from zeph_cli.store.digests import DigestStore
+from zeph_cli.features.session_memory.store import DigestStore
 from zeph_cli.tokens import ApproximateCounter
 from tests.agent_helpers import AGENTS, close_agents  # noqa: F401  (autouse fixture: agents closed in their own loop)
 
@@ -580,7 +580,7 @@ async def test_the_agent_sends_both_blocks_after_the_time_within_their_share_and
 
 WORKER_PRIORITY = """
 import os, sys
-import zeph_cli.session_memory_worker as worker
+import zeph_cli.features.session_memory.worker as worker
 
 async def work(*args):  # what the job's threads (llama.cpp's among them) would run at
     import threading
@@ -604,7 +604,7 @@ def test_the_summary_worker_runs_at_a_lower_priority():
 
     result = subprocess.run([sys.executable, "-c", WORKER_PRIORITY], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
-    from zeph_cli.session_memory_worker import WORKER_NICENESS
+    from zeph_cli.features.session_memory.worker import WORKER_NICENESS
 
     assert int(result.stdout) == min(os.nice(0) + WORKER_NICENESS, 19)
 
@@ -613,7 +613,7 @@ def test_the_summary_worker_imports_nothing_from_the_workspace(tmp_path):
     """It runs in the user's project: a `json.py` there must not stand in for the standard library's."""
     import subprocess
 
-    from zeph_cli.session_memory_worker import worker_command
+    from zeph_cli.features.session_memory.worker import worker_command
 
     project = tmp_path / "project"
     project.mkdir()
@@ -627,7 +627,7 @@ def test_the_summary_worker_imports_nothing_from_the_workspace(tmp_path):
 
 
 def test_one_summary_worker_at_a_time(tmp_path):
-    from zeph_cli.session_memory_worker import _only_worker, flag_overrides
+    from zeph_cli.features.session_memory.worker import _only_worker, flag_overrides
 
     first = _only_worker(tmp_path / "data")
     assert first is not None

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 
 from zeph_cli.config import SkillsConfig
-from zeph_cli.skills.catalog import SkillCatalog
-from zeph_cli.skills.folders import SkillFolder, skill_folders, user_skills_dir
+from zeph_cli.features.skills.catalog import SkillCatalog
+from zeph_cli.features.skills.folders import SkillFolder, skill_folders, user_skills_dir
 from tests.skill_helpers import skill_text, write_skill
 
 

@@ -6,8 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from zeph_cli.tui.app import HelpEntry
-from zeph_cli.tui.transcript import Notice
+from zeph_cli.frontends.tui.app import HelpEntry
+from zeph_cli.frontends.tui.transcript import Notice
 from tests.cli_helpers import err, out, run_zeph
 from tests.fakes import openai_wire
 from tests.skill_helpers import skill_text, write_skill

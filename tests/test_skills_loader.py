@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from zeph_cli.skills.loader import SkillFileError, load_skill_file
+from zeph_cli.features.skills.loader import SkillFileError, load_skill_file
 from zeph_cli.context.injection_scan import scan
 from tests.skill_helpers import write_skill
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from zeph_cli.memory.embedders.embedded import EmbeddedEmbedder
-from zeph_cli.skills.model import Skill, SkillMatch
-from zeph_cli.skills.ranking import NAME_BOOST, TRIGGER_BOOST, SkillVectors, keyword_hit, pick, score_skills
+from zeph_cli.features.memory.embedders.embedded import EmbeddedEmbedder
+from zeph_cli.features.skills.model import Skill, SkillMatch
+from zeph_cli.features.skills.ranking import NAME_BOOST, TRIGGER_BOOST, SkillVectors, keyword_hit, pick, score_skills
 from tests.data.skills_set import SKILLS
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from zeph_cli.config import SkillsConfig
-from zeph_cli.memory.embedders.base import EmbeddingError
-from zeph_cli.memory.embedders.embedded import EmbeddedEmbedder
-from zeph_cli.skills.service import SkillService
+from zeph_cli.features.memory.embedders.base import EmbeddingError
+from zeph_cli.features.memory.embedders.embedded import EmbeddedEmbedder
+from zeph_cli.features.skills.service import SkillService
 from tests.skill_helpers import skill_text, write_skill
 
 DEPLOY = skill_text("deploy", "Ship the API service to staging, then production.", "Run deploy.sh.", "release, ship")

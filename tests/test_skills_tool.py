@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from zeph_cli.config import SkillsConfig
-from zeph_cli.skills.service import SkillService
+from zeph_cli.features.skills.service import SkillService
 from zeph_cli.tools.base import ToolContext
 from zeph_cli.tools.confinement import Confinement
-from zeph_cli.tools.skill_tools import MAX_LISTED_FILES, LoadSkillTool
+from zeph_cli.features.skills.tools import MAX_LISTED_FILES, LoadSkillTool
 from tests.skill_helpers import skill_text, write_skill
 from tests.tool_helpers import fails, run
 

@@ -54,13 +54,13 @@ def imported_top_level(*args: str, env: dict[str, str] | None = None) -> set[str
 NOT_FOR_A_PLAIN_REPLY = {
     "zeph_cli.agent.tool_calls", "zeph_cli.tools.blocklist", "zeph_cli.tools.shell_syntax", "zeph_cli.tools.redact",
     "zeph_cli.tools.sandbox", "zeph_cli.tools.files", "zeph_cli.tools.shell", "zeph_cli.tools.search",
-    "zeph_cli.tools.text_files", "zeph_cli.tools.memory_tools", "zeph_cli.agent.compactor", "zeph_cli.agent.debug_dump",
+    "zeph_cli.tools.text_files", "zeph_cli.features.memory.tools", "zeph_cli.agent.compactor", "zeph_cli.agent.debug_dump",
     "zeph_cli.agent.tool_rounds", "zeph_cli.agent.provider_errors", "zeph_cli.context.compaction.summarizer", "zeph_cli.context.probe",
-    "zeph_cli.memory_command", "zeph_cli.worldbook_command", "zeph_cli.skills_command", "zeph_cli.mcp_command",
-    "zeph_cli.sessions_command",
+    "zeph_cli.features.memory.commands", "zeph_cli.features.worldbook.commands", "zeph_cli.features.skills.commands", "zeph_cli.features.mcp.commands",
+    "zeph_cli.frontends.cli.sessions_command",
     # features with nothing stored here: no skill folder, worldbook entry, memory, session digest or learned guideline
-    "zeph_cli.skills.service", "zeph_cli.skills.model", "zeph_cli.context.skills_block",
-    "zeph_cli.context.worldbook_block", "zeph_cli.context.memory_block", "zeph_cli.memory.long_term",
+    "zeph_cli.features.skills.service", "zeph_cli.features.skills.model", "zeph_cli.context.skills_block",
+    "zeph_cli.context.worldbook_block", "zeph_cli.context.memory_block", "zeph_cli.features.memory.long_term",
     "zeph_cli.context.session_memory_blocks", "zeph_cli.context.generated_check", "snowballstemmer",
     "zeph_cli.agent.guidelines_learner", "zeph_cli.store.guidelines",
     "zeph_cli.providers.local_loader",  # the embedded model's early load, for another provider

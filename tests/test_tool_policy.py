@@ -290,7 +290,7 @@ def test_each_declared_tool_is_implemented_under_its_declaration():
 
     assert list(IMPLEMENTATIONS) == list(BUILTIN)
     for name, (module, class_name) in IMPLEMENTATIONS.items():
-        implementation = getattr(importlib.import_module(f"zeph_cli.tools.{module}"), class_name)
+        implementation = getattr(importlib.import_module(module), class_name)
         declared = DeclaredTool(BUILTIN[name])
         assert implementation.name == name and implementation().spec() == declared.spec()
         assert isinstance(declared.implementation(), implementation)

@@ -16,13 +16,13 @@ from textual.worker import WorkerCancelled
 
 from zeph_cli.agent.chat_session import ChatSession
 from zeph_cli.config import load_config
-from zeph_cli.render import human_tokens
-from zeph_cli.tui.app import TuiApprover, ZephApp
-from zeph_cli.tui.help_panel import HelpPanel
-from zeph_cli.tui.prompt_input import PromptInput
-from zeph_cli.tui.screens import ConfirmScreen, ContextScreen, SessionsScreen
-from zeph_cli.tui.status_bar import StatusBar
-from zeph_cli.tui.transcript import AssistantEntry, Divider, Notice, ToolEntry, UserEntry
+from zeph_cli.frontends.render import human_tokens
+from zeph_cli.frontends.tui.app import TuiApprover, ZephApp
+from zeph_cli.frontends.tui.help_panel import HelpPanel
+from zeph_cli.frontends.tui.prompt_input import PromptInput
+from zeph_cli.frontends.tui.screens import ConfirmScreen, ContextScreen, SessionsScreen
+from zeph_cli.frontends.tui.status_bar import StatusBar
+from zeph_cli.frontends.tui.transcript import AssistantEntry, Divider, Notice, ToolEntry, UserEntry
 from tests.fakes import openai_wire
 from tests.scripted_model import CHAT_PATH, ScriptedModel
 
@@ -247,7 +247,7 @@ async def test_ctrl_c_copies_a_selection_then_cancels_a_turn_and_a_second_press_
 ):
     from textual.selection import Selection
 
-    import zeph_cli.tui.app as app_module
+    import zeph_cli.frontends.tui.app as app_module
 
     monkeypatch.setattr(app_module, "QUIT_WINDOW_SECS", 1.0)
     pieces = [f"word{i} " for i in range(200)]
@@ -399,7 +399,7 @@ async def test_profile_lists_and_switches_the_global_prompt(fake_server, model, 
             assert "user profile (updated" in entries(app, Notice)[-1].text and "by you" in entries(app, Notice)[-1].text
             await send(pilot, app, "/profile SHOW")
             assert "user profile (updated" in entries(app, Notice)[-1].text
-            from zeph_cli.store.digests import DigestStore
+            from zeph_cli.features.session_memory.store import DigestStore
 
             DigestStore(session.agent.store.db).discard_profile("generic assistant text (“feel free to”)")
             await send(pilot, app, "/profile")
@@ -579,7 +579,7 @@ async def test_unknown_prompt_input_keys_do_not_lose_text(fake_server, model, wo
 
 
 def test_a_reply_is_sealed_only_at_a_blank_line_outside_code():
-    from zeph_cli.tui.transcript import seal_point
+    from zeph_cli.frontends.tui.transcript import seal_point
 
     assert seal_point("one\n\ntwo") == len("one\n\n")
     assert seal_point("a\n\n```\ncode\n\nmore\n```\nafter") == len("a\n\n")  # not inside the fence
@@ -588,7 +588,7 @@ def test_a_reply_is_sealed_only_at_a_blank_line_outside_code():
 
 
 async def test_a_long_streamed_reply_is_sealed_in_blocks_and_rendered_completely(fake_server, model, workspace):
-    from zeph_cli.tui.transcript import SEGMENT_CHARS
+    from zeph_cli.frontends.tui.transcript import SEGMENT_CHARS
 
     paragraphs = [f"Paragraph {i}: " + "words " * 60 + "\n\n" for i in range(40)]
     paragraphs.insert(10, "```python\n" + "print('x')\n\n" * 30 + "```\n\n")
@@ -610,7 +610,7 @@ async def test_a_long_streamed_reply_is_sealed_in_blocks_and_rendered_completely
 async def test_a_long_reply_that_arrives_before_the_screen_catches_up_is_sealed_too(fake_server, model, workspace):
     """A stream faster than the screen's refresh (or a busy machine) ends before the tail is next rendered:
     the tail is sealed at the end as it would have been while streaming, not left as one live widget."""
-    from zeph_cli.tui.transcript import SEGMENT_CHARS
+    from zeph_cli.frontends.tui.transcript import SEGMENT_CHARS
 
     paragraphs = [f"Paragraph {i}: " + "words " * 60 + "\n\n" for i in range(40)]
     text = "".join(paragraphs)
@@ -631,7 +631,7 @@ async def test_a_long_reply_that_arrives_before_the_screen_catches_up_is_sealed_
 async def test_long_transcripts_unmount_old_entries_and_bring_them_back(fake_server, model, workspace, monkeypatch):
     from textual.widgets import Button
 
-    import zeph_cli.tui.transcript as transcript_module
+    import zeph_cli.frontends.tui.transcript as transcript_module
 
     monkeypatch.setattr(transcript_module, "MAX_MOUNTED", 6)
     monkeypatch.setattr(transcript_module, "SHOW_MORE", 4)
@@ -660,7 +660,7 @@ async def test_older_replies_are_frozen_into_one_block_and_the_newest_stay_markd
 ):
     from textual.widgets import Markdown, Static
 
-    import zeph_cli.tui.transcript as transcript_module
+    import zeph_cli.frontends.tui.transcript as transcript_module
 
     monkeypatch.setattr(transcript_module, "FRESH_ENTRIES", 3)
     app, session = await open_app(fake_server, workspace)

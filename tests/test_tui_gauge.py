@@ -6,7 +6,7 @@ import pytest
 
 from zeph_cli.context.report import ContextBlock, ContextReport
 from zeph_cli.messages import Usage
-from zeph_cli.tui.gauge import EMPTY, FILLED, HARD_MARK, MARK_FILLED, SOFT_MARK, gauge, gauge_for, usage_text
+from zeph_cli.frontends.tui.gauge import EMPTY, FILLED, HARD_MARK, MARK_FILLED, SOFT_MARK, gauge, gauge_for, usage_text
 
 # Spec defaults: soft_compaction_threshold = 0.60, hard_compaction_threshold = 0.90.
 SOFT, HARD = 0.60, 0.90

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from zeph_cli.tui.slash import (
+from zeph_cli.frontends.tui.slash import (
     ALIASES,
     COMMANDS,
     Completion,
@@ -242,7 +242,7 @@ def test_help_lists_every_command_with_its_hint_and_the_key_bindings():
 
 
 def test_slash_and_gauge_import_no_textual():
-    code = "import sys, zeph_cli.tui.slash, zeph_cli.tui.gauge; print(sorted(m for m in sys.modules if m.startswith('textual')))"
+    code = "import sys, zeph_cli.frontends.tui.slash, zeph_cli.frontends.tui.gauge; print(sorted(m for m in sys.modules if m.startswith('textual')))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -16,7 +16,7 @@ import pytest
 from tests.scripted_model import ScriptedModel
 from tests.fakes import openai_wire
 from tests.test_tui_app import open_app, send
-from zeph_cli.tui.screens import ContextScreen
+from zeph_cli.frontends.tui.screens import ContextScreen
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 # A fixed working directory: the <environment> block (and so every token figure) names it.
@@ -133,9 +133,9 @@ async def test_help_shows_its_first_commands_when_it_is_taller_than_the_screen(f
 async def test_help_and_listings_come_back_whole_when_shown_again_after_pruning():
     from textual.app import App
 
-    from zeph_cli.tui.app import HelpEntry
-    from zeph_cli.tui.help_panel import HelpPanel
-    from zeph_cli.tui.transcript import _replica
+    from zeph_cli.frontends.tui.app import HelpEntry
+    from zeph_cli.frontends.tui.help_panel import HelpPanel
+    from zeph_cli.frontends.tui.transcript import _replica
 
     table = "| a | b |\n|---|---|\n| 1 | 2 |"
     app = App()

@@ -16,9 +16,9 @@ from pathlib import Path
 from zeph_cli.agent.chat_session import ChatSession
 from zeph_cli.config import load_config
 from zeph_cli.errors import StoreError
-from zeph_cli.tui.app import TuiApprover, ZephApp
-from zeph_cli.tui.startup import Startup, failure_line, starting_header
-from zeph_cli.tui.transcript import AssistantEntry, Notice, UserEntry
+from zeph_cli.frontends.tui.app import TuiApprover, ZephApp
+from zeph_cli.frontends.tui.startup import Startup, failure_line, starting_header
+from zeph_cli.frontends.tui.transcript import AssistantEntry, Notice, UserEntry
 from tests.test_tui_app import SIZE, chat_bodies, entries, environment, model, workspace  # noqa: F401  (fixtures)
 
 
@@ -190,7 +190,7 @@ def test_startup_keeps_one_waiting_submission_and_names_failures():
 
 
 def test_the_app_imports_neither_the_agent_nor_an_sdk_nor_the_store_before_its_first_frame():
-    code = ("import sys, zeph_cli.cli, zeph_cli.config, zeph_cli.tui.run; "
+    code = ("import sys, zeph_cli.frontends.cli.app, zeph_cli.config, zeph_cli.frontends.tui.run; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('openai', 'anthropic', 'httpx', 'sqlite_utils', 'numpy', 'sqlite3') "
             "or m in ('zeph_cli.agent', 'zeph_cli.agent.factory', 'zeph_cli.agent.chat_session', 'zeph_cli.store')))")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zeph_cli.user_text import UnusableText, read_user_text
+from zeph_cli.config.user_text import UnusableText, read_user_text
 
 
 def test_a_text_file_is_read_whole(tmp_path):

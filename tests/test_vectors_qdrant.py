@@ -12,8 +12,8 @@ import pytest
 
 from tests.vector_helpers import add_conversation, brute_force, open_store, rows_for, unit_vectors
 from zeph_cli.config import Config
-from zeph_cli.memory.vectors import VectorIndexDown, open_index
-from zeph_cli.memory.vectors.qdrant_index import QdrantVectorIndex, collection_name
+from zeph_cli.features.memory.vectors import VectorIndexDown, open_index
+from zeph_cli.features.memory.vectors.qdrant_index import QdrantVectorIndex, collection_name
 
 qdrant_client = pytest.importorskip("qdrant_client")
 
@@ -91,7 +91,7 @@ def test_forget_model_drops_the_collection_and_the_records(store, client):
 
 
 def test_missing_treats_sqlite_backend_vectors_as_not_in_qdrant(store, client, tmp_path):
-    from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
+    from zeph_cli.features.memory.vectors.sqlite_index import SqliteVectorIndex
 
     conversation, ids = add_conversation(store, 4)
     SqliteVectorIndex(store.db, None).add("m", rows_for(conversation, ids[:2], unit_vectors(2, 8, seed=7)))
@@ -168,7 +168,7 @@ def test_the_sqlite_backend_does_not_import_qdrant_client(tmp_path):
         "from pathlib import Path\n"
         "from zeph_cli.config import Config\n"
         "from zeph_cli.store import open_database\n"
-        "from zeph_cli.memory.vectors import open_index\n"
+        "from zeph_cli.features.memory.vectors import open_index\n"
         f"p = Path({str(tmp_path / 'z.db')!r})\n"
         "index = open_index(Config(), open_database(p), p)\n"
         "import numpy\n"

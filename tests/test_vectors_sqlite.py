@@ -23,9 +23,9 @@ from tests.vector_helpers import (
     unit_vectors,
 )
 from zeph_cli.config import Config
-from zeph_cli.memory.vectors import VectorRow, open_index
-from zeph_cli.memory.vectors.matrix_cache import MANIFEST, MatrixCache
-from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex, top_k
+from zeph_cli.features.memory.vectors import VectorRow, open_index
+from zeph_cli.features.memory.vectors.matrix_cache import MANIFEST, MatrixCache
+from zeph_cli.features.memory.vectors.sqlite_index import SqliteVectorIndex, top_k
 from zeph_cli.store import open_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -394,7 +394,7 @@ WRITER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, {root!r})
     from tests.vector_helpers import open_store, add_conversation, rows_for, unit_vectors
-    from zeph_cli.memory.vectors.sqlite_index import SqliteVectorIndex
+    from zeph_cli.features.memory.vectors.sqlite_index import SqliteVectorIndex
     path = Path({path!r})
     store = open_store(path)
     index = SqliteVectorIndex(store.db, path)
@@ -500,7 +500,7 @@ def test_a_writer_killed_mid_save_leaves_a_usable_cache(db_path, tmp_path):
 def test_newest_rowid_is_each_models_own_with_models_interleaved(db_path):
     """Read backwards from the table's newest row: another model's newer rows are stepped over, and a
     model without rows is 0 (the index says so without walking the table)."""
-    from zeph_cli.store import vectors as table
+    from zeph_cli.features.memory import vector_table as table
 
     store = open_store(db_path)
     conversation, ids = add_conversation(store, 6)
@@ -520,7 +520,7 @@ def test_newest_rowid_is_each_models_own_with_models_interleaved(db_path):
 
 
 def test_a_session_in_worldbook_isolation_is_never_pending_for_embedding(db_path):
-    from zeph_cli.store.worldbook import ISOLATED_KEY
+    from zeph_cli.features.worldbook.store import ISOLATED_KEY
 
     store = open_store(db_path)
     shared, shared_ids = add_conversation(store, 3)

@@ -39,10 +39,10 @@ def _add(project: Path, env: dict, *args: str) -> int:
 
 def _store(project: Path, content: str, **kw) -> int:
     """An entry of `project` written straight into the store zeph reads (fewer processes to start)."""
-    from zeph_cli.memory.long_term_access import project_root_of
+    from zeph_cli.features.memory.long_term_access import project_root_of
     from zeph_cli.paths import database_path
     from zeph_cli.store import open_database
-    from zeph_cli.store.worldbook import WorldbookStore
+    from zeph_cli.features.worldbook.store import WorldbookStore
 
     db = open_database(database_path())
     try:
@@ -211,9 +211,9 @@ def test_bad_input_is_one_clear_line(args, code, needle, project):
 
 
 async def test_slash_worldbook_lists_marks_the_triggered_and_switches_isolation(fake_server, model, workspace):
-    from zeph_cli.store.worldbook import WorldbookStore
-    from zeph_cli.tui.app import HelpEntry
-    from zeph_cli.tui.transcript import Notice
+    from zeph_cli.features.worldbook.store import WorldbookStore
+    from zeph_cli.frontends.tui.app import HelpEntry
+    from zeph_cli.frontends.tui.transcript import Notice
 
     app, session = await open_app(fake_server, workspace)
     try:
@@ -239,7 +239,7 @@ async def test_slash_worldbook_lists_marks_the_triggered_and_switches_isolation(
             report = session.agent.context_for(session.conversation)[1]
             assert report.block("worldbook isolation") is not None and report.block("worldbook outlet") is not None
             await send(pilot, app, "/context")
-            from zeph_cli.tui.screens import ContextScreen
+            from zeph_cli.frontends.tui.screens import ContextScreen
             from textual.widgets import DataTable
 
             assert isinstance(app.screen, ContextScreen)

@@ -8,7 +8,7 @@ import pytest
 
 from zeph_cli.errors import NotFound, UsageError
 from zeph_cli.store import ConversationStore, open_database
-from zeph_cli.store.worldbook import WorldbookStore
+from zeph_cli.features.worldbook.store import WorldbookStore
 
 
 @pytest.fixture
@@ -99,7 +99,7 @@ def test_update_checks_the_result_and_keeps_what_is_not_changed(store):
 def test_a_turn_is_isolated_only_when_asked_and_entries_are_in_force(store):
     from zeph_cli.config import WorldbookConfig
     from zeph_cli.messages import Message
-    from zeph_cli.worldbook_turn import Worldbook
+    from zeph_cli.features.worldbook.turn import Worldbook
 
     sid = session(store)
     book = Worldbook(store.db, WorldbookConfig(), "/src/app")
@@ -121,7 +121,7 @@ def test_worldbook_layers_say_when_nothing_fits_and_when_isolation_is_on():
     from zeph_cli.context.worldbook_block import WorldbookEntry
     from zeph_cli.context.report import ContextReport
     from zeph_cli.tokens import Calibration, default_counter
-    from zeph_cli.worldbook_turn import WorldbookTurn, worldbook_layers
+    from zeph_cli.features.worldbook.turn import WorldbookTurn, worldbook_layers
 
     big = WorldbookEntry(4, "lore " * 200, position="after")
     turn = WorldbookTurn((big,), (big,), isolated=True, isolation_asked=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zeph_cli.memory.vectors import VectorRow
+from zeph_cli.features.memory.vectors import VectorRow
 from zeph_cli.messages import Message, TextPart, ToolCallPart
 from zeph_cli.store import ConversationStore, open_database
 

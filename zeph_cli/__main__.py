@@ -1,3 +1,3 @@
-from .launch import main
+from .frontends.cli.launch import main
 
 main()

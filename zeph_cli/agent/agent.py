@@ -33,27 +33,27 @@ from ..context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, se
 from ..context.project import render_project_context
 from ..context.prompt_modules import MODE_MODULES
 from ..context.report import ContextReport
-from ..memory.long_term_access import LongTermMemory
-from ..memory.service import MemoryService, TurnMemory
+from ..features.memory.long_term_access import LongTermMemory
+from ..features.memory.service import MemoryService, TurnMemory
 from ..messages import Message
 from ..models import ModelProfile, prefer_learned_window
 from ..paths import config_dir, global_project_file
-from ..prompt_files import load_prompt_modules
+from .prompt_files import load_prompt_modules
 from ..providers.base import Provider, ProviderSettings
 from ..providers.pool import ProviderPool
-from ..session_memory import SessionMemory, SessionMemoryDeps
-from ..side_jobs import SideJobs
+from ..features.session_memory.service import SessionMemory, SessionMemoryDeps
+from .side_jobs import SideJobs
 from ..store import Conversation, ConversationStore
-from ..store.memories import MemoryStore
+from ..features.memory.long_term_store import MemoryStore
 from ..store.windows import remembered_window
 from ..tokens import DeferredCounter, TiktokenCounter, TokenCounter, bounded, count_message, default_counter, exact_counter
 from ..tools.base import ToolSet
 from ..tools.confinement import Confinement, workspace_root
 from ..tools.approval import Approver, deny_all
 from ..tools.registry import builtin_tool_names
-from ..turn_extras import TurnExtras
-from ..workspace import Workspace, environment_facts, find_project_files
-from ..worldbook_turn import Worldbook, WorldbookTurn
+from ..features.turn_extras import TurnExtras
+from .workspace import Workspace, environment_facts, find_project_files
+from ..features.worldbook.turn import Worldbook, WorldbookTurn
 from . import context_view
 from .events import AgentEvent, AgentWarning, TurnQueued, TurnStarted
 from .sources import Prepared, SourcePolicy, build_sources, policy_for, prepare_sources

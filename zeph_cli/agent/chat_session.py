@@ -19,7 +19,7 @@ from typing import Any, Literal, Union
 
 from .agent import ENHANCE_KEY, Agent
 from .factory import build_agent, close_agent, set_mode
-from ..memory.service import TurnMemory
+from ..features.memory.service import TurnMemory
 from ..config import LoadedConfig
 from ..context.global_prompt import PROFILE_KEY, session_profile
 from ..context.report import ContextReport
@@ -27,15 +27,15 @@ from ..context.sent_text import SentSection, sent_sections
 from ..errors import NotFound, SessionBusy, UsageError, ZephError
 from .events import AgentEvent, TurnStarted
 from ..log import get_logger, log_to
-from ..memory.long_term_access import LongTermMemory
+from ..features.memory.long_term_access import LongTermMemory
 from ..messages import Message, ToolResultPart
 from ..models import reply_token_cap
 from ..paths import database_path
 from ..providers import Provider
-from ..render import compaction_metrics_lines, conversation_json, conversation_markdown
+from ..frontends.render import compaction_metrics_lines, conversation_json, conversation_markdown
 from ..store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
 from ..store.conversations import UNSENT_KEY
-from ..store.memories import MemoryStore
+from ..features.memory.long_term_store import MemoryStore
 from ..tokens import count_message
 from ..tools.permissions import Approver
 
@@ -394,7 +394,7 @@ class ChatSession:
     def _start_summary_worker(self) -> None:
         pending, self.agent.session_memory.pending = self.agent.session_memory.pending, None
         if pending is not None:
-            from ..session_memory_worker import spawn
+            from ..features.session_memory.worker import spawn
 
             loaded = _with_overrides(self.loaded, self._overrides)
             spawn(pending, loaded, str(loaded.path) if loaded.path else None, self.cwd, self.env)
@@ -570,7 +570,7 @@ class ChatSession:
 
     async def mcp_prompt(self, server: str, name: str, arguments: Mapping[str, str]) -> str:
         """One MCP prompt rendered as text, for the input box; `ZephError` (one line) when it cannot be."""
-        from ..mcp.manager import PromptError
+        from ..features.mcp.manager import PromptError
 
         mcp = self.agent.mcp
         if mcp is None:
@@ -584,8 +584,8 @@ class ChatSession:
     def metrics_lines(self) -> list[str]:
         """The sandbox state, what the last turn recalled, then the session's compaction metrics, one line
         each (none before the first prompt)."""
-        from ..memory.describe import memory_lines
-        from ..memory.service import echoing_replies
+        from ..features.memory.describe import memory_lines
+        from ..features.memory.service import echoing_replies
         from ..tools.registry import LOAD_SKILL
 
         sandbox = [self.agent.sandbox.state().line()]

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from ..models import ModelProfile
     from ..providers.base import Provider
     from ..tools.base import ToolSet
-    from ..worldbook_turn import Worldbook, WorldbookTurn
+    from ..features.worldbook.turn import Worldbook, WorldbookTurn
     from .sources import Prepared
 
 log = get_logger("context")

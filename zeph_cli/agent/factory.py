@@ -14,17 +14,17 @@ from pathlib import Path
 
 from .agent import Agent, AgentServices
 from ..config import LoadedConfig
-from ..memory.service import MemoryService
+from ..features.memory.service import MemoryService
 from ..errors import UsageError
 from ..providers import create_provider, resolve_settings
 from ..providers.summary import side_job_settings
 from ..providers.base import ProviderSettings
-from ..skills.folders import places_for, skill_folders
+from ..features.skills.folders import places_for, skill_folders
 from ..startup_gc import paused_collection
 from ..store import ConversationStore
 from ..tools.confinement import workspace_root
 from ..tools.approval import Approver
-from ..turn_extras import TurnExtras
+from ..features.turn_extras import TurnExtras
 
 
 async def build_agent(
@@ -95,12 +95,12 @@ def turn_extras(
     embedder = memory.ready_embedder if memory is not None else None
     skills = None
     if not one_shot or _skill_folder_exists(loaded, env, cwd):
-        from ..skills.service import service_for
+        from ..features.skills.service import service_for
 
         skills = service_for(loaded, env, cwd, embedder=embedder)
     mcp = None
     if any(entry.enabled for entry in config.mcp.servers):
-        from ..mcp.manager import McpManager  # only with servers: the SDK stays unloaded otherwise
+        from ..features.mcp.manager import McpManager  # only with servers: the SDK stays unloaded otherwise
 
         mcp = McpManager.from_config(config, env, workspace_root(cwd), embedder=embedder)
     return TurnExtras(skills=skills, mcp=mcp, prompt_mode=config.skills.prompt_mode)
@@ -115,12 +115,12 @@ def memory_service(
         return None
 
     def make_embedder():
-        from ..memory.embedders.select import embedder_for
+        from ..features.memory.embedders.select import embedder_for
 
         return embedder_for(config, settings, sources=loaded.sources)
 
     def make_index(db, path):
-        from ..memory.vectors.factory import open_index
+        from ..features.memory.vectors.factory import open_index
 
         return open_index(config, db if db is not None else store.db, path)
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import ContextLengthExceeded, ProviderError, context_limit_from_message, is_context_length_message
 from ..models import ModelProfile, with_window
-from ..said_once import first_time
-from ..side_jobs import record_response
+from .said_once import first_time
+from .side_jobs import record_response
 from ..store.windows import remember_window
 from .events import AgentEvent, AgentWarning, CompactionFinished, TurnFailed
 from .replies import save_partial

@@ -20,8 +20,8 @@ from ..errors import ReplyNotStored, StoreError
 from ..log import get_logger
 from ..messages import Message, ReplyBuilder, TextPart, Usage, normalize_stop_reason
 from ..models import ModelProfile, reply_token_cap
-from ..said_once import first_time
-from ..side_jobs import record_response
+from .said_once import first_time
+from .side_jobs import record_response
 from ..tokens import TokenCounter, bounded, count_message
 from .events import AgentEvent, AgentWarning, TurnFinished, UsageReported
 

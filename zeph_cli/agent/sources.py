@@ -27,13 +27,13 @@ from ..log import get_logger
 if TYPE_CHECKING:
     from ..config import Config
     from ..context.global_prompt import GlobalPrompt
-    from ..memory.service import MemoryService, TurnMemory
-    from ..session_memory import SessionMemory
+    from ..features.memory.service import MemoryService, TurnMemory
+    from ..features.session_memory.service import SessionMemory
     from ..store import Conversation
     from ..tools.base import ToolSet
-    from ..turn_extras import TurnExtras
-    from ..workspace import Workspace
-    from ..worldbook_turn import Worldbook, WorldbookTurn
+    from ..features.turn_extras import TurnExtras
+    from .workspace import Workspace
+    from ..features.worldbook.turn import Worldbook, WorldbookTurn
 
 log = get_logger("context")
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..context.budget import more_room
 from ..context.tool_fit import ToolForm, fewest_left_out, mcp_trimmed_warning, no_tools_warning, tool_form
-from ..said_once import first_time
+from .said_once import first_time
 from ..tokens import TokenCounter, count_tools
 from ..tools.base import ToolSet
 from ..tools.registry import tools_for_mode
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ..context.budget import Budget
     from ..models import ModelProfile
     from ..store import Conversation, ConversationStore
-    from ..turn_extras import TurnExtras
+    from ..features.turn_extras import TurnExtras
 
 TOOLS_TOKEN_CACHE_SIZE = 512  # tool sets whose schema tokens are kept (per tokenizer, form and names)
 TOOLS_DROPPED_SAID = "tools_dropped_warning"  # conversation metadata: the no-room-for-tools warning given

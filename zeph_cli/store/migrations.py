@@ -1,14 +1,21 @@
-"""Numbered schema migrations, recorded in `_zeph_migrations` and applied on open.
+"""Numbered schema migrations, recorded in `_zeph_migrations` and applied on open: the runner, and the
+migrations of the shared tables (conversations, messages, tool runs, compaction, guidelines, windows,
+imports).
 
-Invariant: migrations only ever get appended; each runs once, in order, inside
-its own transaction, and an old database opened by a newer zeph is brought up
-to date without losing rows. A database a newer zeph wrote (see
+Invariant: migrations only ever get appended; each runs once, in the order of its number — unique across
+this module and every feature's `features/<feature>/migrations.py`, which registers its own tables'
+migrations with `@migration` — inside its own transaction, and an old database opened by a newer zeph is
+brought up to date without losing rows. `MIGRATIONS` is whole once this module is imported (the features'
+modules are found by file, so the runner names no feature). A database a newer zeph wrote (see
 `newer_schema`) is never migrated here.
 """
 
 from __future__ import annotations
 
+import bisect
+import importlib
 import json
+import os
 from collections.abc import Callable
 from datetime import datetime, UTC
 
@@ -19,11 +26,26 @@ from .transactions import write_transaction
 Migration = Callable[[Database], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
 MIGRATIONS_TABLE = "_zeph_migrations"
+FEATURES = __name__.rpartition(".")[0].rpartition(".")[0] + ".features"
 
 
 def migration(fn: Migration) -> Migration:
-    MIGRATIONS.append((fn.__name__, fn))
+    """Register `fn` (named `mNNN_what`) at its number's place, whatever order the modules are imported in;
+    a number already taken is a RuntimeError naming both migrations."""
+    name = fn.__name__
+    number = migration_number(name)
+    taken = next((other for other, _ in MIGRATIONS if migration_number(other) == number), None)
+    if taken is not None:
+        raise RuntimeError(f"migrations {taken} and {name} share the number {number}")
+    bisect.insort(MIGRATIONS, (name, fn), key=lambda item: migration_number(item[0]))
     return fn
+
+
+def migration_number(name: str) -> int:
+    number, underscore, _ = name[1:].partition("_")
+    if not (name.startswith("m") and underscore and number.isdigit()):
+        raise RuntimeError(f"migration {name} is not named mNNN_what")
+    return int(number)
 
 
 @migration
@@ -193,136 +215,6 @@ def m008_learned_context_windows(db: Database) -> None:
 
 
 @migration
-def m009_message_vectors(db: Database) -> None:
-    # Which agent-visible messages have a vector of which embedding model. The sqlite
-    # backend keeps the vector itself here (float32 BLOB, L2-normalized); qdrant keeps it
-    # in its collection and leaves `vector` null, so this table always says what is indexed.
-    # Vectors of different models never mix: every read names its model.
-    db.execute(
-        """
-        create table message_vectors (
-            message_id integer not null references messages(id) on delete cascade,
-            model text not null,
-            conversation_id integer not null,
-            dim integer not null,
-            vector blob,
-            created_at text not null,
-            primary key (message_id, model)
-        )
-        """
-    )
-    db.execute("create index message_vectors_model on message_vectors (model, conversation_id)")
-    db.execute(
-        "create trigger messages_vectors_ad after delete on messages "
-        "begin delete from message_vectors where message_id = old.id; end"
-    )
-
-
-@migration
-def m010_long_term_memories(db: Database) -> None:
-    # Long-term memory: facts saved by the user (`zeph memory add`), the model
-    # (memory_save) or the chat app, injected as a <memory> block when relevant.
-    db.execute(
-        """
-        create table memories (
-            id integer primary key,
-            content text not null,
-            scope text not null check (scope in ('user', 'project', 'session')),
-            project_root text,  -- the workspace root, for scope = 'project'
-            conversation_id integer references conversations(id) on delete cascade,  -- scope = 'session'
-            confidence real not null default 1.0 check (confidence >= 0 and confidence <= 1),
-            source text not null,  -- tool | user | cli
-            created_at text not null,
-            updated_at text not null,
-            archived integer not null default 0,
-            embedding_model text,  -- the model `vector` was made with (null = not embedded yet)
-            vector blob
-        )
-        """
-    )
-    db.execute("create index memories_scope on memories (archived, scope, project_root, conversation_id)")
-
-
-@migration
-def m011_worldbook(db: Database) -> None:
-    # Worldbook entries (ETOS block 7): content injected at a chosen position when a keyword of the
-    # recent messages triggers it (no keywords = always), bound to a project or to one session.
-    db.execute(
-        """
-        create table worldbook_entries (
-            id integer primary key,
-            scope text not null check (scope in ('project', 'session')),
-            project_root text,  -- the workspace root, for scope = 'project'
-            conversation_id integer references conversations(id) on delete cascade,  -- scope = 'session'
-            keywords text not null default '[]',  -- JSON list; empty = constant (always on)
-            regex integer not null default 0,
-            case_sensitive integer not null default 0,
-            content text not null,
-            position text not null,
-            depth integer not null default 0,  -- for position = 'at_depth'
-            "order" integer not null default 100,
-            enabled integer not null default 1,
-            created_at text not null,
-            updated_at text not null
-        )
-        """
-    )
-    db.execute("create index worldbook_scope on worldbook_entries (scope, project_root, conversation_id)")
-
-
-@migration
-def m012_session_digests_and_user_profile(db: Database) -> None:
-    # Cross-session summaries (ETOS 5): one short "what this thread is about" per conversation,
-    # made in the background by the summary provider and sent to the other sessions; and the
-    # user profile (ETOS 6): one text of stable preferences, made from the digests or edited.
-    db.execute(
-        """
-        create table session_digests (
-            conversation_id integer primary key references conversations(id) on delete cascade,
-            project text not null,  -- the workspace root the session ran in
-            text text not null,  -- '' until a summary succeeded
-            user_turns integer not null,  -- the user turns the text covers (or the attempt saw)
-            updated_at text not null,  -- when `text` was written
-            attempted_at text not null  -- the last summarizing attempt, failed ones included
-        )
-        """
-    )
-    db.execute("create index session_digests_recent on session_digests (updated_at)")
-    db.execute(
-        """
-        create table user_profile (
-            id integer primary key check (id = 1),  -- one profile
-            text text not null,
-            source text not null check (source in ('auto', 'user')),
-            updated_at text not null,  -- when `text` was written
-            attempted_at text  -- the last automatic update's attempt
-        )
-        """
-    )
-
-
-
-@migration
-def m013_discarded_generated_text(db: Database) -> None:
-    # Why the last generated session summary or profile update was discarded (not about the user, a copied
-    # reply, code, its own instructions…) and when: `zeph profile show` and `zeph profile sessions` say it.
-    for table in ("session_digests", "user_profile"):
-        db.execute(f"alter table {table} add column discarded text not null default ''")  # the reason; '' = none
-        db.execute(f"alter table {table} add column discarded_at text")
-
-
-@migration
-def m014_discarded_summary_turns(db: Database) -> None:
-    # The user turns a discarded session summary covered, apart from `user_turns` (the turns the kept text
-    # covers): a discard leaves the kept summary as it was, and the same turns are not summarized again.
-    db.execute("alter table session_digests add column discarded_turns integer not null default 0")
-    # Before, a discard wrote its turns over `user_turns`: they are the discarded summary's, and a row without
-    # text covers none.
-    db.execute("update session_digests set discarded_turns = user_turns where discarded != ''")
-    db.execute("update session_digests set user_turns = 0 where text = '' and discarded != ''")
-
-
-@migration
 def m015_imported_session_key(db: Database) -> None:
     # A session imported from another tool's history (`zeph sessions import`) is one conversation per
     # source and session key: a unique index says so and finds it. Two imports running at once could
@@ -347,6 +239,15 @@ def m015_imported_session_key(db: Database) -> None:
         "(json_extract(metadata, '$.imported.from'), json_extract(metadata, '$.imported.session')) "
         "where json_extract(metadata, '$.imported.session') is not null"
     )
+
+
+
+def _register_feature_migrations() -> None:
+    """Import each feature's `migrations` module: its `@migration` functions register themselves."""
+    for folder in importlib.import_module(FEATURES).__path__:
+        for entry in sorted(os.scandir(folder), key=lambda entry: entry.name):
+            if entry.is_dir() and os.path.isfile(os.path.join(entry.path, "migrations.py")):
+                importlib.import_module(f"{FEATURES}.{entry.name}.migrations")
 
 
 def applied(db: Database) -> set[str]:
@@ -394,3 +295,6 @@ def migrate(db: Database, upto: str | None = None) -> list[str]:
         with write_transaction(db):
             db.execute(f"PRAGMA user_version = {count}")
     return ran
+
+
+_register_feature_migrations()

@@ -33,7 +33,7 @@ class DeclaredTool(Tool):
     def implementation(self) -> Tool:
         if self._implementation is None:
             module, class_name = IMPLEMENTATIONS[self.name]
-            self._implementation = getattr(importlib.import_module(f".{module}", __package__), class_name)()
+            self._implementation = getattr(importlib.import_module(module), class_name)()
         return self._implementation
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
@@ -67,7 +67,7 @@ def tool_subject(name: str, arguments: dict) -> str:
     """What a call of tool `name` is about (its command or path), as its tool reports it; for a tool that is
     not built in (an MCP server's, a skill's), its arguments as compact JSON, as MCP tools report them."""
     if name == LOAD_SKILL:
-        from .skill_tools import LoadSkillTool
+        from ..features.skills.tools import LoadSkillTool
 
         return LoadSkillTool().subject(arguments)
     if name in BUILTIN:

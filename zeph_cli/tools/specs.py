@@ -237,17 +237,18 @@ BUILTIN: dict[str, ToolDeclaration] = {
     ),
 }
 
-# The module and class implementing each declared tool (imported when the tool is first used).
+# The module (by full dotted name, so a feature's tools can live in its package) and class implementing each
+# declared tool (imported when the tool is first used).
 IMPLEMENTATIONS: dict[str, tuple[str, str]] = {
-    "read_file": ("files", "ReadFileTool"),
-    "list_directory": ("files", "ListDirectoryTool"),
-    "find_path": ("search", "FindPathTool"),
-    "grep": ("search", "GrepTool"),
-    "write_file": ("files", "WriteFileTool"),
-    "edit_file": ("files", "EditFileTool"),
-    "bash": ("shell", "BashTool"),
-    "read_overflow": ("overflow", "ReadOverflowTool"),
-    "compress_context": ("compress", "CompressContextTool"),
-    "memory_save": ("memory_tools", "MemorySaveTool"),
-    "memory_search": ("memory_tools", "MemorySearchTool"),
+    "read_file": ("zeph_cli.tools.files", "ReadFileTool"),
+    "list_directory": ("zeph_cli.tools.files", "ListDirectoryTool"),
+    "find_path": ("zeph_cli.tools.search", "FindPathTool"),
+    "grep": ("zeph_cli.tools.search", "GrepTool"),
+    "write_file": ("zeph_cli.tools.files", "WriteFileTool"),
+    "edit_file": ("zeph_cli.tools.files", "EditFileTool"),
+    "bash": ("zeph_cli.tools.shell", "BashTool"),
+    "read_overflow": ("zeph_cli.tools.overflow", "ReadOverflowTool"),
+    "compress_context": ("zeph_cli.tools.compress", "CompressContextTool"),
+    "memory_save": ("zeph_cli.features.memory.tools", "MemorySaveTool"),
+    "memory_search": ("zeph_cli.features.memory.tools", "MemorySearchTool"),
 }

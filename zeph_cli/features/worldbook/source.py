@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ...agent.sources import SYSTEM_ORDER, TURN_ORDER
 from ...context.blocks import Block, Placement, Source, TurnInput
-from ...worldbook_turn import WorldbookLayers, layers_within
+from .turn import WorldbookLayers, layers_within
 
 if TYPE_CHECKING:
     from ...agent.sources import SourceHost

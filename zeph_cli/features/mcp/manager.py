@@ -1,0 +1,171 @@
+"""All configured MCP servers of one agent: started together, their tools and prompts, closed together.
+
+Invariant: servers start only in `start()` (concurrently, each within its own
+timeout) and stop only in `aclose()`; a server that fails to start or dies later
+is reported once by name and the rest go on. `tools()` offers only running
+servers' tools that pass their `tool_allowlist`, under `ID__TOOL` names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...config.mcp import McpServerEntry, ToolDiscoveryConfig
+from ...paths import mcp_log_dir
+from .connection import ListedPrompt, ServerConnection, ServerError
+from .discovery import EmbedderSource, ToolDiscovery
+from .names import ToolNames
+from .tools import McpTool, result_text
+
+if TYPE_CHECKING:
+    from ...config import Config
+
+
+class PromptError(Exception):
+    """A prompt could not be fetched: one line naming the server and the prompt."""
+
+
+@dataclass(frozen=True)
+class ServerStatus:
+    id: str
+    transport: str
+    state: str  # "not started" | "running" | "failed" | "disabled"
+    reason: str
+    tools: list[str]
+    log_path: Path | None
+
+
+class McpManager:
+    def __init__(self, entries: Sequence[McpServerEntry], *, env: Mapping[str, str], cwd: Path, log_dir: Path,
+                 discovery: ToolDiscoveryConfig | None = None, embedder: EmbedderSource = None) -> None:
+        self.connections = {e.id: ServerConnection(e, env, cwd, log_dir) for e in entries}
+        self.discovery = ToolDiscovery(discovery or ToolDiscoveryConfig(), embedder)
+        self.names = ToolNames()
+        self._tools: dict[str, list[McpTool]] = {}
+        self._warnings: list[str] = []
+        self._reported: set[str] = set()  # servers whose failure was said
+        self._closed = False
+
+    @classmethod
+    def from_config(cls, config: Config, env: Mapping[str, str], cwd: Path, embedder: EmbedderSource = None) -> McpManager:
+        return cls(config.mcp.servers, env=env, cwd=cwd, log_dir=mcp_log_dir(env),
+                   discovery=config.mcp.tool_discovery, embedder=embedder)
+
+    # ---- life cycle --------------------------------------------------------------
+
+    async def start(self) -> list[str]:
+        """Start every enabled server at once; one note per server that did not start."""
+        pending = [c for c in self.connections.values() if c.state == "not started"]
+        await asyncio.gather(*(c.start() for c in pending))
+        notes = []
+        for conn in pending:
+            if conn.state == "failed":
+                self._reported.add(conn.id)
+                notes.append(f"MCP server {conn.id} did not start: {conn.reason}")
+        return notes
+
+    def take_warnings(self) -> list[str]:
+        """What went wrong since the last call (a server that stopped, a stale allowlist entry), each once."""
+        for conn in self.connections.values():
+            if conn.closed_under_us():
+                conn.mark_dead("the connection closed")
+            if conn.state == "failed" and conn.id not in self._reported and conn.started:
+                self._reported.add(conn.id)
+                self._warnings.append(f"MCP server {conn.id} stopped: {conn.reason}; its tools are no longer offered")
+        out, self._warnings = self._warnings + self.discovery.take_warnings(), []
+        return out
+
+    async def aclose(self) -> None:
+        """Stop every server; bounded, idempotent, never raises."""
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.gather(*(c.close() for c in self.connections.values()), return_exceptions=True)
+
+    # ---- tools -------------------------------------------------------------------
+
+    def tools(self) -> list[McpTool]:
+        out: list[McpTool] = []
+        for conn in self.connections.values():
+            if conn.closed_under_us():
+                conn.mark_dead("the connection closed")
+            if conn.state != "running":
+                continue
+            if conn.id not in self._tools:
+                self._tools[conn.id] = self._offered(conn)
+            out += self._tools[conn.id]
+        return out
+
+    def _offered(self, conn: ServerConnection) -> list[McpTool]:
+        allow = conn.entry.tool_allowlist
+        listed = {t.name for t in conn.tools}
+        for name in allow:
+            if name not in listed:
+                self._warnings.append(f"MCP server {conn.id}: tool_allowlist names {name!r}, which the server does not offer")
+        offered = [
+            McpTool(self, conn.id, self.names.add(conn.id, t.name), t, trusted=conn.entry.trusted,
+                    timeout=conn.entry.timeout)
+            for t in conn.tools
+            if not allow or t.name in allow
+        ]
+        for tool in offered:
+            if tool.flags:
+                self._warnings.append(f"MCP server {conn.id}: the description of {tool.tool} matched a prompt-injection "
+                                      f"pattern ({', '.join(tool.flags)}); it is withheld from the model")
+        return offered
+
+    async def select_tools(self, message: str, tools: Sequence[McpTool]) -> list[McpTool]:
+        return await self.discovery.select(message, tools)
+
+    async def rank_tools(self, message: str, tools: Sequence[McpTool]) -> list[McpTool]:
+        """`tools`, the ones to keep first when only some fit the budget."""
+        return await self.discovery.rank(message, tools)
+
+    async def call_tool(self, server_id: str, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
+        conn = self.connections.get(server_id)
+        if conn is None:
+            raise ServerError(f"there is no MCP server {server_id!r}")
+        return await conn.call_tool(tool, arguments, timeout)
+
+    # ---- status and prompts ------------------------------------------------------
+
+    def status(self) -> list[ServerStatus]:
+        for conn in self.connections.values():
+            if conn.closed_under_us():
+                conn.mark_dead("the connection closed")
+        return [
+            ServerStatus(c.id, c.entry.transport, c.state, c.reason,
+                         [t.name for t in c.tools if not c.entry.tool_allowlist or t.name in c.entry.tool_allowlist],
+                         c.log_path)
+            for c in self.connections.values()
+        ]
+
+    async def list_prompts(self) -> list[tuple[str, ListedPrompt]]:
+        return [(c.id, p) for c in self.connections.values() if c.state == "running" for p in c.prompts]
+
+    async def get_prompt(self, server_id: str, name: str, arguments: Mapping[str, str]) -> str:
+        """The prompt rendered as text; `PromptError` (one line) for an unknown server or prompt, a
+        missing required argument or a failed request."""
+        conn = self.connections.get(server_id)
+        if conn is None:
+            known = ", ".join(self.connections) or "none configured"
+            raise PromptError(f"there is no MCP server {server_id!r} (servers: {known})")
+        if conn.state != "running":
+            why = f": {conn.reason}" if conn.reason else ""
+            raise PromptError(f"MCP server {server_id} is {conn.state}{why}")
+        prompt = next((p for p in conn.prompts if p.name == name), None)
+        if prompt is None:
+            known = ", ".join(p.name for p in conn.prompts) or "none"
+            raise PromptError(f"MCP server {server_id} has no prompt {name!r} (prompts: {known})")
+        missing = [a for a, required, _ in prompt.arguments if required and a not in arguments]
+        if missing:
+            raise PromptError(f"prompt {server_id} {name} needs the argument(s) {', '.join(missing)} (as NAME=value)")
+        try:
+            result = await conn.get_prompt(name, dict(arguments))
+        except ServerError as exc:
+            raise PromptError(str(exc)) from None
+        return "\n\n".join(result_text([m.content]) for m in result.messages).strip()

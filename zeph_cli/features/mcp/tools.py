@@ -1,0 +1,93 @@
+"""An MCP server's tool as a zeph tool: namespaced, its schema passed through, run through the manager.
+
+Invariant: an untrusted server's tools are "exec" (asked about unless a
+`tools.allow` rule covers them), a trusted server's are "read" (run without
+asking); `tools.deny` rules apply to both. A call ends as a `ToolResult` or a
+`ToolFailure` naming the server — nothing the SDK or the transport raises gets
+past `run()`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ...context.injection_scan import scan
+from ...tools.base import Tool, ToolContext, ToolResult, without_descriptions
+from ...tools.failures import ToolFailure
+from .connection import ServerError
+
+if TYPE_CHECKING:
+    from .connection import ListedTool
+
+MAX_DESCRIPTION = 1024
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+class ToolCaller(Protocol):
+    async def call_tool(self, server_id: str, tool: str, arguments: dict[str, Any], timeout: float) -> Any: ...
+
+
+class McpTool(Tool):
+    def __init__(self, caller: ToolCaller, server_id: str, name: str, listed: ListedTool, *,
+                 trusted: bool, timeout: float) -> None:
+        self.caller = caller
+        self.server_id = server_id
+        self.tool = listed.name  # the server's own name
+        self.name = name
+        self.description = _bounded(listed.description or f"{listed.name} (MCP server {server_id})")
+        self.parameters = listed.input_schema or EMPTY_SCHEMA
+        # A server's words reach the model as tool schemas, outside any untrusted framing: scanned, and
+        # withheld when they look like an injection (the tool stays usable by its name and parameters).
+        self.flags = scan(listed.description + "\n" + json.dumps(self.parameters))
+        if self.flags:
+            self.description = f"{listed.name} (MCP server {server_id}; its description was withheld)"
+            self.parameters = without_descriptions(self.parameters)
+        self.kind = "read" if trusted else "exec"
+        self.read_only = listed.read_only
+        self.timeout = timeout
+
+    def subject(self, arguments: Mapping[str, Any]) -> str:
+        return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
+
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        try:
+            result = await self.caller.call_tool(self.server_id, self.tool, arguments, self.timeout)
+        except ServerError as exc:
+            raise ToolFailure(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - nothing from a server escapes
+            raise ToolFailure(f"MCP server {self.server_id}: {self.tool} failed: {exc}"[:400]) from None
+        text = result_text(getattr(result, "content", None) or [])
+        is_error = bool(getattr(result, "is_error", False))
+        if not text:
+            structured = getattr(result, "structured_content", None)
+            text = json.dumps(structured, ensure_ascii=False) if structured is not None else "(no output)"
+        lines = len(text.splitlines()) or 1
+        summary = f"{self.server_id} · " + ("error" if is_error else f"{lines} line{'s' if lines != 1 else ''}")
+        return ToolResult(text, is_error=is_error, summary=summary)
+
+
+def result_text(blocks: list[Any]) -> str:
+    """The text blocks joined; images, audio and resources described in one line each."""
+    lines: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            lines.append(block.text)
+        elif kind in ("image", "audio"):
+            lines.append(f"[{kind}: {getattr(block, 'mime_type', '?')}, {len(getattr(block, 'data', '') or '') * 3 // 4:,} bytes]")
+        elif kind == "resource":
+            resource = block.resource
+            inner = getattr(resource, "text", None)
+            lines.append(inner if isinstance(inner, str) else f"[resource: {resource.uri}]")
+        elif kind == "resource_link":
+            lines.append(f"[resource link: {block.uri}]")
+        else:
+            lines.append(f"[{kind or 'unknown'} content]")
+    return "\n".join(lines)
+
+
+def _bounded(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= MAX_DESCRIPTION else text[: MAX_DESCRIPTION - 1] + "…"

@@ -1,0 +1,156 @@
+"""What a turn adds from outside zeph itself: skills matched to the message, and MCP servers' tools.
+
+Invariant: `prepare()` never raises (but for cancellation) and, with
+`start_mcp()` (for /mcp), is the only step that may start MCP servers; before it ran, or without skills and servers, a
+turn gets no skills layer and no extra tools. Problems are returned as notes,
+each said once. Ask and plan modes get only the MCP tools that declare
+themselves read-only; load_skill is offered in every mode while skills exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..tools.registry import READ_ONLY_MODES
+
+if TYPE_CHECKING:
+    from ..context.skills_block import SkillsInput
+    from .mcp.manager import McpManager
+    from .mcp.tools import McpTool
+    from .skills.model import TurnSkills
+    from .skills.service import SkillService
+    from ..tools.base import Tool
+
+
+@dataclass
+class TurnExtras:
+    """Skills and MCP servers an agent offers, and what they gave the running turn."""
+    skills: SkillService | None = None
+    mcp: McpManager | None = None
+    prompt_mode: str = "auto"
+    turn_skills: TurnSkills | None = None
+    mcp_tools: list[McpTool] = field(default_factory=list)  # offered this turn (discovery applied)
+    mcp_total: int = 0  # tools of the running servers before discovery
+    mcp_priority: list[str] = field(default_factory=list)  # MCP tools' names, first to keep first (when ranked)
+    mcp_left_out: int = 0  # offered MCP tools the agent left out because their schemas did not fit the budget
+    _starting: asyncio.Task[list[str]] | None = None  # the one start of the MCP servers (a turn's or /mcp's)
+
+    async def prepare(self, message: str, *, tools_wanted: bool) -> list[str]:
+        """Match skills to `message`; start MCP servers (once) when the turn can use tools, and pick their tools."""
+        return await self.match_skills(message) + await self.discover_mcp(message, tools_wanted=tools_wanted)
+
+    async def match_skills(self, message: str) -> list[str]:
+        """Match skills to `message` (none until it is done: a match cut short leaves none); notes."""
+        if self.skills is None:
+            return []
+        self.turn_skills = None
+        self.turn_skills = await self.skills.match(message)
+        return self.skills.take_warnings()
+
+    async def discover_mcp(self, message: str, *, tools_wanted: bool) -> list[str]:
+        """Start the MCP servers (once) when the turn can use tools, and pick their tools for `message`; notes."""
+        if self.mcp is None or not tools_wanted:
+            return []
+        self.mcp_tools, self.mcp_priority = [], []  # none until picked: a discovery cut short offers none
+        notes = await self.start_mcp()
+        notes += self.mcp.take_warnings()
+        running = self.mcp.tools()
+        self.mcp_total = len(running)
+        self.mcp_tools = await self.mcp.select_tools(message, running) if running else []
+        self.mcp_priority = []  # ranked by `rank_mcp` when the budget cannot take them all
+        return notes
+
+    async def rank_mcp(self, message: str) -> list[str]:
+        """Order this turn's MCP tools for a budget that fits only some (see `mcp_least_wanted`); notes."""
+        if self.mcp is None or not self.mcp_tools:
+            return []
+        self.mcp_priority = [t.name for t in await self.mcp.rank_tools(message, self.mcp_tools)]
+        return self.mcp.take_warnings()
+
+    async def start_mcp(self) -> list[str]:
+        """Start the MCP servers once (a turn, or /mcp in the chat app); a second caller waits for the first
+        start to end. Notes go to whoever started them. A cancelled caller does not stop the start."""
+        if self.mcp is None:
+            return []
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self.mcp.start())
+            return list(await asyncio.shield(self._starting))
+        if not self._starting.done():
+            await asyncio.shield(self._starting)
+        return []
+
+    def reset(self) -> None:
+        """Forget the last turn's matches (a session switch): the next turn matches again."""
+        self.turn_skills = None
+        self.mcp_tools = []
+        self.mcp_priority = []
+        self.mcp_left_out = 0
+
+    def skills_input(self, *, loadable: bool = True) -> SkillsInput | None:
+        """The turn's skills for the skills layer; `loadable`: load_skill is offered to the model."""
+        turn = self.turn_skills
+        if turn is None or not (turn.matched or turn.others):
+            return None
+        from ..context.skills_block import SkillsInput
+
+        return SkillsInput(tuple(m.skill for m in turn.matched), tuple(turn.others), self.prompt_mode, loadable)
+
+    def tools(self, mode: str) -> dict[str, Tool]:
+        """Tools to offer besides the built-in ones, by name."""
+        extra: dict[str, Tool] = {}
+        turn = self.turn_skills
+        if turn is not None and (turn.matched or turn.others):
+            from .skills.tools import LoadSkillTool
+
+            extra[LoadSkillTool.name] = LoadSkillTool()
+        for tool in self.mcp_tools:
+            if mode in READ_ONLY_MODES and not tool.read_only:
+                continue
+            extra[tool.name] = tool
+        return extra
+
+    def mcp_least_wanted(self, names: set[str]) -> list[str]:
+        """Of `names`, the MCP tools to leave out first when tool schemas do not fit the budget."""
+        return [name for name in reversed(self.mcp_priority) if name in names]
+
+    def lines(self, *, loadable: bool = True) -> list[str]:
+        """What `zeph context` and `/context` say about skills and MCP tools this turn; `loadable`: load_skill
+        is offered (without it, matched skills go in full or not at all and the others are not listed)."""
+        return self.skills_lines(loadable=loadable) + self.mcp_lines()
+
+    def skills_lines(self, *, loadable: bool = True) -> list[str]:
+        """What `zeph context` says about the skills matched this turn."""
+        out: list[str] = []
+        turn = self.turn_skills
+        if turn is not None and (turn.matched or turn.others):
+            others = len(turn.others)
+            rest = (f"{others} other{'' if others == 1 else 's'} listed" if loadable else
+                    "sent in full, as many as fit, and no other listed: the model is not offered load_skill")
+            if turn.matched:
+                shown = ", ".join(f"{m.skill.name} ({m.score:.2f}, {m.reason})" for m in turn.matched)
+                out.append(f"skills: matched {shown}; {rest}")
+            elif loadable:
+                out.append(f"skills: none matched this message; {others} listed")
+            else:
+                out.append("skills: none matched this message; none listed: the model is not offered load_skill")
+        return out
+
+    def mcp_lines(self) -> list[str]:
+        """What `zeph context` says about the MCP servers and the tools offered this turn."""
+        out: list[str] = []
+        if self.mcp is not None and self._starting is not None and self._starting.done():
+            running = [s for s in self.mcp.status() if s.state == "running"]
+            offered = len(self.mcp_tools) - self.mcp_left_out
+            note = f" ({offered} offered this turn)" if offered != self.mcp_total else ""
+            if self.mcp_left_out:
+                note = f" ({offered} offered this turn; {self.mcp_left_out} more did not fit the budget for tool schemas)"
+            out.append(f"mcp: {len(running)} of {len(self.mcp.status())} servers running, {self.mcp_total} tools{note}")
+        return out
+
+    async def aclose(self) -> None:
+        if self.mcp is not None:
+            await self.mcp.aclose()  # servers still starting are stopped too
+            if self._starting is not None and not self._starting.done():
+                await asyncio.wait({self._starting}, timeout=5.0)

@@ -1,0 +1,272 @@
+"""Text renderings of zeph's values for the terminal and for export.
+
+Invariant: pure string building (no printing, no I/O); the CLI decides where
+the text goes and whether it is rendered as Markdown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..context.report import ContextReport
+from ..messages import TextPart, ToolResultPart, part_to_dict
+from ..store import Conversation, StoredMessage
+from ..store.conversations import UNSENT_KEY
+from ..tokens import is_bound_name
+from .usage_estimate import ShownUsage
+
+if TYPE_CHECKING:
+    from ..agent.events import TurnQueued
+    from ..context.sent_text import SentSection
+
+
+def human_tokens(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f}M".replace(".0M", "M")
+    if n >= 100_000:
+        return f"{n / 1000:.0f}k"
+    if n >= 10_000:
+        return f"{n / 1000:.1f}k".replace(".0k", "k")
+    if n >= 1_000:
+        return f"{n / 1000:.1f}k"
+    return str(n)
+
+
+def usage_line(usage: ShownUsage, report: ContextReport | None) -> str:
+    """`tokens: 1,234 in · 56 out · context: …`; figures the provider did not report are zeph's
+    estimates, marked `~`."""
+    parts = [f"tokens: {_figure(usage.input_tokens, usage.input_estimated)} in · "
+             f"{_figure(usage.output_tokens, usage.output_estimated)} out"]
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        parts.append(f"cache: {usage.cache_read_tokens:,} read · {usage.cache_write_tokens:,} written")
+    if report is not None:
+        parts.append(f"context: {context_fill(report)}")
+    line = " · ".join(parts)
+    return line + (" (~ estimated: the provider reported no usage)" if usage.estimated else "")
+
+
+def context_fill(report: ContextReport) -> str:
+    """How full the context is, on the one basis every front end uses: what the agent could send over the
+    prompt budget (the budget minus the reply's reserve), as compaction measures it: `1.5k / 6.1k prompt
+    budget (24%)`."""
+    if not report.capacity:
+        return f"{human_tokens(report.context_tokens)} (no budget)"
+    return (f"{human_tokens(report.context_tokens)} / {human_tokens(report.capacity)} prompt budget "
+            f"({report.usage_percent}%)")
+
+
+def _figure(tokens: int, estimated: bool) -> str:
+    return f"~{tokens:,}" if estimated else f"{tokens:,}"
+
+
+def waiting_line(event: TurnQueued) -> str:
+    """What `zeph ask` and `zeph compact` say while another zeph's turn holds the session."""
+    who = f" ({event.holder})" if event.holder else ""
+    return f"zeph: waiting for another zeph's turn on session {event.conversation_id} to end{who}…"
+
+
+def length_cut_notice(limit: int) -> str:
+    """What to say under a reply the length limit stopped (`limit`: the max_tokens it was sent with)."""
+    at = f" of {limit:,} tokens" if limit > 0 else ""
+    return f"the reply stopped at the length limit{at}: raise llm.max_tokens for longer replies"
+
+
+def message_label(stored: StoredMessage) -> str:
+    label = stored.role
+    if stored.partial:
+        label += f" (partial: {stored.metadata.get('error', 'interrupted')})"
+    elif stored.metadata.get(UNSENT_KEY):
+        label += f" (unanswered, not sent again: {stored.metadata[UNSENT_KEY]})"
+    return label
+
+
+def conversation_markdown(conversation: Conversation, messages: list[StoredMessage]) -> str:
+    lines = [f"# {conversation.title or f'Session {conversation.id}'}", ""]
+    lines.append(f"- session: {conversation.id}")
+    lines.append(f"- provider: {conversation.provider} · model: {conversation.model}")
+    lines.append(f"- started: {conversation.created_at} · directory: {conversation.cwd}")
+    if conversation.metadata.get("system"):
+        lines.append(f"- topic prompt: {conversation.metadata['system']}")
+    for stored in messages:
+        if stored.metadata.get("marker") == "clear":
+            lines += ["", "---", "", "*Context cleared: the messages above are no longer sent to the model.*"]
+            continue
+        results = stored.message.tool_results
+        if results:
+            for result in results:
+                status = " (error)" if result.is_error else ""
+                lines += ["", f"## Tool result: {result.name or result.tool_call_id}{status}", "", fenced(result.content)]
+            continue
+        text = stored.message.content.rstrip()
+        if text or not stored.message.tool_calls:
+            label = message_label(stored)
+            lines += ["", f"## {label[:1].upper()}{label[1:]}", "", text]
+        for call in stored.message.tool_calls:
+            arguments = json.dumps(call.arguments, indent=2, ensure_ascii=False)
+            lines += ["", f"## Tool call: {call.name}", "", fenced(arguments, "json")]
+    return "\n".join(lines) + "\n"
+
+
+def fenced(text: str, language: str = "text") -> str:
+    """`text` in a Markdown code fence longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text.rstrip()}\n{fence}"
+
+
+def tool_started_line(name: str, subject: str) -> str:
+    subject = " ".join(subject.split())
+    if len(subject) > 100:
+        subject = subject[:99] + "…"
+    return f"⏺ {name} {subject}".rstrip()
+
+
+def tool_finished_line(decision: str, summary: str, result: ToolResultPart) -> str:
+    """`  ⎿ exit 0 · 12 lines`, or why the call did not run: `  ⎿ blocked: …`."""
+    summary = " ".join(summary.split())
+    if len(summary) > 160:
+        summary = summary[:159] + "…"
+    if decision in ("denied", "blocked", "invalid"):
+        return f"  ⎿ {decision}: {summary}"
+    if result.is_error and not summary.startswith(("failed", "exit", "timed out", "killed")):
+        return f"  ⎿ error · {summary}"
+    return f"  ⎿ {summary}"
+
+
+COMPACTION_KINDS = {
+    "soft": "pruning old tool outputs",
+    "hard": "compacting the context",
+    "proactive": "compressing the context",
+    "reactive_retry": "the request did not fit: compacting the context",
+    "manual": "compacting the context",
+    "autonomous": "compacting the context (compress_context)",
+    "redo": "the summarizer answers again: redoing the provisional summary",
+}
+
+
+def compaction_started_line(kind: str) -> str:
+    return f"⏺ {COMPACTION_KINDS.get(kind, 'compacting the context')}…"
+
+
+def compaction_finished_line(result: Any) -> str:
+    """`⏺ context: compacted 30 messages into a summary: 12,000 → 3,000 tokens` (a `CompactionResult`)."""
+    return f"⏺ context: {result.describe()}"
+
+
+def conversation_json(conversation: Conversation, messages: list[StoredMessage]) -> dict[str, Any]:
+    return {
+        "id": conversation.id,
+        "title": conversation.title,
+        "created_at": conversation.created_at,
+        "updated_at": conversation.updated_at,
+        "provider": conversation.provider,
+        "model": conversation.model,
+        "cwd": conversation.cwd,
+        "metadata": conversation.metadata,
+        "messages": [
+            {
+                "id": m.id,
+                "role": m.role,
+                "content": m.message.content,
+                "parts": [part_to_dict(p) for p in m.message.parts],
+                "created_at": m.created_at,
+                "agent_visible": m.agent_visible,
+                "user_visible": m.user_visible,
+                "compacted_at": m.compacted_at,
+                "metadata": m.metadata,
+                # a count `zeph ask` stored from a bound is not a token count: left out
+                "token_count": None if is_bound_name(m.token_counter) else m.token_count,
+            }
+            for m in messages
+        ],
+    }
+
+
+def window_text(report: ContextReport) -> str:
+    """`window 2.0k (server: llama.cpp /props)`: the model's window and, when known, where it came from."""
+    source = f" ({report.window_source})" if report.window_source else ""
+    return f"window {human_tokens(report.window)}{source}"
+
+
+def context_head_lines(report: ContextReport, session_id: int, provider: str, model: str, strategy: str) -> list[str]:
+    """The lines `zeph context` prints above its table: session, model, window, budget, usage, thresholds."""
+    budget = f"{human_tokens(report.budget)} budget" if report.budget else "no budget (no compaction)"
+    lines = [f"session {session_id} · {provider} {model} · {window_text(report)} · {budget}"]
+    if report.capacity:
+        lines.append(
+            f"context {context_fill(report)} · compaction at soft {report.soft_threshold:.0%} "
+            f"/ hard {report.hard_threshold:.0%} · strategy {strategy}"
+        )
+    return lines
+
+
+def context_rows(report: ContextReport) -> list[tuple[str, int, str, str]]:
+    """(block, tokens, share of the prompt budget, detail) for each block, then the totals. Shares are of
+    the prompt budget (`ContextReport.capacity`), the basis of the gauge and `zeph ask -u`; the reply's
+    reserve lies outside it."""
+    def share(tokens: int) -> str:
+        return f"{report.share_of_capacity(tokens):.1%}" if report.capacity else "-"
+
+    rows = [(b.name, b.tokens, share(b.tokens), b.detail) for b in report.blocks]
+    rows.append(("used", report.used_tokens, share(report.used_tokens), ""))
+    if report.unsent_tokens:
+        rows.append(("not sent (trimmed)", report.unsent_tokens, share(report.unsent_tokens), "summarized by the next compaction"))
+    if report.budget:
+        free = max(report.capacity - report.used_tokens, 0)
+        rows.append(("free", free, share(free), ""))
+        rows.append(("reserved for the reply", report.reserved_for_response, "", "beyond the prompt budget"))
+    return rows
+
+
+def sent_text_lines(sections: Sequence[SentSection]) -> list[str]:
+    """`zeph context --text`: each block under a `══ name · tokens · detail` line, each of its messages
+    under a `── role` line (tool calls after the text, a tool result's name and call id beside its role),
+    the text itself untouched; the tool schemas one per tool, its parameters as JSON."""
+    lines: list[str] = []
+    for section in sections:
+        if section.continued:
+            head = f"{section.block} (continued)"
+        else:
+            head = " · ".join(filter(None, (section.block, f"{section.tokens:,} tokens", section.detail)))
+        lines += ["", f"══ {head}"] if lines else [f"══ {head}"]
+        for tool in section.tools:
+            lines += [f"── {tool.name}", tool.description, "parameters: " + json.dumps(tool.parameters, ensure_ascii=False)]
+        for message in section.messages:
+            results = message.tool_results
+            if results:
+                for result in results:
+                    lines += [f"── tool {result.name} ({result.tool_call_id})", result.content]
+                continue
+            lines.append(f"── {message.role}")
+            text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
+            if text:
+                lines.append(text)
+            for call in message.tool_calls:
+                lines.append(f"→ tool call {call.name} ({call.id}): {json.dumps(call.arguments, ensure_ascii=False)}")
+    return lines
+
+
+def compaction_metrics_lines(m: Any) -> list[str]:
+    """A session's `CompactionMetrics`, one line each: events and savings, proactive runs, probe verdicts."""
+    lines = [
+        f"compaction: {m.compaction_events} event{'s' * (m.compaction_events != 1)}, "
+        f"{m.compaction_tokens_saved:,} tokens saved, "
+        f"{m.tool_output_prunes} tool output{'s' * (m.tool_output_prunes != 1)} pruned"
+    ]
+    if m.compression_events:
+        lines.append(f"proactive: {m.compression_events} ({m.compression_tokens_saved:,} tokens saved)")
+    probes = (m.compaction_probe_passes, m.compaction_probe_soft_failures, m.compaction_probe_failures,
+              m.compaction_probe_errors)
+    if any(probes):
+        lines.append(
+            "probe: {} pass · {} soft fail · {} hard fail · {} error".format(*probes)
+            + (f" · last {m.last_probe_verdict} ({m.last_probe_score or 0:.2f})" if m.last_probe_verdict else "")
+        )
+    return lines
+
+
+def short_time(iso: str) -> str:
+    return iso.replace("T", " ")[:16]

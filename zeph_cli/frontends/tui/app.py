@@ -1,0 +1,610 @@
+"""The Textual app: a chat transcript, a prompt box, a live status line and slash commands.
+
+Invariant: the app renders agent events and calls the `ChatSession`; it never
+talks to a provider or to SQLite itself. One turn (or compaction) runs at a
+time, in a worker that Esc or Ctrl+C cancels; the partial reply stays, and a
+provider error is shown inline — the app does not crash on it.
+
+Given an `opener` instead of an open session, the app draws its first frame
+first and opens the session after it, in a worker: what is submitted meanwhile
+waits (see `startup.py`) and a failure to open is one error line. Modules the
+first frame does not need (the agent's events, the screens, the tool registry)
+are imported where they are used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.markup import escape
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.widgets import Markdown, Static
+from textual.worker import Worker
+
+from ...errors import ReplyNotStored, UsageError, ZephError
+from ...log import current_log_path, get_logger
+from .prompt_input import PromptInput
+from .help_panel import HelpPanel
+from .slash import SlashCommand, SlashError, complete, memory_action, parse, unescape
+from .startup import Startup
+from .status_bar import StatusBar
+from .transcript import Divider, Notice, Transcript, UserEntry, entries_for
+
+log = get_logger("chat")
+
+if TYPE_CHECKING:
+    from ...agent.chat_session import ChatSession
+    from ...context.report import ContextReport
+    from ...tools.permissions import ApprovalDecision, ApprovalRequest
+
+QUIT_WINDOW_SECS = 2.0  # a second Ctrl+C within this many seconds quits
+
+
+class TuiApprover:
+    """Asks for write and exec tools in a dialog: yes, no, or always (this tool, this session)."""
+
+    def __init__(self) -> None:
+        self.app: "ZephApp | None" = None
+
+    async def __call__(self, request: "ApprovalRequest") -> "ApprovalDecision":
+        from ...tools.permissions import ApprovalDecision
+        from .screens import ConfirmScreen
+
+        if self.app is None:
+            return ApprovalDecision("no", "no one is present to approve it")
+        answer = await self.app.push_screen_wait(ConfirmScreen(request))
+        if answer in ("yes", "always"):
+            return ApprovalDecision("always" if answer == "always" else "yes")
+        return ApprovalDecision("no", "the user answered no")
+
+
+class HelpEntry(Markdown):
+    DEFAULT_CSS = "HelpEntry { margin: 1 0 0 0; padding: 0 1; background: $boost; }"
+
+
+class ZephApp(App[int]):
+    TITLE = "zeph"
+    CSS = """
+    Screen { layout: vertical; }
+    #header { height: 1; padding: 0 1; background: $primary-background; color: $text; }
+    #completions { height: auto; max-height: 8; padding: 0 2; color: $text-muted; display: none; }
+    #completions.shown { display: block; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel_turn", "cancel", show=False),
+        Binding("ctrl+c", "interrupt", "cancel / quit", show=False, priority=True),
+        Binding("ctrl+q", "quit", "quit", show=False, priority=True),
+        Binding("f1", "help", "help", show=False),
+    ]
+
+    def __init__(self, session: "ChatSession | None" = None, *,
+                 opener: "Callable[[], Awaitable[ChatSession]] | None" = None, header: str = "") -> None:
+        """Either an open `session`, or an `opener` that opens one after the first frame (with `header`,
+        markup, shown until it is open)."""
+        super().__init__()
+        if (session is None) == (opener is None):
+            raise ValueError("give the app either an open session or an opener")
+        self.session: "ChatSession" = session  # type: ignore[assignment]  # set before any use when opened late
+        self.opener = opener
+        self.startup = Startup("ready" if session is not None else "starting")
+        self.start_exception: BaseException | None = None  # why the session could not open
+        self.starting_header = header
+        self._waiting_entry: Static | None = None  # the transcript line of a message waiting for the session
+        self.worker: Worker | None = None
+        self.turn_reports: list["ContextReport"] = []  # the context after each of the last two turns
+        self._last_interrupt = 0.0
+
+    # ---- layout -----------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="header")
+        yield Transcript(id="transcript")
+        yield Static(id="completions")
+        yield PromptInput(id="prompt")
+        yield StatusBar(id="status")
+
+    @property
+    def transcript(self) -> Transcript:
+        return self.query_one(Transcript)
+
+    @property
+    def status(self) -> StatusBar:
+        return self.query_one(StatusBar)
+
+    @property
+    def prompt(self) -> PromptInput:
+        return self.query_one(PromptInput)
+
+    async def on_mount(self) -> None:
+        if self.startup.ready:
+            await self.show_session()
+            self.prompt.focus()
+            return
+        self.query_one("#header", Static).update(self.starting_header)
+        self.status.show_note(self.startup.status_line())
+        self.prompt.focus()
+        self.call_after_refresh(self.start_opening)  # after the first frame is drawn
+
+    def start_opening(self) -> None:
+        self.run_worker(self.open_session(), group="start", exit_on_error=False)
+
+    async def open_session(self) -> None:
+        """Open the session (the heavy imports, the store, the agent) while the app is already on screen."""
+        assert self.opener is not None
+        try:
+            self.session = await self.opener()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if not isinstance(exc, ZephError):
+                log.error("the session could not open", exc_info=exc)
+            self.start_exception = exc
+            await self.notice(self.startup.failed(exc, current_log_path()), "error")
+            self.status.show_note(self.startup.status_line())
+            waiting = self.startup.take()
+            if waiting is not None:  # back in the box, above anything typed since
+                self.restore_input("\n".join(filter(None, [waiting, self.prompt.text])))
+            return
+        # A waiting message's turn measures the context anyway: the gauge waits for it rather than delay it.
+        await self.show_session(gauge=self.startup.waiting is None)
+        self.startup.phase = "ready"
+        self.status.show_note("")
+        waiting = self.startup.take()
+        if waiting is not None:
+            await self.submit(waiting)
+            if not self.busy and self.status.report is None:
+                self.refresh_gauge()
+
+    async def show_session(self, *, gauge: bool = True) -> None:
+        self.update_header()
+        await self.load_transcript()
+        for warning in self.session.warnings:
+            await self.notice(warning, "warning")
+        if gauge:
+            self.refresh_gauge()
+
+    def update_header(self) -> None:
+        h = self.session.header()
+        title = f" · {h.title}" if h.title else " · new session"
+        self.query_one("#header", Static).update(
+            f"[b]zeph[/b] · {escape(h.provider)} · {escape(h.model)} · mode {escape(h.mode)}{escape(title)}"
+        )
+
+    async def load_transcript(self) -> None:
+        transcript = self.transcript
+        await transcript.remove_children()
+        transcript.unmounted.clear()
+        entries = [entry for item in self.session.transcript() for entry in entries_for(item)]
+        await transcript.add(*entries)
+        transcript.scroll_end(animate=False)
+
+    def refresh_gauge(self) -> "ContextReport":
+        """The context as the next turn would send it, shown in the gauge."""
+        report = self.session.context_report()
+        self.status.condition = "no tools" if self.session.agent.tools_unavailable else ""  # `zeph context` says why
+        self.status.show_report(report)
+        return report
+
+    async def notice(self, text: str, kind: str = "info") -> None:
+        await self.transcript.add(Notice(text, kind))
+
+    # ---- input ------------------------------------------------------------------------------
+
+    def on_key(self, event) -> None:
+        """Typing anywhere on the main screen goes to the prompt box."""
+        if self.screen is self.screen_stack[0] and self.focused is not self.prompt and event.is_printable:
+            self.prompt.focus()
+            self.prompt.insert(event.character or "")
+            event.stop()
+
+    def on_prompt_input_edited(self, event: PromptInput.Edited) -> None:
+        hints = complete(event.text)
+        box = self.query_one("#completions", Static)
+        if hints:
+            box.update("\n".join(f"{escape(h.label)} {escape(h.hint)}  [dim]{escape(h.help)}[/dim]" for h in hints[:8]))
+        box.set_class(bool(hints), "shown")
+
+    def on_prompt_input_page_transcript(self, event: PromptInput.PageTranscript) -> None:
+        if event.pages < 0:
+            self.transcript.scroll_page_up(animate=False)
+        else:
+            self.transcript.scroll_page_down(animate=False)
+
+    def on_prompt_input_complete(self, event: PromptInput.Complete) -> None:
+        hints = complete(self.prompt.text)
+        if hints:
+            self.prompt.text = hints[0].value
+            self.prompt.move_cursor(self.prompt.document.end)
+
+    async def on_prompt_input_submitted(self, event: PromptInput.Submitted) -> None:
+        self.query_one("#completions", Static).set_class(False, "shown")
+        if self.startup.ready:
+            await self.submit(event.text)
+        else:
+            await self.submit_while_starting(event.text)
+
+    async def submit(self, text: str) -> None:
+        command = parse(text)
+        if command is None:
+            await self.start_turn(unescape(text))
+        elif isinstance(command, SlashError):
+            await self.notice(command.message, "error")
+            self.restore_input(text)
+        else:
+            await self.run_command(command, text)
+
+    async def submit_while_starting(self, text: str) -> None:
+        """Before the session is open: /help and /exit at once, anything else waits for it (one at a time)."""
+        command = parse(text)
+        if isinstance(command, SlashError):
+            await self.notice(command.message, "error")
+            self.restore_input(text)
+        elif isinstance(command, SlashCommand) and command.name in ("help", "exit", "quit"):
+            await self.run_command(command, text)
+        elif self.startup.phase == "failed":
+            await self.notice(f"{self.startup.error} (ctrl+q quits)", "error")
+            self.restore_input(text)
+        elif not self.startup.hold(text):
+            await self.notice("one message already waits for zeph to start: this one stays in the box", "warning")
+            self.restore_input(text)
+        else:
+            self._waiting_entry = UserEntry(unescape(text)) if command is None else Notice(
+                f"{text.strip()} runs once zeph has started (esc takes it back)", "info")
+            await self.transcript.add(self._waiting_entry)
+            self.status.show_note(self.startup.status_line())
+
+    def restore_input(self, text: str) -> None:
+        """Give the text back to the prompt box, so nothing typed is lost."""
+        self.prompt.text = text
+        self.prompt.move_cursor(self.prompt.document.end)
+
+    @property
+    def busy(self) -> bool:
+        return self.worker is not None and self.worker.is_running
+
+    async def start_turn(self, text: str) -> None:
+        if self.busy:
+            await self.notice("a turn is still running: esc cancels it", "warning")
+            self.restore_input(text)
+            return
+        await self.transcript.add(UserEntry(text))
+        self.transcript.scroll_end(animate=False)
+        self.worker = self.run_worker(self.run_turn(text), group="turn", exclusive=True, exit_on_error=False)
+
+    # ---- one turn ---------------------------------------------------------------------------
+
+    async def run_turn(self, text: str) -> None:
+        from ...agent.events import TurnStarted
+        from ..event_handler import dispatch
+        from ...paths import data_dir
+        from ..prompt_keeper import rescue_reply
+        from .turn_view import TurnView, failure_text
+
+        status = self.status
+        view = TurnView(self, self.session.reply_limit())
+        status.set_streaming(True)
+        stored = False
+        try:
+            async with contextlib.aclosing(self.session.run(text)) as events:  # closed before any handler below
+                async for event in events:
+                    stored = stored or isinstance(event, TurnStarted)
+                    await dispatch(event, view)
+        except asyncio.CancelledError:
+            await view.cancelled()
+            if not stored:  # it was waiting for another turn on the session: back into the box to send again
+                await self.notice("cancelled before it was sent: your message is back in the input box", "warning")
+                self.restore_input(text)
+            elif self.session.agent.unanswered_prompt is not None:  # no reply yet: withdrawn, not sent again
+                await self.notice("cancelled before any reply: your message is back in the input box "
+                                  "(the session keeps it, marked unanswered)", "warning")
+                self.restore_input(text)
+            else:
+                await self.notice("cancelled: what was received is kept", "warning")
+            raise
+        except ReplyNotStored as exc:  # shown in the transcript, not in the database: kept in a file
+            await view.end_reply_block(partial="not stored")
+            await self.notice(f"{exc}\n{rescue_reply(exc.text, data_dir(self.session.env))}", "error")
+        except ZephError as exc:
+            await self.notice(failure_text(exc), "error")
+            if not stored:  # it never reached the database (locked, say): give it back to resend
+                self.restore_input(text)
+        except Exception as exc:  # a bug: shown inline with its traceback in the log, the app stays up
+            log.error("internal error during a turn", exc_info=exc)
+            where = current_log_path()
+            await self.notice(f"internal error: {type(exc).__name__}: {exc}"
+                              + (f" (traceback in {where})" if where else ""), "error")
+        finally:
+            status.set_streaming(False)
+            status.show_badge("")
+        self.turn_reports = [*self.turn_reports[-1:], self.refresh_gauge()]
+
+    async def action_help(self) -> None:
+        """The commands and keys, their top in view (the transcript leaves the bottom for it)."""
+        panel = HelpPanel()
+        await self.transcript.add(panel)
+        self.call_after_refresh(self.transcript.scroll_to_widget, panel, top=True, animate=False)
+
+    # ---- cancel and quit --------------------------------------------------------------------
+
+    async def action_cancel_turn(self) -> None:
+        if self.busy and self.worker is not None:
+            self.worker.cancel()
+        elif self.startup.phase == "starting" and self.startup.waiting is not None:
+            waiting = self.startup.take()  # not sent yet: back into the box to edit
+            if self._waiting_entry is not None:
+                await self._waiting_entry.remove()
+                self._waiting_entry = None
+            self.restore_input("\n".join(filter(None, [waiting, self.prompt.text])))
+            self.status.show_note(self.startup.status_line())
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: copy a selection if there is one, else cancel the turn, else (twice) quit."""
+        selected = self.screen.get_selected_text() or (self.prompt.selected_text if self.prompt.has_focus else "")
+        if selected:
+            self.copy_to_clipboard(selected)
+            self.screen.clear_selection()
+            self.notify(f"copied {len(selected):,} characters", timeout=2)
+            return
+        if self.busy and self.worker is not None:
+            self.worker.cancel()
+            self._last_interrupt = time.monotonic()
+            return
+        if time.monotonic() - self._last_interrupt < QUIT_WINDOW_SECS:
+            self.exit(0)
+            return
+        self._last_interrupt = time.monotonic()
+        self.notify("press ctrl+c again to quit (or ctrl+q)", timeout=QUIT_WINDOW_SECS)
+
+    # ---- slash commands ---------------------------------------------------------------------
+
+    async def run_command(self, command: SlashCommand, typed: str) -> None:
+        name, argument = command.name, command.argument
+        if name in ("exit", "quit"):
+            self.exit(0)
+            return
+        if name == "help":
+            await self.action_help()
+            return
+        if name == "context":
+            await (self.show_context_text() if argument == "text" else self.show_context())
+            return
+        if name == "sessions":
+            self.run_worker(self.pick_session(argument), group="dialog")
+            return
+        if name == "mcp":  # servers may take their timeout to start: the app stays usable meanwhile
+            self.run_worker(self.mcp_in_background(argument, typed), group="mcp", exit_on_error=False)
+            return
+        if self.busy and name in ("compact", "clear", "new", "model", "provider"):
+            await self.notice(f"/{name} waits until the running turn ends (esc cancels it)", "warning")
+            self.restore_input(typed)
+            return
+        try:
+            await self.apply_command(name, argument)
+        except ZephError as exc:
+            await self.notice(str(exc), "error")
+            self.restore_input(typed)
+
+    async def apply_command(self, name: str, argument: str) -> None:
+        session = self.session
+        if name == "compact":
+            if session.conversation is None:
+                await self.notice("nothing to compact: the session has no messages yet")
+                return
+            self.worker = self.run_worker(self.compact(), group="turn", exclusive=True, exit_on_error=False)
+        elif name == "clear":
+            hidden = session.clear()
+            await self.transcript.add(Divider(f"context cleared: the model no longer sees the {hidden} messages above"))
+            self.refresh_gauge()
+        elif name == "new":
+            session.new()
+            self.turn_reports = []
+            await self.load_transcript()
+            self.update_header()
+            self.refresh_gauge()
+            await self.notice("new session: it starts with your next message")
+        elif name == "model":
+            for warning in await session.set_model(argument):
+                await self.notice(warning, "warning")
+            self.update_header()
+            self.refresh_gauge()
+            await self.notice(f"model: {session.header().model}")
+        elif name == "provider":
+            for warning in await session.set_provider(argument):
+                await self.notice(warning, "warning")
+            self.update_header()
+            self.refresh_gauge()
+            await self.notice(f"provider: {session.header().provider} · model {session.header().model}")
+        elif name == "mode":
+            session.set_mode(argument)
+            self.update_header()
+            self.refresh_gauge()
+            await self.notice(f"mode: {argument}")
+        elif name == "system":
+            session.set_system(argument)
+            await self.notice(f"topic prompt: {argument}" if argument else "topic prompt cleared")
+            self.refresh_gauge()
+        elif name == "enhance":
+            session.set_enhancement(argument)
+            await self.notice(f"enhancement prompt: {argument}" if argument else "enhancement prompt: the configured one")
+            self.refresh_gauge()
+        elif name == "export":
+            path = session.export(Path(argument) if argument else None)
+            await self.notice(f"exported to {path}")
+        elif name == "memory":
+            await self.memory_command(argument)
+        elif name == "profile":
+            await self.profile_command(argument)
+        elif name == "skills":
+            await self.skills_command(argument)
+        elif name == "worldbook":
+            from ...features.worldbook.chat_commands import worldbook_reply
+
+            await self.transcript.add(HelpEntry(worldbook_reply(session, argument)))
+            self.refresh_gauge()
+
+    async def profile_command(self, argument: str) -> None:
+        """/profile: the global prompt profiles and the user profile; /profile NAME (or none) switches this
+        session's global prompt; /profile edit TEXT and /profile clear change the user profile."""
+        session, memory = self.session, self.session.agent.session_memory
+        word, _, rest = argument.partition(" ")
+        word = word.lower()
+        if word in ("show", "list"):
+            word, argument = "", ""
+        if word == "edit":
+            if not rest.strip():
+                await self.notice("usage: /profile edit TEXT (the whole user profile; zeph profile edit opens an editor)", "warning")
+                return
+            memory.set_profile(rest)
+            self.refresh_gauge()
+            await self.notice("user profile saved")
+        elif word == "clear":
+            await self.notice("user profile cleared" if memory.clear_profile() else "the user profile is already empty")
+            self.refresh_gauge()
+        elif word:
+            try:
+                session.set_prompt_profile(argument)
+            except ValueError as exc:
+                await self.notice(str(exc), "warning")
+                return
+            self.refresh_gauge()
+            await self.notice(f"global prompt: profile {session.prompt_profile()}" if session.prompt_profile() else "global prompt: none")
+        else:
+            from ...context.global_prompt import profile_lines
+            from ...context.session_memory_blocks import user_profile_lines
+
+            lines = profile_lines(session.prompt_profile(), session.agent.config.prompt.profiles)
+            profile = memory.profile()
+            shown = user_profile_lines(profile.text, profile.source, profile.updated_at) if profile else user_profile_lines("")
+            shown += memory.status_lines()  # off with the embedded summarizer, or failing the checks
+            if profile is not None and profile.discarded:
+                shown.append(f"the last automatic update was discarded: {profile.discarded}")
+            await self.notice("\n".join([*lines, "", *shown]))
+
+    async def skills_command(self, argument: str) -> None:
+        from . import screens
+
+        service = self.session.agent.skills
+        if service is None:
+            await self.notice("skills are not available in this session")
+            return
+        if argument:
+            skill = service.get(argument)
+            for warning in service.take_warnings():
+                await self.notice(warning, "warning")
+            if skill is None:
+                await self.notice(f"no skill named {argument!r} (/skills lists them)", "warning")
+                return
+            await self.transcript.add(HelpEntry(screens.skill_markdown(skill)))
+            return
+        skills = service.skills()
+        for warning in service.take_warnings():
+            await self.notice(warning, "warning")
+        last = service.last
+        matched = {m.skill.name: m for m in last.matched} if last is not None else {}
+        await self.transcript.add(HelpEntry(screens.skills_markdown(skills, matched, service.dirs)))
+
+    async def mcp_in_background(self, argument: str, typed: str) -> None:
+        try:
+            await self.mcp_command(argument)
+        except ZephError as exc:
+            await self.notice(str(exc), "error")
+            self.restore_input(typed)
+
+    async def mcp_command(self, argument: str) -> None:
+        """/mcp lists the prompts; /mcp SERVER PROMPT NAME=value … puts one into the input box."""
+        import shlex
+
+        from ...features.mcp.commands import parse_arguments
+
+        if not argument.strip():
+            prompts, notes = await self.session.mcp_prompts()
+            for note in notes:
+                await self.notice(note, "warning")
+            from .screens import mcp_prompts_markdown
+
+            await self.transcript.add(HelpEntry(mcp_prompts_markdown(prompts)))
+            return
+        try:
+            words = shlex.split(argument)
+        except ValueError as exc:
+            raise UsageError(f"/mcp: {exc}") from None
+        if len(words) < 2:
+            raise UsageError("/mcp needs a server and a prompt: /mcp SERVER PROMPT NAME=value … (/mcp lists them)")
+        text = await self.session.mcp_prompt(words[0], words[1], parse_arguments(words[2:]))
+        self.restore_input(text)
+        self.prompt.focus()
+
+    async def memory_command(self, argument: str) -> None:
+        memories = self.session.long_term_memory()
+        action, rest = memory_action(argument)
+        if action == "add":
+            memory, created = memories.save(rest, source="user")
+            done = "saved" if created else "already saved as"
+            await self.notice(f"{done} memory #{memory.id} ({memory.scope})")
+        elif action == "forget":
+            memory = memories.store.forget(int(rest))
+            await self.notice(f"forgot memory #{memory.id}")
+        else:
+            from .screens import memory_markdown
+
+            await self.transcript.add(HelpEntry(memory_markdown(memories.visible())))
+
+    async def compact(self) -> None:
+        from ..event_handler import dispatch
+        from .turn_view import TurnView, failure_text
+
+        try:
+            view = TurnView(self)
+            async for event in self.session.compact():
+                await dispatch(event, view)
+        except ZephError as exc:
+            await self.notice(failure_text(exc), "error")
+        finally:
+            self.status.show_badge("")
+        self.refresh_gauge()
+
+    async def show_context(self) -> None:
+        from .screens import ContextScreen
+
+        report = self.session.context_report()
+        # turn_reports[-1] is the context after the last turn (now, unless a command changed it);
+        # the one before is where the previous turn left it.
+        previous = self.turn_reports[-2] if len(self.turn_reports) > 1 else None
+        self.push_screen(ContextScreen(report, previous, self.session.metrics_lines()))
+
+    async def show_context_text(self) -> None:
+        """/context text: the next request's text, block by block, as `zeph context --text` prints it."""
+        from ..render import fenced, sent_text_lines
+
+        await self.transcript.add(HelpEntry(fenced("\n".join(sent_text_lines(self.session.context_sections())))))
+
+    async def pick_session(self, query: str) -> None:
+        from .screens import SessionsScreen
+
+        def rows(text: str) -> list[tuple[int, str, str, int]]:
+            return [
+                (s.id, s.title, s.updated_at.replace("T", " ")[:16], s.message_count) for s in self.session.sessions(text)
+            ]
+
+        chosen = await self.push_screen_wait(SessionsScreen(rows, query))
+        if chosen is None:
+            return
+        if self.busy:
+            await self.notice("a turn is running: switch sessions after it ends", "warning")
+            return
+        try:
+            self.session.switch(chosen)
+        except ZephError as exc:
+            await self.notice(str(exc), "error")
+            return
+        self.turn_reports = []
+        self.update_header()
+        await self.load_transcript()
+        self.refresh_gauge()
+
