@@ -131,6 +131,23 @@ def test_chat_template_gets_one_leading_system_message_and_context_stays_in_plac
     ]
 
 
+def test_context_before_a_reply_stays_before_it():
+    """A compaction summary before a kept assistant reply, and an entry at depth between a question and its
+    reply, are sent before that reply, not merged into the user message after it."""
+    chat = to_local_messages(
+        (Message.system("base"), Message.context("[summary]"), Message.assistant("a1"), Message.user("q2"),
+         Message.context("<at_depth>"), Message.assistant("a2"), Message.user("q3"))
+    )
+    assert chat == [
+        {"role": "system", "content": "base"},
+        {"role": "user", "content": "[summary]"},  # its own user turn: nothing of the user's before the reply
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "q2\n\n<at_depth>"},  # the end of the user turn before the reply
+        {"role": "assistant", "content": "a2"},
+        {"role": "user", "content": "q3"},
+    ]
+
+
 def test_without_the_local_extra_the_error_says_what_to_do(monkeypatch, capsys):
     """No llama-cpp-python installed: one line naming the extra and the hosted alternatives."""
     import importlib.util

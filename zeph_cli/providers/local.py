@@ -37,10 +37,12 @@ REPEAT_PENALTY = 1.1
 def to_local_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     """Chat-template messages: one leading system message (chat templates of small models expect
     at most one) of the system text; each `context` message before a message (per-turn blocks, time
-    landmarks, worldbook entries) keeps its place as text of the user-side message that follows
-    it, so the system message and the history before the running turn stay the same from turn to
-    turn (llama.cpp reuses that prefix); trailing ones (the enhancement prompt, fixed for the
-    session) end the system message; tool traffic rendered as plain text."""
+    landmarks, worldbook entries, compaction summaries) keeps its place as text of the user-side
+    message that follows it — or, before an assistant reply, at the end of the user turn before it
+    (or as its own user turn when none precedes it), so nothing the history carries comes after
+    the reply it precedes — so the system message and the history before the running turn stay the
+    same from turn to turn (llama.cpp reuses that prefix); trailing ones (the enhancement prompt,
+    fixed for the session) end the system message; tool traffic rendered as plain text."""
     system: list[str] = []
     out: list[dict[str, Any]] = []
     waiting: list[str] = []  # context text for the next user-side message
@@ -64,6 +66,12 @@ def to_local_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
             role = message.role
         if role == "user" and waiting:
             text, waiting = "\n\n".join([*waiting, text]), []
+        elif role == "assistant" and waiting:  # context before a reply (a compaction summary, an entry at depth)
+            if out and out[-1]["role"] == "user":  # stays before the reply, at the end of the user turn it follows
+                out[-1]["content"] = "\n\n".join([out[-1]["content"], *waiting])
+            else:  # nothing of the user's before it: its own user turn, so the reply follows what it answers
+                out.append({"role": "user", "content": "\n\n".join(waiting)})
+            waiting = []
         out.append({"role": role, "content": text})
     # After the last message (the enhancement prompt, the same all session): at the end of the system
     # message, where a small model takes it as an instruction rather than text to continue.
