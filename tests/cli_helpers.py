@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ZEPH = str(Path(sys.executable).parent / "zeph")
+# Where zeph runs when a test names no directory: an empty project, the same for every call of this test
+# process (sessions and the latest one are found by project), never this checkout, whose ZEPH.md would be
+# the project context (its size deciding whether counts are exact) and whose files the tools would see.
+EMPTY_PROJECT = Path(tempfile.mkdtemp(prefix="zeph-test-project-"))
+EMPTY_PROJECT.chmod(0o755)  # the sandbox tests run zeph as nobody too
+atexit.register(shutil.rmtree, EMPTY_PROJECT, True)
 
 
 def run_zeph(*args: str, input: str | bytes | None = None, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 120):
@@ -19,7 +28,7 @@ def run_zeph(*args: str, input: str | bytes | None = None, env: dict[str, str] |
         input=data if data is not None else b"",
         capture_output=True,
         env=full_env,
-        cwd=str(cwd) if cwd else None,
+        cwd=str(cwd or EMPTY_PROJECT),
         timeout=timeout,
     )
 
