@@ -118,7 +118,8 @@ async def _before(agent, conversation) -> float:
     history = agent.agent_history(conversation)
     start = time.perf_counter()
     agent.turn_memory = await agent.memory.prepare(conversation.id, PROMPT, {i.id for i in history}, agent.memory_chars())
-    await agent.prepare_extras(PROMPT)
+    await agent.extras.prepare(PROMPT, tools_wanted=not agent.tools_unavailable)
+    await agent.offer.rank_extras(PROMPT)
     return time.perf_counter() - start
 
 

@@ -141,6 +141,10 @@ def test_a_late_source_is_left_out_of_the_turn_said_and_shown_by_zeph_context(fa
     # with no time to wait, recall and memories (which wait for the embedded embedder's vector in a thread) are
     # late: the turn goes on without them, and the sources that need not wait are all there
     env = {**compatible, "ZEPH_CONTEXT_SOURCE_DEADLINE_SECONDS": "0"}
+    # an earlier session holds the answer, so recall has something to bring when it is in
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Noted."])))
+    told = run_zeph("ask", "Remember: the staging database of project Falcon listens on port 6543.", env=compatible)
+    assert told.returncode == 0, err(told)
     fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Noted."])))
     asked = run_zeph("ask", "Which port does the staging database of project Falcon listen on?", env=env)
     assert asked.returncode == 0, err(asked)
@@ -163,3 +167,6 @@ def test_a_late_source_is_left_out_of_the_turn_said_and_shown_by_zeph_context(fa
     fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["Noted."])))
     again = run_zeph("ask", "Which port does the staging database of project Falcon listen on?", env=compatible)
     assert again.returncode == 0 and "left out of this turn" not in err(again), err(again)
+    sent = fake_server.requests_to("/v1/chat/completions")[-1].json["messages"]
+    recalled = [m["content"] for m in sent if "[semantic recall]" in m["content"]]
+    assert recalled and "6543" in recalled[0], sent

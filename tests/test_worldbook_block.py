@@ -8,13 +8,13 @@ from zeph_cli.context.worldbook_block import (
     block_name,
     depth_index,
     insert_at_depth,
-    isolation_drops,
     place,
     render,
     scan_text,
     triggered,
 )
 from zeph_cli.messages import Message, ToolCallPart, ToolResultPart
+from zeph_cli.context.blocks import ISOLATION, OPEN, policy_for
 
 
 def entry(id_: int, *keywords: str, **kw) -> WorldbookEntry:
@@ -107,10 +107,12 @@ def test_depth_index_counts_from_the_end_and_never_splits_a_tool_pair():
     assert sent[3].tool_calls and sent[4].role == "tool"
 
 
-def test_isolation_drops_names_what_is_left_out():
-    assert isolation_drops(False) == ()
-    assert "long-term memory" in isolation_drops(True) and "user profile" in isolation_drops(True)
-    assert isolation_drops(True, "cross-session summaries") is True and isolation_drops(False, "user profile") is False
+def test_isolation_says_what_its_policy_leaves_out():
+    """The words `zeph context` shows name every source and tool group the isolation policy denies."""
+    said = " ".join(ISOLATION.says)
+    for source in ISOLATION.denied_sources | ISOLATION.denied_tools:
+        assert source in said or {"memory": "long-term memory", "session memory": "cross-session summaries"}[source] in said
+    assert policy_for(False) == OPEN and not OPEN.says and policy_for(True) is ISOLATION
 
 
 def test_the_assembler_puts_outlet_before_recall_an_bottom_after_it_and_depths_in_the_history():

@@ -19,6 +19,7 @@ from typing import Any, Literal, Union
 
 from .agent import ENHANCE_KEY, Agent
 from .factory import build_agent, close_agent, set_mode
+from .sources import Prepared
 from ..features.memory.service import TurnMemory
 from ..config import LoadedConfig
 from ..context.global_prompt import PROFILE_KEY, session_profile
@@ -462,6 +463,7 @@ class ChatSession:
         self._pending_system = None
         self._pending_enhance = None
         self.agent.turn_memory = TurnMemory()  # the last session's recall and memories are not this one's
+        self.agent.prepared = Prepared()  # nor its sources' outcomes (a source left out is that turn's)
         self.agent.extras.reset()
         self.agent.compactor.reset()  # compaction state is per session
 

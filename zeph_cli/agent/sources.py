@@ -18,7 +18,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from ..context.blocks import Block, ContextSource, Placement, Source, TurnInput
+from ..context.blocks import (  # noqa: F401 — the order tables and the policy, for the sources' modules
+    CLOSING_ORDER, ISOLATION, OPEN, SYSTEM_ORDER, TURN_ORDER, Block, ContextSource, Placement, Source,
+    SourcePolicy, TurnInput, policy_for,
+)
 from ..context.environment import render_environment
 from ..context.prompt_modules import base_prompt, mode_prompt
 from ..context.turn_blocks import render_enhancement, render_time
@@ -37,12 +40,6 @@ if TYPE_CHECKING:
 
 log = get_logger("context")
 
-# Where each block goes among those of its placement (lowest first): the order the request has always had.
-SYSTEM_ORDER = {"worldbook before": 0, "base prompt": 10, "environment": 20, "project context": 30, "mode prompt": 40,
-                "global prompt": 50, "topic prompt": 60, "worldbook after": 70, "skills": 80}
-TURN_ORDER = {"worldbook an_top": 10, "time": 20, "memory": 30, "recent conversations": 40, "user profile": 50,
-              "worldbook outlet": 60, "semantic recall": 70, "worldbook an_bottom": 80}
-CLOSING_ORDER = {"enhancement prompt": 10}
 
 
 class SourceHost(Protocol):
@@ -72,28 +69,6 @@ class SourceHost(Protocol):
 # ---- policy ----------------------------------------------------------------------------------
 
 
-class SourcePolicy(NamedTuple):
-    """Which sources and tool groups a session allows: everything but what it names."""
-
-    denied_sources: frozenset[str] = frozenset()
-    denied_tools: frozenset[str] = frozenset()  # tool groups: "memory tools", "MCP tools"
-
-    def allows(self, source: str) -> bool:
-        return source not in self.denied_sources
-
-    def allows_tools(self, group: str) -> bool:
-        return group not in self.denied_tools
-
-
-OPEN = SourcePolicy()
-# Isolation mode (ETOS): no long-term memory, recall, session summaries, user profile, skills or MCP tools,
-# and no memory tools.
-ISOLATION = SourcePolicy(frozenset({"memory", "session memory", "skills", "MCP tools"}),
-                         frozenset({"memory tools", "MCP tools"}))
-
-
-def policy_for(isolated: bool) -> SourcePolicy:
-    return ISOLATION if isolated else OPEN
 
 
 # ---- core sources ---------------------------------------------------------------------------------
@@ -240,7 +215,10 @@ def build_sources(agent: SourceHost, registry: Sequence[Registration] | None = N
     sources: list[ContextSource] = []
     for entry in REGISTRY if registry is None else registry:
         if entry.enabled(agent):
-            sources.append(getattr(importlib.import_module(entry.module), entry.factory)(agent))
+            source = getattr(importlib.import_module(entry.module), entry.factory)(agent)
+            if any(s.name == source.name for s in sources):  # outcomes, notes and left-out rows go by name
+                raise ValueError(f"two context sources are named {source.name!r} ({entry.module})")
+            sources.append(source)
     return sources
 
 
@@ -322,6 +300,8 @@ async def prepare_sources(sources: Sequence[ContextSource], turn: TurnInput, dea
         if source.name in late:
             prepared.outcomes.append(SourceOutcome(source.name, "late", limits[source.name],
                                                    f"not ready within {limits[source.name]:g} s"))
+        elif task.cancelled():  # cancelled from within (not by the deadline): a failure of that source alone
+            prepared.outcomes.append(SourceOutcome(source.name, "failed", seconds, "failed: cancelled"))
         elif task.exception() is not None:
             exc = task.exception()
             log.warning("context source %s failed: %r", source.name, exc)
@@ -340,10 +320,15 @@ def request_blocks(sources: Sequence[ContextSource], turn: TurnInput, policy: So
     leave out, and a report row for each source left out."""
     left_out = prepared.left_out
     blocks: list[Block] = []
+    rows = [o.report_block() for o in prepared.outcomes if o.left_out]
     for source in sources:
         if policy.allows(source.name) and source.name not in left_out:
-            blocks += source.blocks(turn)
-    return blocks + [o.report_block() for o in prepared.outcomes if o.left_out]
+            try:
+                blocks += source.blocks(turn)
+            except Exception as exc:  # noqa: BLE001 — a source's failure leaves it out of the request, never fails the turn
+                log.warning("context source %s failed: %r", source.name, exc)
+                rows.append(SourceOutcome(source.name, "failed", 0.0, f"failed: {exc}").report_block())
+    return blocks + rows
 
 
 def _retrieve(task: asyncio.Future) -> None:

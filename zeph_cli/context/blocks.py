@@ -162,3 +162,38 @@ class Source:
 
     def lines(self, report: ContextReport) -> list[str]:
         return []
+
+
+# Where each block goes among those of its placement (lowest first): the order the request has always had.
+SYSTEM_ORDER = {"worldbook before": 0, "base prompt": 10, "environment": 20, "project context": 30, "mode prompt": 40,
+                "global prompt": 50, "topic prompt": 60, "worldbook after": 70, "skills": 80}
+TURN_ORDER = {"worldbook an_top": 10, "time": 20, "memory": 30, "recent conversations": 40, "user profile": 50,
+              "worldbook outlet": 60, "semantic recall": 70, "worldbook an_bottom": 80}
+CLOSING_ORDER = {"enhancement prompt": 10}
+
+
+class SourcePolicy(NamedTuple):
+    """Which sources and tool groups a session allows: everything but what it names."""
+
+    denied_sources: frozenset[str] = frozenset()
+    denied_tools: frozenset[str] = frozenset()  # tool groups: "memory tools", "MCP tools"
+    says: tuple[str, ...] = ()  # what it leaves out, in the words `zeph context` shows
+
+    def allows(self, source: str) -> bool:
+        return source not in self.denied_sources
+
+    def allows_tools(self, group: str) -> bool:
+        return group not in self.denied_tools
+
+
+OPEN = SourcePolicy()
+# Isolation mode (ETOS): no long-term memory, recall, session summaries, user profile, skills or MCP tools,
+# and no memory tools.
+ISOLATION = SourcePolicy(frozenset({"memory", "session memory", "skills", "MCP tools"}),
+                         frozenset({"memory tools", "MCP tools"}),
+                         ("long-term memory", "semantic recall", "MCP tools", "skills", "memory tools",
+                          "cross-session summaries", "user profile"))
+
+
+def policy_for(isolated: bool) -> SourcePolicy:
+    return ISOLATION if isolated else OPEN

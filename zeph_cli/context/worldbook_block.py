@@ -190,23 +190,3 @@ def place(
         ids = ", ".join(f"#{i}" for i in left_out)
         detail = f"{len(left_out)} left out over the worldbook share ({allowance:,} tokens): {ids}"
     return WorldbookPlacement(tuple(blocks_for(chosen)), tuple(left_out), detail)
-
-
-# What an isolated session does not send (ETOS "Isolation Mode"). Cross-session summaries and the
-# user profile are listed here so their blocks can ask `isolation_drops` before being sent.
-ISOLATION_DROPS = (
-    "long-term memory",
-    "semantic recall",
-    "MCP tools",
-    "skills",
-    "memory tools",
-    "cross-session summaries",
-    "user profile",
-)
-
-
-def isolation_drops(isolated: bool, block: str | None = None) -> tuple[str, ...] | bool:
-    """What isolation drops: the whole list, or (with `block`) whether that block is dropped."""
-    if block is not None:
-        return isolated and block in ISOLATION_DROPS
-    return ISOLATION_DROPS if isolated else ()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...agent.sources import TURN_ORDER
+from ...context.blocks import TURN_ORDER
 from ...context.blocks import Block, Placement, Source, TurnInput
 
 if TYPE_CHECKING:

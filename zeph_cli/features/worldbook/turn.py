@@ -4,7 +4,7 @@ trigger, and whether the session runs in isolation mode.
 Invariant: read-only; what applies to a session is the enabled entries bound to its project
 (the workspace root) and to the session itself. Isolation is on only when the session asks for it
 (`worldbook_isolated` in its metadata) AND it has entries in force: then the session's source
-policy (`agent.sources.ISOLATION`) leaves out the blocks and tools `ISOLATION_DROPS` names. A
+policy (`context.blocks.ISOLATION`) leaves out the sources and tools it names (its `says`). A
 broken entry is skipped with a warning, never an error.
 """
 
@@ -44,7 +44,7 @@ class WorldbookTurn:
     """The worldbook entries in force for a turn, those its messages triggered, and isolation."""
     in_force: tuple[WorldbookEntry, ...] = ()
     triggered: tuple[WorldbookEntry, ...] = ()
-    isolated: bool = False  # isolation asked for and entries bound: ISOLATION_DROPS are not sent
+    isolated: bool = False  # isolation asked for and entries bound: what ISOLATION denies is not sent
     isolation_asked: bool = False  # the session's switch, whether or not entries are bound
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
@@ -54,9 +54,9 @@ class WorldbookTurn:
         return place(self.triggered, allowance, measure)
 
     def isolation_detail(self) -> str:
-        from ...context.worldbook_block import ISOLATION_DROPS
+        from ...context.blocks import ISOLATION
 
-        return "on: not sent: " + ", ".join(ISOLATION_DROPS)
+        return "on: not sent: " + ", ".join(ISOLATION.says)
 
 
 def is_isolated(metadata: dict) -> bool:
