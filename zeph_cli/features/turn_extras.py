@@ -36,6 +36,7 @@ class TurnExtras:
     mcp_priority: list[str] = field(default_factory=list)  # MCP tools' names, first to keep first (when ranked)
     mcp_left_out: int = 0  # offered MCP tools the agent left out because their schemas did not fit the budget
     _starting: asyncio.Task[list[str]] | None = None  # the one start of the MCP servers (a turn's or /mcp's)
+    _start_said: bool = False  # the start's notes were handed to a caller that received them
 
     async def prepare(self, message: str, *, tools_wanted: bool) -> list[str]:
         """Match skills to `message`; start MCP servers (once) when the turn can use tools, and pick their tools."""
@@ -71,15 +72,29 @@ class TurnExtras:
 
     async def start_mcp(self) -> list[str]:
         """Start the MCP servers once (a turn, or /mcp in the chat app); a second caller waits for the first
-        start to end. Notes go to whoever started them. A cancelled caller does not stop the start."""
+        start to end. The start's notes go to the first caller that receives them: a caller cancelled while
+        waiting (a turn whose MCP source was late) does not stop the start, and leaves its notes to the next."""
         if self.mcp is None:
             return []
         if self._starting is None:
             self._starting = asyncio.ensure_future(self.mcp.start())
-            return list(await asyncio.shield(self._starting))
-        if not self._starting.done():
-            await asyncio.shield(self._starting)
-        return []
+        elif self._start_said:
+            if not self._starting.done():
+                await asyncio.shield(self._starting)
+            return []
+        try:
+            notes = await asyncio.shield(self._starting)
+        except asyncio.CancelledError:
+            if self._starting.cancelled():  # the start itself was cancelled: nothing is left to say
+                self._start_said = True
+            raise
+        except BaseException:  # the start failed: said by this caller's error, once
+            self._start_said = True
+            raise
+        if self._start_said:  # another caller received them while this one waited
+            return []
+        self._start_said = True
+        return list(notes)
 
     def reset(self) -> None:
         """Forget the last turn's matches (a session switch): the next turn matches again."""
