@@ -333,7 +333,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         generated = agent.session_memory.status_lines()
     memory = memory_lines(agent.turn_memory, report, embedder, backlog, echoes) + generated
     if agent.turn_worldbook.isolated:  # none of them is sent: the report's `worldbook isolation` block says so
-        memory, extras = [], ["worldbook isolation: no long-term memory, recall, skills or MCP tools are sent"]
+        memory, extras = [], [f"worldbook isolation: not sent: {', '.join(agent.source_policy.says)}"]
     if json_output:
         shown = {"session": conversation.id, "provider": provider.name, "model": agent.model_label,
                  "context": report.to_dict(), "compaction": metrics.__dict__, "sandbox": sandbox,
