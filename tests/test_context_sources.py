@@ -10,14 +10,12 @@ import threading
 from tests.cli_helpers import err, out, run_zeph
 from tests.fakes import openai_wire
 from zeph_cli.agent.sources import (
-    ISOLATION,
-    OPEN,
     Registration,
     build_sources,
     prepare_sources,
     request_blocks,
 )
-from zeph_cli.context.blocks import Block, Placement, Source, TurnInput
+from zeph_cli.context.blocks import ISOLATION, OPEN, Block, Placement, Source, TurnInput
 
 TURN = TurnInput(1, {}, prompt="hello", running=True)
 GENEROUS = 30.0  # seconds: a bound on a would-be hang, never a speed check

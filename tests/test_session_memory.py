@@ -36,6 +36,19 @@ count = COUNTER.count
 T0 = datetime(2026, 11, 27, 9, 0, tzinfo=timezone.utc)
 
 
+def turn_blocks(agent, conversation, *, isolated: bool = False):
+    """The per-turn blocks the sources give the next request (just before the user message), in order;
+    `isolated`: as an isolated session's."""
+    from zeph_cli.agent.context_view import turn_input
+    from zeph_cli.agent.sources import request_blocks
+    from zeph_cli.context.blocks import Placement, policy_for
+
+    turn = turn_input(agent, conversation, agent.agent_history(conversation),
+                      tools=frozenset(agent.offered_tools().tools), running=agent.pinned_id is not None)
+    blocks = request_blocks(agent.sources, turn, policy_for(isolated), agent.prepared)
+    return sorted((b for b in blocks if b.placement is Placement.BEFORE_TURN), key=lambda b: b.order)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "zeph.db"
@@ -560,14 +573,14 @@ async def test_the_agent_sends_both_blocks_after_the_time_within_their_share_and
         digests.save(other.id, str(tmp_path), f"Session {n} was about " + "the parser and its tests " * 8, 6)
     digests.set_profile("\n".join(f"- stable preference {n}" for n in range(40)), "user")
     conversation = agent.new_conversation("now")
-    layers = {layer.name: layer for layer in agent._context_layers(conversation)}
+    layers = {layer.name: layer for layer in turn_blocks(agent, conversation)}
     names = [name for name, layer in layers.items() if layer.text]
     if budget == "2000":  # 5% is too little for one summary: the profile alone, cut to fit
         assert names == ["time", PROFILE_LAYER]
     else:
         assert names == ["time", RECENT_LAYER, PROFILE_LAYER]
         assert layers[RECENT_LAYER].detail == {"0": "5 sessions", "4000": "1 session, 4 left out for room"}[budget]
-    assert [layer.name for layer in agent._context_layers(conversation, isolated=True) if layer.text] == ["time"]
+    assert [layer.name for layer in turn_blocks(agent, conversation, isolated=True) if layer.text] == ["time"]
     report = agent.context_for(conversation)[1]
     blocks = {block.name: block.tokens for block in report.blocks}
     cap = block_cap(agent.budget().available)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Config, SandboxConfig
 from ..context.assembler import HistoryItem
-from ..context.blocks import Block, ContextSource, Placement, Source
+from ..context.blocks import ContextSource, Source, SourcePolicy, policy_for
 from ..context.budget import Budget, compute_budget
 from ..context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, session_profile
 from ..context.project import render_project_context
@@ -56,7 +56,7 @@ from .workspace import Workspace, environment_facts, find_project_files
 from ..features.worldbook.turn import Worldbook, WorldbookTurn
 from . import context_view
 from .events import AgentEvent, AgentWarning, TurnQueued, TurnStarted
-from .sources import Prepared, SourcePolicy, build_sources, policy_for, prepare_sources
+from .sources import Prepared, build_sources, prepare_sources
 from .tool_offer import OfferDeps, ToolOffer
 from .turn import TurnDeps, TurnState, call_ids, withdraw_unanswered
 from .turn_loop import turn_events
@@ -491,13 +491,6 @@ class Agent:
     def source_lines(self, report: ContextReport) -> list[str]:
         """What the sources the session allows say for `zeph context` beyond their blocks' rows."""
         return [line for source in self.sources if self.source_policy.allows(source.name) for line in source.lines(report)]
-
-    def _context_layers(self, conversation: Conversation, *, isolated: bool = False) -> list[Block]:
-        """The per-turn blocks the sources give the next request (just before the user message), in order;
-        `isolated`: as an isolated session's."""
-        policy = policy_for(isolated or self.turn_worldbook.isolated)
-        blocks = context_view.request_blocks(self, conversation, self.offered_tools(), policy)
-        return sorted((b for b in blocks if b.placement is Placement.BEFORE_TURN), key=lambda b: b.order)
 
     def enhancement(self, conversation: Conversation) -> str:
         """The enhancement prompt's text: the session's own (`/enhance`, `--enhance`), else the configured one."""

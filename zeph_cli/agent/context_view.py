@@ -16,13 +16,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from ..context.assembler import History, HistoryItem, assemble
-from ..context.blocks import Block, Placement, TurnInput
+from ..context.blocks import SourcePolicy, TurnInput
 from ..context.budget import RequestBudget
 from ..errors import StoreError
 from ..log import get_logger
 from ..tokens import LOWER, MESSAGE_OVERHEAD, Calibration, TokenCounter, bounded, count_message, counts_as
 from . import sources
-from .sources import SourcePolicy
 
 if TYPE_CHECKING:
     from ..context.report import ContextReport
@@ -110,14 +109,6 @@ def turn_input(
         conversation.id, conversation.metadata, conversation, history, prompt, running, system,
         agent.budget().available if agent.profile is not None else 0, counter, measure, tools, agent.clock(),
     )
-
-
-def request_blocks(agent: ContextHost, conversation: Conversation, tools: ToolSet, policy: SourcePolicy) -> list[Block]:
-    """The blocks the sources give the next request under `policy` (no report rows)."""
-    turn = turn_input(agent, conversation, agent.agent_history(conversation), tools=frozenset(tools.tools),
-                      running=agent.pinned_id is not None)
-    return [b for b in sources.request_blocks(agent.sources, turn, policy, agent.prepared)
-            if b.placement is not Placement.REPORT]
 
 
 def history_items(store: ConversationStore, counter: TokenCounter, stored: list[StoredMessage]) -> list[HistoryItem]:

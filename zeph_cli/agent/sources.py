@@ -18,9 +18,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from ..context.blocks import (  # noqa: F401 — the order tables and the policy, for the sources' modules
-    CLOSING_ORDER, ISOLATION, OPEN, SYSTEM_ORDER, TURN_ORDER, Block, ContextSource, Placement, Source,
-    SourcePolicy, TurnInput, policy_for,
+from ..context.blocks import (
+    CLOSING_ORDER, SYSTEM_ORDER, TURN_ORDER, Block, ContextSource, Placement, Source, SourcePolicy, TurnInput,
 )
 from ..context.environment import render_environment
 from ..context.prompt_modules import base_prompt, mode_prompt
@@ -64,11 +63,6 @@ class SourceHost(Protocol):
     def offered_tools(self) -> ToolSet: ...
     @property
     def tools_unavailable(self) -> str | None: ...
-
-
-# ---- policy ----------------------------------------------------------------------------------
-
-
 
 
 # ---- core sources ---------------------------------------------------------------------------------

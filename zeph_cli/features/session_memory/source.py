@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...context.blocks import TURN_ORDER
-from ...context.blocks import Block, Placement, Source, TurnInput
+from ...context.blocks import TURN_ORDER, Block, Placement, Source, TurnInput
 
 if TYPE_CHECKING:
     from ...agent.sources import SourceHost

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...context.blocks import SYSTEM_ORDER
-from ...context.blocks import Block, Source, TurnInput
+from ...context.blocks import SYSTEM_ORDER, Block, Source, TurnInput
 from ...tools.registry import LOAD_SKILL
 
 if TYPE_CHECKING:

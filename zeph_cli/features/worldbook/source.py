@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...context.blocks import SYSTEM_ORDER, TURN_ORDER
-from ...context.blocks import Block, Placement, Source, TurnInput
+from ...context.blocks import SYSTEM_ORDER, TURN_ORDER, Block, Placement, Source, TurnInput
 from .turn import WorldbookLayers, layers_within
 
 if TYPE_CHECKING:
