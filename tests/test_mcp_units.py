@@ -200,11 +200,13 @@ def test_a_tool_description_that_looks_like_an_injection_is_withheld():
 
 
 def test_a_stored_call_of_a_tool_that_is_not_built_in_shows_its_arguments():
+    from zeph_cli.features import declared_tools
     from zeph_cli.tools.registry import tool_subject
 
-    assert tool_subject("git__git_log", {"repo_path": "/x", "max_count": 3}) == '{"max_count":3,"repo_path":"/x"}'
-    assert tool_subject("load_skill", {"name": "deploy", "file": "a.md"}) == "deploy/a.md"
-    assert tool_subject("bash", {"command": "ls"}) == "ls"
+    declared = declared_tools()
+    assert tool_subject("git__git_log", {"repo_path": "/x", "max_count": 3}, declared) == '{"max_count":3,"repo_path":"/x"}'
+    assert tool_subject("load_skill", {"name": "deploy", "file": "a.md"}, declared) == "deploy/a.md"
+    assert tool_subject("bash", {"command": "ls"}, declared) == "ls"
 
 
 class SlowStart:

@@ -79,15 +79,46 @@ def test_rules_naming_unknown_tools_are_reported():
 
 
 def test_modes_offer_their_tools():
-    assert set(tools_for_mode("agent").names()) == {
+    from zeph_cli.features.memory.tool_specs import MEMORY_SAVE, MEMORY_SEARCH
+
+    memory = (MEMORY_SAVE, MEMORY_SEARCH)  # what the memory feature declares
+    assert tools_for_mode("agent", memory).names() == [
         "read_file", "list_directory", "find_path", "grep", "write_file", "edit_file", "bash", "read_overflow",
-        "compress_context", "memory_save", "memory_search"}
+        "compress_context", "memory_save", "memory_search"]
     for mode in ("ask", "plan"):
-        assert set(tools_for_mode(mode).names()) == {
-            "read_file", "list_directory", "find_path", "grep", "read_overflow", "compress_context", "memory_search"}
-    assert "memory_save" not in tools_for_mode("agent", memory=False).names()
-    assert "memory_search" not in tools_for_mode("ask", memory=False).names()
+        assert tools_for_mode(mode, memory).names() == [
+            "read_file", "list_directory", "find_path", "grep", "read_overflow", "compress_context", "memory_search"]
+    assert "memory_save" not in tools_for_mode("agent").names()  # the feature's tools come from the feature
+    isolated = tools_for_mode("ask", memory, allows=lambda group: group != "memory tools")
+    assert "memory_search" not in isolated.names() and "grep" in isolated.names()
     assert "compress_context" not in tools_for_mode("agent", compression=False).names()
+
+
+def test_a_mode_is_a_row_of_data_and_read_only_modes_offer_nothing_that_changes_anything():
+    from zeph_cli.config import AGENT_MODES
+    from zeph_cli.config.modes import MODES
+    from zeph_cli.context.prompt_modules import MODE_MODULES
+    from zeph_cli.features import declared_tools
+
+    assert tuple(MODES) == AGENT_MODES and set(MODE_MODULES) == set(MODES)
+    everything = list(declared_tools().values())
+    for mode in MODES.values():
+        kinds = {tool.kind for tool in tools_for_mode(mode.name, everything).tools.values()}
+        assert kinds == ({"read"} if mode.read_only else {"read", "write", "exec"}), mode.name
+
+
+def test_a_read_only_mode_offers_the_mcp_tools_their_server_marks_read_only_whatever_their_trust():
+    from zeph_cli.features.mcp.connection import ListedTool
+    from zeph_cli.features.mcp.tools import McpTool
+
+    def mcp(name: str, *, read_only: bool, trusted: bool) -> McpTool:
+        return McpTool(None, "srv", f"srv__{name}", ListedTool(name, "A tool of the server.", {}, read_only=read_only),
+                       trusted=trusted, timeout=5)
+
+    live = [mcp("look", read_only=True, trusted=False), mcp("write", read_only=False, trusted=True)]
+    assert [n for n in tools_for_mode("plan", (), live).names() if n.startswith("srv__")] == ["srv__look"]
+    assert [n for n in tools_for_mode("agent", (), live).names() if n.startswith("srv__")] == ["srv__look", "srv__write"]
+    assert not [n for n in tools_for_mode("agent", (), live, allows=lambda g: g != "MCP tools").names() if "__" in n]
 
 
 def test_every_tool_has_a_description_and_an_object_schema():
@@ -285,12 +316,14 @@ def test_deny_still_wins_over_everything(tmp_path):
 def test_each_declared_tool_is_implemented_under_its_declaration():
     import importlib
 
+    from zeph_cli.features import declared_tools
     from zeph_cli.tools.registry import DeclaredTool
-    from zeph_cli.tools.specs import BUILTIN, IMPLEMENTATIONS
 
-    assert list(IMPLEMENTATIONS) == list(BUILTIN)
-    for name, (module, class_name) in IMPLEMENTATIONS.items():
+    assert {"bash", "memory_save", "load_skill"} <= set(declared_tools())  # the core's and the features'
+    for name, declaration in declared_tools().items():
+        module, class_name = declaration.implementation
         implementation = getattr(importlib.import_module(module), class_name)
-        declared = DeclaredTool(BUILTIN[name])
+        declared = DeclaredTool(declaration)
         assert implementation.name == name and implementation().spec() == declared.spec()
+        assert implementation.group == declaration.group and implementation.kind == declaration.kind
         assert isinstance(declared.implementation(), implementation)

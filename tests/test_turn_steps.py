@@ -46,6 +46,7 @@ from zeph_cli.models import ModelProfile
 from zeph_cli.store.conversations import Conversation
 from zeph_cli.tokens import NEEDS_EXACT, ApproximateCounter, Calibration
 from zeph_cli.tools.base import Tool, ToolSet
+from zeph_cli.features.memory.tool_specs import MEMORY_SAVE, MEMORY_SEARCH
 from zeph_cli.tools.registry import tools_for_mode
 
 CONVERSATION = Conversation(1, "t", "2026-11-28", "2026-11-28", "fake", "m1", "/w")
@@ -433,13 +434,13 @@ class FakeExtras:
     def __init__(self, mcp: dict | None = None) -> None:
         self.mcp = mcp or {}
         self.mcp_left_out = 0
-        self.mcp_tools = list(self.mcp)
-
-    def tools(self, mode):
-        return dict(self.mcp)
+        self.mcp_tools = list(self.mcp.values())
 
     def mcp_least_wanted(self, names):
         return [name for name in self.mcp if name in names]
+
+
+MEMORY_TOOLS = (MEMORY_SAVE, MEMORY_SEARCH)  # what the memory feature offers when long-term memory is on
 
 
 class MetadataStore:
@@ -450,11 +451,11 @@ class MetadataStore:
         self.updates.append(metadata)
 
 
-def offer(available: int, *, dropped: tuple[str, ...] = (), mcp: dict | None = None, memory: bool = True):
+def offer(available: int, *, dropped: tuple[str, ...] = (), mcp: dict | None = None):
     from zeph_cli.agent.tool_offer import OfferDeps, ToolOffer
 
     deps = OfferDeps(
-        FakeExtras(mcp), MetadataStore(), "compatible", memory, counter=ApproximateCounter,
+        FakeExtras(mcp), MetadataStore(), "compatible", lambda: MEMORY_TOOLS, counter=ApproximateCounter,
         profile=lambda: ModelProfile("m1", 8000, 2000), budget=lambda: SimpleNamespace(total=available, available=available),
         mode=lambda: "agent", allows_tools=lambda group: group not in dropped,
     )
@@ -463,14 +464,15 @@ def offer(available: int, *, dropped: tuple[str, ...] = (), mcp: dict | None = N
 
 def test_the_offer_is_the_modes_tools_in_full_when_they_fit():
     tools = offer(200_000).offered()
-    assert tools.names() == tools_for_mode("agent", compression=True, memory=True).names() and not tools.compact
+    assert tools.names()[-2:] == ["memory_save", "memory_search"] and not tools.compact  # the feature's, after the core's
+    assert tools.names()[:-2] == tools_for_mode("agent", compression=True).names()
     assert "memory_save" not in offer(200_000, dropped=("memory tools",)).offered().names()  # worldbook isolation
 
 
 class HugeMcpTool(Tool):
     """An MCP server's tool whose schema alone would take most of a small budget."""
 
-    name, kind = "srv__huge", "read"
+    name, kind, group = "srv__huge", "read", "MCP tools"
     description = "Looks things up in the server's catalog. " * 200
     parameters = {"type": "object", "properties": {f"filter_{i:03}": {"type": "string"} for i in range(150)}}
 
@@ -483,7 +485,7 @@ def test_mcp_tools_are_left_out_before_the_built_in_ones_and_that_is_said_once()
 
     mcp = {"srv__huge": HugeMcpTool()}
     probe = offer(200_000, mcp=mcp)
-    builtin = tools_for_mode("agent")
+    builtin = tools_for_mode("agent", MEMORY_TOOLS)
     compact = dataclasses_replace(builtin, compact=True)
     capacity = int(probe.tokens(compact) / TOOLS_MAX_SHARE) + 1  # the built-in tools fit in compact form, no more
     assert probe.tokens(ToolSet({**builtin.tools, **mcp}, compact=True)) > capacity * TOOLS_MAX_SHARE

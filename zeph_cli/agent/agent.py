@@ -50,7 +50,7 @@ from ..tokens import DeferredCounter, TiktokenCounter, TokenCounter, bounded, co
 from ..tools.base import ToolSet
 from ..tools.confinement import Confinement, workspace_root
 from ..tools.approval import Approver, deny_all
-from ..tools.registry import builtin_tool_names
+from ..features import declared_tools, offered_tools
 from ..features.turn_extras import TurnExtras
 from .workspace import Workspace, environment_facts, find_project_files
 from ..features.worldbook.turn import Worldbook, WorldbookTurn
@@ -158,7 +158,7 @@ class Agent:
         # The tools offered each turn, within the budget, and what was said about those left out.
         self.offer = ToolOffer(
             OfferDeps(
-                self.extras, store, provider.settings.kind, config.memory.long_term.enabled,
+                self.extras, store, provider.settings.kind, lambda: offered_tools(self),
                 counter=lambda: self.counter, profile=lambda: self.profile, budget=self.budget,
                 mode=lambda: self.mode, allows_tools=lambda group: self.source_policy.allows_tools(group),
             ),
@@ -311,10 +311,11 @@ class Agent:
         for path in self.confinement.extra:
             if not path.is_dir():
                 warnings.append(f"tools.allowed_paths: {path} is not a directory")
-        for rule in self.policy.unknown_tools(builtin_tool_names()) if self.config.tools.allow or self.config.tools.deny else ():
+        known = list(declared_tools())
+        for rule in self.policy.unknown_tools(known) if self.config.tools.allow or self.config.tools.deny else ():
             if "__" in rule.partition(":")[0]:
                 continue  # names an MCP tool (ID__TOOL): known only once its server runs
-            warnings.append(f"tools.allow/deny rule {rule!r} names no known tool ({', '.join(builtin_tool_names())})")
+            warnings.append(f"tools.allow/deny rule {rule!r} names no known tool ({', '.join(known)})")
         return warnings
 
     # ---- tools (tool_offer, tool_rounds) -------------------------------------------
@@ -463,7 +464,7 @@ class Agent:
 
     @cached_property
     def sources(self) -> list[ContextSource]:
-        """The context sources on for this agent (`sources.REGISTRY`), built when first asked."""
+        """The context sources on for this agent (the core's and the features' registrations), built when first asked."""
         return build_sources(self)
 
     @property

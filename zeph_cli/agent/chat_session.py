@@ -588,7 +588,7 @@ class ChatSession:
         each (none before the first prompt)."""
         from ..features.memory.describe import memory_lines
         from ..features.memory.service import echoing_replies
-        from ..tools.registry import LOAD_SKILL
+        from ..features.skills.tool_specs import LOAD_SKILL
 
         sandbox = [self.agent.sandbox.state().line()]
         if self.conversation is None:
@@ -597,7 +597,7 @@ class ChatSession:
         recalled = memory_lines(self.agent.turn_memory, self.context_report(), memory.embedder_label() if memory else "",
                                 echoes=echoing_replies(self.agent.store, self.conversation.id))
         recalled += self.agent.session_memory.status_lines()
-        loadable = LOAD_SKILL in self.agent.offered_tools().tools
+        loadable = LOAD_SKILL.name in self.agent.offered_tools().tools
         return sandbox + recalled + self.agent.extras.lines(loadable=loadable) + compaction_metrics_lines(
             CompactionStore(self.agent.store.db).metrics(self.conversation.id)
         )

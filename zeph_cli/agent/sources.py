@@ -1,8 +1,9 @@
 """The context sources a session uses, where each is registered, and their concurrent preparation.
 
-Invariant: every block a request carries comes from a source in `REGISTRY`, whose order is the
-order sources are asked (blocks are placed by their own placement and order, not by this one). A
-new source is one class and one `Registration`: neither the assembler nor the turn loop changes. A
+Invariant: every block a request carries comes from a source in `REGISTRY` (the core's) or one a
+feature registers (`features.source_registrations`), in the order sources are asked (blocks are
+placed by their own placement and order, not by this one). A new source is one class and one
+`Registration`: neither the assembler nor the turn loop changes. A
 feature's source module is imported only when the feature is on for the session. `prepare_sources`
 runs the sources' `prepare` concurrently, each under its deadline; one that fails or is late is
 left out of that turn (never failing it) and said in a `SourceOutcome`, which the report and the
@@ -16,53 +17,40 @@ import importlib
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..context.blocks import (
-    CLOSING_ORDER, SYSTEM_ORDER, TURN_ORDER, Block, ContextSource, Placement, Source, SourcePolicy, TurnInput,
+    CLOSING_ORDER, SYSTEM_ORDER, TURN_ORDER, Block, ContextSource, Placement, Registration, Source, SourcePolicy,
+    TurnInput,
 )
 from ..context.environment import render_environment
 from ..context.prompt_modules import base_prompt, mode_prompt
 from ..context.turn_blocks import render_enhancement, render_time
+from ..features import source_registrations
 from ..log import get_logger
 
 if TYPE_CHECKING:
     from ..config import Config
     from ..context.global_prompt import GlobalPrompt
-    from ..features.memory.service import MemoryService, TurnMemory
-    from ..features.session_memory.service import SessionMemory
     from ..store import Conversation
-    from ..tools.base import ToolSet
-    from ..features.turn_extras import TurnExtras
     from .workspace import Workspace
-    from ..features.worldbook.turn import Worldbook, WorldbookTurn
 
 log = get_logger("context")
 
 
-
-class SourceHost(Protocol):
-    """What sources read of the session they serve (the Agent is one): its settings, workspace and
-    services, and the turn's results they fill in (`turn_memory`). Sources depend on this, not on the
-    Agent, so no source module imports the agent."""
+class CoreHost(Protocol):
+    """What the core's sources read of the session they serve (the Agent is one): its settings, workspace
+    and prompts. A feature's sources read more (`source_host.SourceHost`)."""
 
     config: Config
     mode: str
     workspace: Workspace | None
-    memory: MemoryService | None
-    turn_memory: TurnMemory
-    extras: TurnExtras
-    session_memory: SessionMemory
-    worldbook: Worldbook
-    turn_worldbook: WorldbookTurn
 
     def clock(self) -> datetime: ...
     def global_prompt(self, conversation: Conversation) -> GlobalPrompt: ...
     def enhancement(self, conversation: Conversation) -> str: ...
-    def memory_chars(self) -> int | None: ...
-    def offered_tools(self) -> ToolSet: ...
-    @property
-    def tools_unavailable(self) -> str | None: ...
+
+
 
 
 # ---- core sources ---------------------------------------------------------------------------------
@@ -84,7 +72,7 @@ def _system(name: str, render: Callable[[TurnInput], tuple[str, str]]) -> TextSo
     return TextSource(name, Placement.SYSTEM, SYSTEM_ORDER[name], render)
 
 
-def base_source(agent: SourceHost) -> ContextSource:
+def base_source(agent: CoreHost) -> ContextSource:
     def render(turn: TurnInput) -> tuple[str, str]:
         assert agent.workspace is not None, "call start() first"
         base = base_prompt(agent.workspace.prompts)
@@ -92,21 +80,21 @@ def base_source(agent: SourceHost) -> ContextSource:
     return _system("base prompt", render)
 
 
-def environment_source(agent: SourceHost) -> ContextSource:
+def environment_source(agent: CoreHost) -> ContextSource:
     def render(turn: TurnInput) -> tuple[str, str]:
         assert agent.workspace is not None, "call start() first"
         return render_environment(agent.workspace.environment), ""
     return _system("environment", render)
 
 
-def project_source(agent: SourceHost) -> ContextSource:
+def project_source(agent: CoreHost) -> ContextSource:
     def render(turn: TurnInput) -> tuple[str, str]:
         assert agent.workspace is not None, "call start() first"
         return agent.workspace.project.text, ""
     return _system("project context", render)
 
 
-def mode_source(agent: SourceHost) -> ContextSource:
+def mode_source(agent: CoreHost) -> ContextSource:
     """The mode's prompt modules; with no tool offered, the no-tools module instead."""
     def render(turn: TurnInput) -> tuple[str, str]:
         assert agent.workspace is not None, "call start() first"
@@ -115,14 +103,14 @@ def mode_source(agent: SourceHost) -> ContextSource:
     return _system("mode prompt", render)
 
 
-def global_prompt_source(agent: SourceHost) -> ContextSource:
+def global_prompt_source(agent: CoreHost) -> ContextSource:
     def render(turn: TurnInput) -> tuple[str, str]:
         chosen = agent.global_prompt(turn.conversation)
         return chosen.text, chosen.detail
     return _system("global prompt", render)
 
 
-def topic_source(agent: SourceHost) -> ContextSource:
+def topic_source(agent: CoreHost) -> ContextSource:
     def render(turn: TurnInput) -> tuple[str, str]:
         topic = turn.system if turn.system is not None else turn.metadata.get("system", "")
         return (f"<topic_prompt>\n{topic.strip()}\n</topic_prompt>" if topic and topic.strip() else ""), ""
@@ -134,7 +122,7 @@ class TimeSource(Source):
 
     name = "time"
 
-    def __init__(self, agent: SourceHost) -> None:
+    def __init__(self, agent: CoreHost) -> None:
         self.agent = agent
         self.turn_time = ""
 
@@ -149,7 +137,7 @@ class TimeSource(Source):
         return [Block("time", text, Placement.BEFORE_TURN, TURN_ORDER["time"], stable=False)]
 
 
-def enhancement_source(agent: SourceHost) -> ContextSource:
+def enhancement_source(agent: CoreHost) -> ContextSource:
     def render(turn: TurnInput) -> tuple[str, str]:
         return render_enhancement(agent.enhancement(turn.conversation)), ""
     return TextSource("enhancement prompt", Placement.CLOSING, CLOSING_ORDER["enhancement prompt"], render, stable=False)
@@ -158,30 +146,7 @@ def enhancement_source(agent: SourceHost) -> ContextSource:
 # ---- the registry ----------------------------------------------------------------------------------
 
 
-class Registration(NamedTuple):
-    """A source: `factory` (in `module`, imported only when `enabled`) builds it for an agent."""
-
-    module: str
-    factory: str
-    enabled: Callable[[SourceHost], bool] = lambda agent: True
-
-
-def _worldbook_on(agent: SourceHost) -> bool:
-    return agent.config.worldbook.enabled
-
-
-def _memory_on(agent: SourceHost) -> bool:
-    return agent.memory is not None
-
-
-def _skills_on(agent: SourceHost) -> bool:
-    return agent.extras.skills is not None
-
-
-def _mcp_on(agent: SourceHost) -> bool:
-    return agent.extras.mcp is not None
-
-
+# The core's sources, in the order they are asked; the features' follow (`features.source_registrations`).
 REGISTRY: list[Registration] = [
     Registration(__name__, "base_source"),
     Registration(__name__, "environment_source"),
@@ -189,12 +154,7 @@ REGISTRY: list[Registration] = [
     Registration(__name__, "mode_source"),
     Registration(__name__, "global_prompt_source"),
     Registration(__name__, "topic_source"),
-    Registration("zeph_cli.features.worldbook.source", "WorldbookSource", _worldbook_on),
     Registration(__name__, "TimeSource"),
-    Registration("zeph_cli.features.memory.source", "MemorySource", _memory_on),
-    Registration("zeph_cli.features.session_memory.source", "SessionMemorySource"),
-    Registration("zeph_cli.features.skills.source", "SkillsSource", _skills_on),
-    Registration("zeph_cli.features.mcp.source", "McpSource", _mcp_on),
     Registration(__name__, "enhancement_source"),
 ]
 
@@ -204,10 +164,10 @@ def register(registration: Registration) -> None:
     REGISTRY.append(registration)
 
 
-def build_sources(agent: SourceHost, registry: Sequence[Registration] | None = None) -> list[ContextSource]:
-    """The sources on for `agent`, in registry order."""
+def build_sources(agent: Any, registry: Sequence[Registration] | None = None) -> list[ContextSource]:
+    """The sources on for `agent`: the core's (`REGISTRY`), then the features', in order."""
     sources: list[ContextSource] = []
-    for entry in REGISTRY if registry is None else registry:
+    for entry in [*REGISTRY, *source_registrations()] if registry is None else registry:
         if entry.enabled(agent):
             source = getattr(importlib.import_module(entry.module), entry.factory)(agent)
             if any(s.name == source.name for s in sources):  # outcomes, notes and left-out rows go by name

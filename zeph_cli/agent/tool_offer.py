@@ -10,7 +10,7 @@ once (the no-room warning once a session), never on every turn.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ..context.budget import Budget
     from ..models import ModelProfile
     from ..store import Conversation, ConversationStore
+    from ..tools.specs import ToolDeclaration
     from ..features.turn_extras import TurnExtras
 
 TOOLS_TOKEN_CACHE_SIZE = 512  # tool sets whose schema tokens are kept (per tokenizer, form and names)
@@ -37,15 +38,15 @@ TOOLS_DROPPED_SAID = "tools_dropped_warning"  # conversation metadata: the no-ro
 class OfferDeps:
     """What the offer is made from: the turn's extra tools, the budget, the mode and what the worldbook drops."""
 
-    extras: TurnExtras  # skills and MCP tools; `mcp_left_out` is the offer's to set
+    extras: TurnExtras  # the turn's MCP tools; `mcp_left_out` is the offer's to set
     store: ConversationStore  # where "no room for tools" is remembered as said, per session
     provider_kind: str  # where the window is set, for the no-room advice
-    long_term_memory: bool  # `[memory.long_term] enabled`: the memory tools are offered
+    feature_tools: Callable[[], Sequence[ToolDeclaration]]  # the tools features offer now (memory, load_skill)
     counter: Callable[[], TokenCounter]
     profile: Callable[[], ModelProfile | None]
     budget: Callable[[], Budget]
     mode: Callable[[], str]
-    allows_tools: Callable[[str], bool]  # the session's policy: whether a tool group ("MCP tools", "memory tools") is offered
+    allows_tools: Callable[[str], bool]  # the session's policy: whether a tool group (`Tool.group`) is offered
 
 
 class ToolOffer:
@@ -75,11 +76,8 @@ class ToolOffer:
             return ToolSet(), False
         deps = self.deps
         budgeted = deps.profile() is not None and deps.budget().total > 0
-        memory = deps.long_term_memory and deps.allows_tools("memory tools")
-        tools = tools_for_mode(deps.mode(), compression=budgeted, memory=memory)
-        extra = deps.extras.tools(deps.mode()) if deps.allows_tools("MCP tools") else {}
-        if extra:
-            tools = ToolSet({**tools.tools, **extra})
+        tools = tools_for_mode(deps.mode(), deps.feature_tools(), deps.extras.mcp_tools,
+                               compression=budgeted, allows=deps.allows_tools)
         return tools, budgeted
 
     async def rank_extras(self, prompt: str) -> list[str]:

@@ -21,6 +21,7 @@ from .keys import check_value as _check
 from .keys import parse_env as _parse_env
 from .keys import suggest as _suggest
 from .mcp import SERVER_KEYS, McpConfig, parse_servers
+from .modes import AGENT_MODES
 from .prompt import PromptConfig, check_profile_choice, parse_profiles
 from ..errors import ConfigError
 from ..paths import default_config_path
@@ -220,7 +221,6 @@ class ContextConfig:
     )
 
 
-AGENT_MODES = ("agent", "ask", "plan")
 
 
 @dataclass

@@ -172,11 +172,24 @@ TURN_ORDER = {"worldbook an_top": 10, "time": 20, "memory": 30, "recent conversa
 CLOSING_ORDER = {"enhancement prompt": 10}
 
 
+def _always(host: Any) -> bool:
+    return True
+
+
+class Registration(NamedTuple):
+    """A context source: `factory` (in `module`, by full dotted name, imported only when `enabled(session)`)
+    builds it for a session."""
+
+    module: str
+    factory: str
+    enabled: Callable[[Any], bool] = _always
+
+
 class SourcePolicy(NamedTuple):
     """Which sources and tool groups a session allows: everything but what it names."""
 
     denied_sources: frozenset[str] = frozenset()
-    denied_tools: frozenset[str] = frozenset()  # tool groups: "memory tools", "MCP tools"
+    denied_tools: frozenset[str] = frozenset()  # tool groups (`Tool.group`): "memory tools", "MCP tools"
     says: tuple[str, ...] = ()  # what it leaves out, in the words `zeph context` shows
 
     def allows(self, source: str) -> bool:
@@ -190,7 +203,7 @@ OPEN = SourcePolicy()
 # Isolation mode (ETOS): no long-term memory, recall, session summaries, user profile, skills or MCP tools,
 # and no memory tools.
 ISOLATION = SourcePolicy(frozenset({"memory", "session memory", "skills", "MCP tools"}),
-                         frozenset({"memory tools", "MCP tools"}),
+                         frozenset({"memory tools", "skill tools", "MCP tools"}),
                          ("long-term memory", "semantic recall", "MCP tools", "skills", "memory tools",
                           "cross-session summaries", "user profile"))
 

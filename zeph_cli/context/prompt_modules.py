@@ -11,12 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..config.modes import MODES
+
 BASE_MODULES = ("core", "soul", "memory")
-MODE_MODULES = {
-    "agent": ("mode-agent", "tools", "workflow"),
-    "ask": ("mode-ask", "workflow-ask"),
-    "plan": ("mode-plan", "workflow-plan"),
-}
+MODE_MODULES = {mode.name: mode.prompt_modules for mode in MODES.values()}
 NO_TOOLS_MODULES = ("tools-none",)
 MODULE_NAMES = (*BASE_MODULES, *(n for names in MODE_MODULES.values() for n in names), *NO_TOOLS_MODULES)
 

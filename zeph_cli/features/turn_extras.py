@@ -13,7 +13,6 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..tools.registry import READ_ONLY_MODES
 
 if TYPE_CHECKING:
     from ..context.skills_block import SkillsInput
@@ -21,7 +20,6 @@ if TYPE_CHECKING:
     from .mcp.tools import McpTool
     from .skills.model import TurnSkills
     from .skills.service import SkillService
-    from ..tools.base import Tool
 
 
 @dataclass
@@ -111,20 +109,6 @@ class TurnExtras:
         from ..context.skills_block import SkillsInput
 
         return SkillsInput(tuple(m.skill for m in turn.matched), tuple(turn.others), self.prompt_mode, loadable)
-
-    def tools(self, mode: str) -> dict[str, Tool]:
-        """Tools to offer besides the built-in ones, by name."""
-        extra: dict[str, Tool] = {}
-        turn = self.turn_skills
-        if turn is not None and (turn.matched or turn.others):
-            from .skills.tools import LoadSkillTool
-
-            extra[LoadSkillTool.name] = LoadSkillTool()
-        for tool in self.mcp_tools:
-            if mode in READ_ONLY_MODES and not tool.read_only:
-                continue
-            extra[tool.name] = tool
-        return extra
 
     def mcp_least_wanted(self, names: set[str]) -> list[str]:
         """Of `names`, the MCP tools to leave out first when tool schemas do not fit the budget."""

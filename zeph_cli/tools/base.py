@@ -21,7 +21,9 @@ from .confinement import Confinement
 from .failures import ToolFailure
 
 if TYPE_CHECKING:
+    from ..config.modes import Mode
     from .memory_access import MemoryAccess
+    from .specs import ToolDeclaration
     from .sandbox import Sandbox
     from .skill_access import SkillAccess
 
@@ -70,20 +72,30 @@ class ToolContext:
 
 
 class Tool(abc.ABC):
-    """A built-in tool. Subclasses set the class attributes and implement `run`."""
+    """A tool. Subclasses set the class attributes (or declare them) and implement `run`."""
 
     name: str = ""
     kind: ToolKind = "read"
     description: str = ""
     parameters: dict[str, Any] = {}  # noqa: RUF012 — a JSON schema, replaced (never changed) by classes and instances
+    group: str = ""  # the tool group a session's policy may deny ("memory tools", "MCP tools"); "" = the core's
 
-    def __init_subclass__(cls, declared: str | None = None, **kwargs: Any) -> None:
-        """`declared`: the name of a built-in tool whose declaration (`specs.BUILTIN`) this class implements."""
+    def __init_subclass__(cls, declared: str | ToolDeclaration | None = None, **kwargs: Any) -> None:
+        """`declared`: the declaration this class implements, or the name of a core one (`specs.BUILTIN`)."""
         super().__init_subclass__(**kwargs)
-        if declared is not None:
+        if isinstance(declared, str):
             from .specs import BUILTIN
 
-            cls.name, cls.kind, cls.description, cls.parameters = BUILTIN[declared]  # type: ignore[assignment]
+            declared = BUILTIN[declared]
+        if declared is not None:
+            cls.name, cls.description, cls.parameters, cls.group = (
+                declared.name, declared.description, declared.parameters, declared.group,
+            )
+            cls.kind = declared.kind  # type: ignore[assignment]
+
+    def offered_in(self, mode: Mode) -> bool:
+        """Whether `mode` offers this tool: a read-only mode offers only tools that change nothing."""
+        return not mode.read_only or self.kind == "read"
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, self.description, self.parameters)

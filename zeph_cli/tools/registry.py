@@ -1,38 +1,38 @@
-"""The built-in tools and which of them each mode offers.
+"""The tools a session is offered: declared tools made offerable, filtered by the mode and the policy.
 
-Invariant: `agent` mode offers every tool; `ask` and `plan` offer only read
-tools, so write and exec tools are not even described to the model there.
-compress_context is offered only when the session has a budget to compress
-against; the memory tools only while long-term memory is on. Tools are offered
-from their declarations (`specs`); a tool's implementation is imported when it
-is first used, so a turn that calls no tool imports none.
+Invariant: tools are offered from their declarations (the core's in `specs`, and those features
+register), so a turn that calls no tool imports no tool's implementation: a declared tool's is imported
+when it is first used. What a mode offers is the mode's data (`config.modes`), what a session allows is
+its policy's (tool groups), and this module names neither a mode nor a feature. compress_context is
+offered only when the session has a budget to compress against.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from ..config.modes import MODES
 from .base import Tool, ToolContext, ToolResult, ToolSet
-from .specs import BUILTIN, IMPLEMENTATIONS, ToolDeclaration
+from .specs import BUILTIN, ToolDeclaration
 
-READ_ONLY_MODES = ("ask", "plan")
 COMPRESS_CONTEXT = "compress_context"
-MEMORY_TOOLS = ("memory_save", "memory_search")
-LOAD_SKILL = "load_skill"
 
 
 class DeclaredTool(Tool):
-    """A built-in tool as declared: its spec at once, its implementation on first use."""
+    """A tool as declared: its spec at once, its implementation on first use."""
 
     def __init__(self, declaration: ToolDeclaration) -> None:
-        self.name, self.kind, self.description, self.parameters = declaration  # type: ignore[assignment]
+        self.declaration = declaration
+        self.name, self.description, self.parameters = declaration.name, declaration.description, declaration.parameters
+        self.kind, self.group = declaration.kind, declaration.group  # type: ignore[assignment]
         self._implementation: Tool | None = None
 
     def implementation(self) -> Tool:
         if self._implementation is None:
-            module, class_name = IMPLEMENTATIONS[self.name]
+            module, class_name = self.declaration.implementation
             self._implementation = getattr(importlib.import_module(module), class_name)()
         return self._implementation
 
@@ -48,32 +48,27 @@ class DeclaredTool(Tool):
         return getattr(self.implementation(), name)
 
 
-def builtin_tools() -> list[Tool]:
-    return [DeclaredTool(declaration) for declaration in BUILTIN.values()]
+def _everything(group: str) -> bool:
+    return True
 
 
-def tools_for_mode(mode: str, *, compression: bool = True, memory: bool = True) -> ToolSet:
-    tools = builtin_tools()
-    if not compression:
-        tools = [t for t in tools if t.name != COMPRESS_CONTEXT]
-    if not memory:
-        tools = [t for t in tools if t.name not in MEMORY_TOOLS]
-    if mode in READ_ONLY_MODES:
-        tools = [t for t in tools if t.kind == "read"]
-    return ToolSet({t.name: t for t in tools})
+def tools_for_mode(
+    mode: str, declared: Iterable[ToolDeclaration] = (), live: Iterable[Tool] = (), *,
+    compression: bool = True, allows: Callable[[str], bool] = _everything,
+) -> ToolSet:
+    """The tools `mode` offers, in order: the core's, then `declared` (features'), then `live` ones (an MCP
+    server's); only those of a group `allows` allows, and compress_context only with `compression`."""
+    offered = MODES[mode]
+    tools = [*(DeclaredTool(d) for d in (*BUILTIN.values(), *declared)), *live]
+    return ToolSet({
+        tool.name: tool for tool in tools
+        if tool.offered_in(offered) and allows(tool.group) and (compression or tool.name != COMPRESS_CONTEXT)
+    })
 
 
-def tool_subject(name: str, arguments: dict) -> str:
+def tool_subject(name: str, arguments: dict, declared: Mapping[str, ToolDeclaration] = BUILTIN) -> str:
     """What a call of tool `name` is about (its command or path), as its tool reports it; for a tool that is
-    not built in (an MCP server's, a skill's), its arguments as compact JSON, as MCP tools report them."""
-    if name == LOAD_SKILL:
-        from ..features.skills.tools import LoadSkillTool
-
-        return LoadSkillTool().subject(arguments)
-    if name in BUILTIN:
-        return DeclaredTool(BUILTIN[name]).subject(arguments)
+    not declared (an MCP server's), its arguments as compact JSON, as MCP tools report them."""
+    if name in declared:
+        return DeclaredTool(declared[name]).subject(arguments)
     return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, sort_keys=True) if arguments else ""
-
-
-def builtin_tool_names() -> list[str]:
-    return list(BUILTIN)

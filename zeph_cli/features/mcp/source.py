@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ...context.blocks import Block, Source, TurnInput
 
 if TYPE_CHECKING:
-    from ...agent.sources import SourceHost
+    from ...agent.source_host import SourceHost
     from ...context.report import ContextReport
 
 

@@ -19,6 +19,7 @@ from ...tools.failures import ToolFailure
 from .connection import ServerError
 
 if TYPE_CHECKING:
+    from ...config.modes import Mode
     from .connection import ListedTool
 
 MAX_DESCRIPTION = 1024
@@ -47,6 +48,12 @@ class McpTool(Tool):
         self.kind = "read" if trusted else "exec"
         self.read_only = listed.read_only
         self.timeout = timeout
+
+    group = "MCP tools"
+
+    def offered_in(self, mode: Mode) -> bool:
+        """A read-only mode offers the tools the server marks read-only (whatever their trust)."""
+        return not mode.read_only or self.read_only
 
     def subject(self, arguments: Mapping[str, Any]) -> str:
         return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, sort_keys=True)

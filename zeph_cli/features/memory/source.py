@@ -14,7 +14,7 @@ from ...context.blocks import TURN_ORDER, Block, Placement, Source, TurnInput
 from ...context.recall_block import RECALL_BLOCK, recall_block
 
 if TYPE_CHECKING:
-    from ...agent.sources import SourceHost
+    from ...agent.source_host import SourceHost
 
 
 class MemorySource(Source):

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import ZephError
 from ...tools.base import Tool, ToolContext, ToolResult
-from ...tools.specs import DEFAULT_SEARCH_LIMIT, MAX_MEMORY_CHARS, MAX_SEARCH_LIMIT, MEMORY_SCOPES
+from .tool_specs import DEFAULT_SEARCH_LIMIT, MAX_MEMORY_CHARS, MAX_SEARCH_LIMIT, MEMORY_SAVE, MEMORY_SCOPES, MEMORY_SEARCH
 from ...tools.failures import ToolFailure
 from ...tools.memory_access import MemoryAccess
 
@@ -25,7 +25,7 @@ def _memories(context: ToolContext, tool: str) -> MemoryAccess:
     return context.memories
 
 
-class MemorySaveTool(Tool, declared="memory_save"):
+class MemorySaveTool(Tool, declared=MEMORY_SAVE):
     def subject(self, arguments: Mapping[str, Any]) -> str:
         return str(arguments.get("content", ""))
 
@@ -63,7 +63,7 @@ class MemorySaveTool(Tool, declared="memory_save"):
         )
 
 
-class MemorySearchTool(Tool, declared="memory_search"):
+class MemorySearchTool(Tool, declared=MEMORY_SEARCH):
     def subject(self, arguments: Mapping[str, Any]) -> str:
         return str(arguments.get("query", ""))
 

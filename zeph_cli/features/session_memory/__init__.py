@@ -4,3 +4,17 @@ worker process `worker.py` for `zeph ask`), kept in the digest tables (`store.py
 
 Invariant: nothing here delays a reply or reaches a provider except through the side jobs it is given.
 """
+
+from .. import ChatCommand, CommandGroup, Feature
+from ...context.blocks import Registration
+
+FEATURE = Feature(
+    "session memory",
+    sources=(Registration(f"{__name__}.source", "SessionMemorySource"),),
+    command_group=CommandGroup("profile", f"{__name__}.commands", "profile_app"),
+    chat_commands=(
+        ChatCommand("profile", "[NAME|none|edit TEXT|clear]",
+                    "Show the profiles; NAME switches the global prompt; edit/clear the user profile.",
+                    (f"{__name__}.chat_commands", "profile_command")),
+    ),
+)

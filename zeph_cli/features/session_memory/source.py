@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from ...context.blocks import TURN_ORDER, Block, Placement, Source, TurnInput
 
 if TYPE_CHECKING:
-    from ...agent.sources import SourceHost
+    from ...agent.source_host import SourceHost
 
 
 class SessionMemorySource(Source):

@@ -4,3 +4,29 @@ skill dirs, ranked against each message; the matched ones reach the prompt, the 
 Invariant: nothing here imports the `mcp` SDK, Textual or a provider SDK; numpy only through the
 embedder; PyYAML only when a SKILL.md is read.
 """
+
+from .. import ChatCommand, CommandGroup, Feature
+from ...context.blocks import Registration
+from .tool_specs import LOAD_SKILL
+
+
+def _on(session) -> bool:
+    return session.extras.skills is not None
+
+
+def _matched(session) -> bool:
+    """load_skill is offered while the turn has skills to name (matched or listed)."""
+    return session.extras.skills_input() is not None
+
+
+FEATURE = Feature(
+    "skills",
+    sources=(Registration(f"{__name__}.source", "SkillsSource", _on),),
+    tools=(LOAD_SKILL,),
+    tools_offered=_matched,
+    command_group=CommandGroup("skills", f"{__name__}.commands", "skills_app"),
+    chat_commands=(
+        ChatCommand("skills", "[NAME]", "List the skills (last turn's matches marked), or show one.",
+                    (f"{__name__}.chat_commands", "skills_command")),
+    ),
+)

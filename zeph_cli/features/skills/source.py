@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...context.blocks import SYSTEM_ORDER, Block, Source, TurnInput
-from ...tools.registry import LOAD_SKILL
+from .tool_specs import LOAD_SKILL
 
 if TYPE_CHECKING:
-    from ...agent.sources import SourceHost
+    from ...agent.source_host import SourceHost
     from ...context.report import ContextReport
 
 
@@ -34,10 +34,10 @@ class SkillsSource(Source):
             return []
         from ...context.skills_block import skills_block
 
-        return [skills_block(skills, LOAD_SKILL, SYSTEM_ORDER["skills"])]
+        return [skills_block(skills, LOAD_SKILL.name, SYSTEM_ORDER["skills"])]
 
     def lines(self, report: ContextReport) -> list[str]:
-        return self.agent.extras.skills_lines(loadable=LOAD_SKILL in self.agent.offered_tools().tools)
+        return self.agent.extras.skills_lines(loadable=LOAD_SKILL.name in self.agent.offered_tools().tools)
 
     def take_notes(self) -> list[str]:
         notes, self.notes = self.notes, []

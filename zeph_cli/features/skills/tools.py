@@ -18,6 +18,7 @@ from ...tools.base import Tool, ToolContext, ToolResult
 from ...tools.failures import ToolFailure
 from ...tools.skill_access import SkillAccess, SkillView
 from ...tools.text_files import binary_kind, human_size
+from .tool_specs import LOAD_SKILL
 
 MAX_LISTED_FILES = 50
 MAX_LISTED_NAMES = 40
@@ -93,22 +94,7 @@ def _inside(skill: SkillView, raw: str) -> Path:
     return target
 
 
-class LoadSkillTool(Tool):
-    name = "load_skill"
-    kind = "read"
-    description = (
-        "Read a skill: its full instructions and the list of files in its folder. "
-        "With `file`, read one of those files instead (a path relative to the skill's folder)."
-    )
-    parameters = {  # noqa: RUF012 — a JSON schema, read only
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", "description": "The skill's name, as listed in the skills blocks."},
-            "file": {"type": "string", "description": "A file in the skill's folder, relative to it (optional)."},
-        },
-        "required": ["name"],
-    }
-
+class LoadSkillTool(Tool, declared=LOAD_SKILL):
     def subject(self, arguments: Mapping[str, Any]) -> str:
         name = str(arguments.get("name", ""))
         file = arguments.get("file")

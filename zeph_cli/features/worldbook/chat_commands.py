@@ -8,11 +8,14 @@ chat session's copy of the conversation is refreshed so later writes keep it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...errors import UsageError
 from .store import ISOLATED_KEY, WorldbookStore
 from .turn import is_isolated
+
+if TYPE_CHECKING:
+    from .. import ChatHost
 
 USAGE = "/worldbook lists the entries in force here; /worldbook isolate on|off switches isolation mode"
 
@@ -67,3 +70,8 @@ def _listing(session: Any) -> str:
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     lines += ["", f"Isolation: {isolation} · `/worldbook isolate on|off` · `zeph worldbook list` outside the chat."]
     return "\n".join(lines)
+
+
+async def worldbook_command(host: ChatHost, argument: str) -> None:
+    await host.show(worldbook_reply(host.session, argument))
+    host.refresh_gauge()

@@ -13,7 +13,7 @@ from ...context.blocks import SYSTEM_ORDER, TURN_ORDER, Block, Placement, Source
 from .turn import WorldbookLayers, layers_within
 
 if TYPE_CHECKING:
-    from ...agent.sources import SourceHost
+    from ...agent.source_host import SourceHost
 
 _POSITIONS = {  # position → (placement, order)
     "before": (Placement.SYSTEM, SYSTEM_ORDER["worldbook before"]),

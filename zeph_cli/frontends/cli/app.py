@@ -19,6 +19,7 @@ import typer
 
 from ... import __version__
 from ...errors import StoreError, UsageError, ZephError
+from ...features import command_groups
 from .command_context import load, open_store, read_stdin, state, stdout_is_terminal
 from ...process_exit import leave
 from ...startup_gc import freeze_after_start_up, pause_for_start_up
@@ -32,11 +33,7 @@ if TYPE_CHECKING:
 # `zeph ask` does not pay for the commands it is not.
 LAZY_GROUPS = {
     "sessions": ("zeph_cli.frontends.cli.sessions_command", "sessions_app"),
-    "memory": ("zeph_cli.features.memory.commands", "memory_app"),
-    "skills": ("zeph_cli.features.skills.commands", "skills_app"),
-    "mcp": ("zeph_cli.features.mcp.commands", "mcp_app"),
-    "worldbook": ("zeph_cli.features.worldbook.commands", "worldbook_app"),
-    "profile": ("zeph_cli.features.session_memory.commands", "profile_app"),
+    **{group.name: (group.module, group.attribute) for group in command_groups().values()},
 }
 
 

@@ -27,11 +27,12 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
-from ...errors import ReplyNotStored, UsageError, ZephError
+from ...errors import ReplyNotStored, ZephError
+from ...features import chat_commands, chat_handler
 from ...log import current_log_path, get_logger
 from .prompt_input import PromptInput
 from .help_panel import HelpPanel
-from .slash import SlashCommand, SlashError, complete, memory_action, parse, unescape
+from .slash import SlashCommand, SlashError, complete, parse, unescape
 from .startup import Startup
 from .status_bar import StatusBar
 from .transcript import Divider, Notice, Transcript, UserEntry, entries_for
@@ -377,8 +378,9 @@ class ZephApp(App[int]):
         if name == "sessions":
             self.run_worker(self.pick_session(argument), group="dialog")
             return
-        if name == "mcp":  # servers may take their timeout to start: the app stays usable meanwhile
-            self.run_worker(self.mcp_in_background(argument, typed), group="mcp", exit_on_error=False)
+        feature_command = chat_commands().get(name)
+        if feature_command is not None and feature_command.background:  # it may wait (on servers): the app stays usable
+            self.run_worker(self.in_background(name, argument, typed), group=name, exit_on_error=False)
             return
         if self.busy and name in ("compact", "clear", "new", "model", "provider"):
             await self.notice(f"/{name} waits until the running turn ends (esc cancels it)", "warning")
@@ -436,124 +438,26 @@ class ZephApp(App[int]):
         elif name == "export":
             path = session.export(Path(argument) if argument else None)
             await self.notice(f"exported to {path}")
-        elif name == "memory":
-            await self.memory_command(argument)
-        elif name == "profile":
-            await self.profile_command(argument)
-        elif name == "skills":
-            await self.skills_command(argument)
-        elif name == "worldbook":
-            from ...features.worldbook.chat_commands import worldbook_reply
+        elif name in chat_commands():
+            await chat_handler(chat_commands()[name])(self, argument)
 
-            await self.transcript.add(HelpEntry(worldbook_reply(session, argument)))
-            self.refresh_gauge()
-
-    async def profile_command(self, argument: str) -> None:
-        """/profile: the global prompt profiles and the user profile; /profile NAME (or none) switches this
-        session's global prompt; /profile edit TEXT and /profile clear change the user profile."""
-        session, memory = self.session, self.session.agent.session_memory
-        word, _, rest = argument.partition(" ")
-        word = word.lower()
-        if word in ("show", "list"):
-            word, argument = "", ""
-        if word == "edit":
-            if not rest.strip():
-                await self.notice("usage: /profile edit TEXT (the whole user profile; zeph profile edit opens an editor)", "warning")
-                return
-            memory.set_profile(rest)
-            self.refresh_gauge()
-            await self.notice("user profile saved")
-        elif word == "clear":
-            await self.notice("user profile cleared" if memory.clear_profile() else "the user profile is already empty")
-            self.refresh_gauge()
-        elif word:
-            try:
-                session.set_prompt_profile(argument)
-            except ValueError as exc:
-                await self.notice(str(exc), "warning")
-                return
-            self.refresh_gauge()
-            await self.notice(f"global prompt: profile {session.prompt_profile()}" if session.prompt_profile() else "global prompt: none")
-        else:
-            from ...context.global_prompt import profile_lines
-            from ...context.session_memory_blocks import user_profile_lines
-
-            lines = profile_lines(session.prompt_profile(), session.agent.config.prompt.profiles)
-            profile = memory.profile()
-            shown = user_profile_lines(profile.text, profile.source, profile.updated_at) if profile else user_profile_lines("")
-            shown += memory.status_lines()  # off with the embedded summarizer, or failing the checks
-            if profile is not None and profile.discarded:
-                shown.append(f"the last automatic update was discarded: {profile.discarded}")
-            await self.notice("\n".join([*lines, "", *shown]))
-
-    async def skills_command(self, argument: str) -> None:
-        from . import screens
-
-        service = self.session.agent.skills
-        if service is None:
-            await self.notice("skills are not available in this session")
-            return
-        if argument:
-            skill = service.get(argument)
-            for warning in service.take_warnings():
-                await self.notice(warning, "warning")
-            if skill is None:
-                await self.notice(f"no skill named {argument!r} (/skills lists them)", "warning")
-                return
-            await self.transcript.add(HelpEntry(screens.skill_markdown(skill)))
-            return
-        skills = service.skills()
-        for warning in service.take_warnings():
-            await self.notice(warning, "warning")
-        last = service.last
-        matched = {m.skill.name: m for m in last.matched} if last is not None else {}
-        await self.transcript.add(HelpEntry(screens.skills_markdown(skills, matched, service.dirs)))
-
-    async def mcp_in_background(self, argument: str, typed: str) -> None:
+    async def in_background(self, name: str, argument: str, typed: str) -> None:
         try:
-            await self.mcp_command(argument)
+            await chat_handler(chat_commands()[name])(self, argument)
         except ZephError as exc:
             await self.notice(str(exc), "error")
             self.restore_input(typed)
 
-    async def mcp_command(self, argument: str) -> None:
-        """/mcp lists the prompts; /mcp SERVER PROMPT NAME=value … puts one into the input box."""
-        import shlex
+    # ---- what a feature's command uses (`features.ChatHost`) ---------------------------------------
 
-        from ...features.mcp.commands import parse_arguments
+    async def show(self, markdown: str) -> None:
+        """Markdown in the transcript, as /help shows its table."""
+        await self.transcript.add(HelpEntry(markdown))
 
-        if not argument.strip():
-            prompts, notes = await self.session.mcp_prompts()
-            for note in notes:
-                await self.notice(note, "warning")
-            from .screens import mcp_prompts_markdown
-
-            await self.transcript.add(HelpEntry(mcp_prompts_markdown(prompts)))
-            return
-        try:
-            words = shlex.split(argument)
-        except ValueError as exc:
-            raise UsageError(f"/mcp: {exc}") from None
-        if len(words) < 2:
-            raise UsageError("/mcp needs a server and a prompt: /mcp SERVER PROMPT NAME=value … (/mcp lists them)")
-        text = await self.session.mcp_prompt(words[0], words[1], parse_arguments(words[2:]))
+    def put_input(self, text: str) -> None:
+        """Text into the input box to edit and send."""
         self.restore_input(text)
         self.prompt.focus()
-
-    async def memory_command(self, argument: str) -> None:
-        memories = self.session.long_term_memory()
-        action, rest = memory_action(argument)
-        if action == "add":
-            memory, created = memories.save(rest, source="user")
-            done = "saved" if created else "already saved as"
-            await self.notice(f"{done} memory #{memory.id} ({memory.scope})")
-        elif action == "forget":
-            memory = memories.store.forget(int(rest))
-            await self.notice(f"forgot memory #{memory.id}")
-        else:
-            from .screens import memory_markdown
-
-            await self.transcript.add(HelpEntry(memory_markdown(memories.visible())))
 
     async def compact(self) -> None:
         from ..event_handler import dispatch

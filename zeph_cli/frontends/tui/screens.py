@@ -7,7 +7,7 @@ closing it any other way counts as "no".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from rich.markup import escape
@@ -63,58 +63,6 @@ class ConfirmScreen(ModalScreen[str]):
 
     def action_answer(self, answer: str) -> None:
         self.dismiss(answer)
-
-
-def memory_markdown(memories: Sequence[Any]) -> str:
-    """Markdown for /memory: the memories seen here (id, scope, confidence, text), or how to save one."""
-    if not memories:
-        return "No saved memories here. `/memory add TEXT` saves one; the model can save them with memory_save."
-    lines = ["| # | Scope | Confidence | Memory |", "|---|---|---|---|"]
-    for memory in memories:
-        text = " ".join(memory.content.split()).replace("|", "\\|")
-        lines.append(f"| {memory.id} | {memory.scope} | {memory.confidence:g} | {text} |")
-    lines += ["", "`/memory add TEXT` saves one here · `/memory forget ID` deletes one · `zeph memory` manages them all."]
-    return "\n".join(lines)
-
-
-def skills_markdown(skills: Sequence[Any], matched: Mapping[str, Any], folders: Sequence[Any]) -> str:
-    """Markdown for /skills: every skill (source, description), those matched on the last turn marked."""
-    if not skills:
-        where = " or ".join(f"`{folder}`" for folder in folders)
-        return f"No skills. A skill is a folder with a SKILL.md in {where}."
-    lines = ["| Skill | Source | Last turn | Description |", "|---|---|---|---|"]
-    for skill in skills:
-        match = matched.get(skill.name)
-        mark = f"matched ({match.score:.2f}, {match.reason})" if match is not None else ""
-        if skill.flags:
-            mark = (mark + " " if mark else "") + "flagged: " + ", ".join(skill.flags)
-        text = " ".join(skill.description.split()).replace("|", "\\|")
-        lines.append(f"| {skill.name} | {skill.source} | {mark.replace('|', '/')} | {text} |")
-    lines += ["", "`/skills NAME` shows one · `zeph skills list` lists them outside the chat."]
-    return "\n".join(lines)
-
-
-def skill_markdown(skill: Any) -> str:
-    """Markdown for /skills NAME: where the skill lives, its description and triggers, its body."""
-    head = [f"**{skill.name}** ({skill.source}) — `{skill.file}`", "", skill.description]
-    if skill.triggers:
-        head.append(f"Triggers: {', '.join(skill.triggers)}")
-    if skill.flags:
-        head.append(f"Flagged by the injection scan: {', '.join(skill.flags)} (never matched automatically)")
-    return "\n".join([*head, "", "---", "", skill.body])
-
-
-def mcp_prompts_markdown(prompts: Sequence[tuple[str, Any]]) -> str:
-    """Markdown for /mcp: each running server's prompts with their arguments (* = required)."""
-    if not prompts:
-        return "No MCP prompts: no running server offers one (`zeph mcp list` shows the servers)."
-    lines = ["| Server | Prompt | Arguments | Description |", "|---|---|---|---|"]
-    for server, prompt in prompts:
-        arguments = " ".join(f"{name}{'*' if required else ''}" for name, required, _ in prompt.arguments)
-        description = " ".join(prompt.description.split()).replace("|", "\\|")
-        lines.append(f"| {server} | {prompt.name} | {arguments} | {description} |")
-    lines += ["", "`/mcp SERVER PROMPT NAME=value …` puts the prompt into the input box to edit and send."]
-    return "\n".join(lines)
 
 
 def bar(tokens: int, total: int, width: int = BAR_WIDTH) -> str:

@@ -1,6 +1,7 @@
 """Slash commands of the chat input: the table, parsing, completion and what /help lists.
 
-Invariant: pure functions of the typed text (no Textual, no I/O). Input is a
+Invariant: pure functions of the typed text (no Textual, no I/O); the features' commands come from
+their registrations (`features.chat_commands`), each argument checked by its feature. Input is a
 command only when its first word is `/` followed by letters or dashes and no
 further `/`; anything else (`/usr/bin is odd`, `//literal`) is a message.
 """
@@ -12,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ...config import AGENT_MODES
+from ...features import chat_commands, chat_problem
 
 
 @dataclass(frozen=True)
@@ -35,11 +37,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("mode", "|".join(AGENT_MODES), "Switch the mode — agent: all tools; ask, plan: read-only.", True, "plan"),
     CommandSpec("system", "TEXT", "Set this session's topic prompt.", True, "Answer in French."),
     CommandSpec("enhance", "[TEXT]", "Set the prompt sent last in each request (none: configured)."),
-    CommandSpec("profile", "[NAME|none|edit TEXT|clear]", "Show the profiles; NAME switches the global prompt; edit/clear the user profile."),
-    CommandSpec("memory", "[add TEXT|forget ID]", "List the memories seen here, save one, or forget one."),
-    CommandSpec("skills", "[NAME]", "List the skills (last turn's matches marked), or show one."),
-    CommandSpec("worldbook", "[isolate on|off]", "List the worldbook entries in force, or switch isolation."),
-    CommandSpec("mcp", "[SERVER PROMPT [NAME=value ...]]", "List the MCP prompts, or put one into the input box."),
+    *(CommandSpec(c.name, c.hint, c.help) for c in chat_commands().values()),  # the features'
     CommandSpec("export", "[PATH|json]", "Export as Markdown, or as JSON with every message (.json)."),
     CommandSpec("exit", "", "Leave zeph."),
 )
@@ -135,29 +133,11 @@ def parse(text: str) -> SlashCommand | SlashError | None:
         return SlashError("/context takes no argument, or text for the text of each block as sent")
     if spec.name == "context":
         return SlashCommand("context", argument.lower())
-    if spec.name == "memory":
-        problem = memory_problem(argument)
-        if problem:
-            return SlashError(problem)
+    feature_command = chat_commands().get(spec.name)
+    problem = chat_problem(feature_command, argument) if feature_command is not None else None
+    if problem:
+        return SlashError(problem)
     return SlashCommand(spec.name, argument)
-
-
-def memory_action(argument: str) -> tuple[str, str]:
-    """(action, rest) of a /memory argument: ("list", ""), ("add", TEXT) or ("forget", ID)."""
-    word, _, rest = _split(argument)
-    return (word.lower(), rest.strip()) if word else ("list", "")
-
-
-def memory_problem(argument: str) -> str | None:
-    """Why a /memory argument cannot run, or None."""
-    action, rest = memory_action(argument)
-    if action == "list":
-        return None
-    if action == "add":
-        return None if rest else "/memory add needs the fact to remember: /memory add The tests run with make test"
-    if action == "forget":
-        return None if rest.isdigit() else f"/memory forget needs a memory id (a number), not {rest!r}: /memory forget 3"
-    return f"/memory takes add TEXT or forget ID, not {action!r} (/memory alone lists them)"
 
 
 def _unknown(name: str) -> str:

@@ -390,6 +390,7 @@ def entries_for(item) -> list[object]:
 
 def entry_for(item) -> object | None:
     """The widget for one transcript item of the session."""
+    from ...features import declared_tools
     from ...tools.registry import tool_subject
 
     kind = item.kind
@@ -406,7 +407,7 @@ def entry_for(item) -> object | None:
         else:
             status = item.summary or item.decision or ("error" if failed else "done")
         return ToolEntry(
-            item.name, tool_subject(item.name, item.arguments), item.arguments,
+            item.name, tool_subject(item.name, item.arguments, declared_tools()), item.arguments,
             status=status, output=item.result or "", failed=failed,
         )
     if kind == "divider":
