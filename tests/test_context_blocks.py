@@ -98,3 +98,15 @@ def test_the_request_budget_carries_the_offered_tools_to_entries():
     budget = RequestBudget(Budget(0, 0, 0.7, 0.9), COUNTER, tools=frozenset({"load_skill"}))
     assemble([Block("e", entries, Placement.SYSTEM, share=0.1, cap=100)], _history(), budget)
     assert entries.rooms[0].tools == frozenset({"load_skill"})
+
+
+def test_the_report_says_how_much_of_the_head_stays_the_same_from_turn_to_turn():
+    head = [Block("base", "the base prompt " * 20, Placement.SYSTEM, 10),
+            Block("skills", "matched skills", Placement.SYSTEM, 80, stable=False),
+            Block("pinned", "after a changing one", Placement.SYSTEM, 90),
+            Block("per turn", "the time", Placement.BEFORE_TURN, 10, stable=False)]
+    _, report = assemble(head, _history(), _budget())
+    assert report.first_changing == "skills" and report.stable_prefix_tokens == report.block("base").tokens > 0
+    _, report = assemble([head[0], head[2], head[3]], _history(), _budget())  # a per-turn block is not the head
+    assert report.first_changing == "" and report.stable_prefix_tokens == report.block("base").tokens + report.block("pinned").tokens
+    assert report.to_dict()["stable_prefix"] == {"tokens": report.stable_prefix_tokens, "ends_before": ""}

@@ -147,3 +147,18 @@ def test_the_assembler_puts_outlet_before_recall_an_bottom_after_it_and_depths_i
     assert [n for n in names if n in per_turn] == per_turn  # the report in the request's order
     assert report.block("worldbook at depth 1").detail == "1 entry"  # the layer's own detail, as given
     assert report.fixed_tokens >= sum(report.block(n).tokens for n in names if n.startswith("worldbook"))
+
+
+def test_a_worldbook_layer_is_cache_stable_only_when_every_entry_in_it_is_always_on():
+    from zeph_cli.context.blocks import Placement
+    from zeph_cli.features.worldbook.source import worldbook_blocks
+    from zeph_cli.features.worldbook.turn import WorldbookTurn, layers_within
+
+    always = [entry(1, position="before"), entry(2, position="after")]
+    fired = [entry(3, "deploy", position="after"), entry(4, "deploy", position="an_top")]
+    placement = place(always + fired, None, len)
+    assert [(b.name, b.constant) for b in placement.blocks] == [
+        ("worldbook before", True), ("worldbook after", False), ("worldbook an top", False)]
+    blocks = worldbook_blocks(layers_within(WorldbookTurn(tuple(always + fired), tuple(always + fired)), None, len))
+    stable = {b.name: b.stable for b in blocks if b.placement is not Placement.REPORT}
+    assert stable == {"worldbook before": True, "worldbook after": False, "worldbook an top": False}

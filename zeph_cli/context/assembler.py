@@ -243,6 +243,13 @@ def assemble(blocks: Sequence[Block], history: History, budget: RequestBudget) -
         + (f", {dropped} older not sent" if dropped else "")
     )
 
+    stable_tokens, first_changing = 0, ""
+    for p in [*by_place[Placement.SYSTEM], *by_place[Placement.CONTEXT]]:  # the head of the request, in order
+        if not p.block.stable:
+            first_changing = p.block.name
+            break
+        stable_tokens += p.tokens
+
     def rows(place: Placement) -> list[ContextBlock]:
         return [ContextBlock(p.block.name, p.tokens, p.detail, p.kept) for p in by_place[place]]
 
@@ -272,6 +279,8 @@ def assemble(blocks: Sequence[Block], history: History, budget: RequestBudget) -
         fixed_tokens=fixed,
         pinned_tokens=pinned_tokens,
         sent_blocks=_sent_blocks(by_place, summaries, with_depths, at),
+        stable_prefix_tokens=stable_tokens,
+        first_changing=first_changing,
     )
     return messages, report
 

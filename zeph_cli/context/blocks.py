@@ -204,7 +204,7 @@ OPEN = SourcePolicy()
 # and no memory tools.
 ISOLATION = SourcePolicy(frozenset({"memory", "session memory", "skills", "MCP tools"}),
                          frozenset({"memory tools", "skill tools", "MCP tools"}),
-                         ("long-term memory", "semantic recall", "MCP tools", "skills", "memory tools",
+                         ("long-term memory", "semantic recall", "MCP tools", "skills", "skill tools", "memory tools",
                           "cross-session summaries", "user profile"))
 
 

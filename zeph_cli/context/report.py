@@ -45,6 +45,10 @@ class ContextReport:
     # The block each message of the request belongs to, one name per message in the order sent
     # (`zeph context --text`); not in `to_dict`, which describes blocks, not messages.
     sent_blocks: tuple[str, ...] = ()
+    # The system layers that stay the same from turn to turn (`Block.stable`), in the order sent, up to the
+    # first that changes: what a provider's prompt cache can keep (tokens), and that first layer ("" = none).
+    stable_prefix_tokens: int = 0
+    first_changing: str = ""
 
     @property
     def recalled_ids(self) -> tuple[int, ...]:
@@ -123,4 +127,5 @@ class ContextReport:
             "compaction": list(self.compaction),
             "recalled_ids": list(self.recalled_ids),
             "skills_shown": [{"name": n, "form": f} for n, f in self.skills_shown],
+            "stable_prefix": {"tokens": self.stable_prefix_tokens, "ends_before": self.first_changing},
         }

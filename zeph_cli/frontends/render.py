@@ -200,7 +200,17 @@ def context_head_lines(report: ContextReport, session_id: int, provider: str, mo
             f"context {context_fill(report)} · compaction at soft {report.soft_threshold:.0%} "
             f"/ hard {report.hard_threshold:.0%} · strategy {strategy}"
         )
+    lines.append(cache_line(report))
     return lines
+
+
+def cache_line(report: ContextReport) -> str:
+    """How much of the request's head stays the same from turn to turn, so a prompt cache can keep it."""
+    stable = human_tokens(report.stable_prefix_tokens)
+    if not report.first_changing:
+        return f"cache-stable prefix {stable}: every system layer stays the same from turn to turn"
+    return (f"cache-stable prefix {stable}: the system layers before {report.first_changing}, "
+            "which changes from turn to turn (and so does everything after it)")
 
 
 def context_rows(report: ContextReport) -> list[tuple[str, int, str, str]]:

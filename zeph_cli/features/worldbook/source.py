@@ -39,7 +39,8 @@ def worldbook_blocks(book: WorldbookLayers) -> list[Block]:
     """The worldbook's layers as blocks, by position; its notes (isolation, entries left out) as report rows."""
     blocks: list[Block] = []
     for position, (placement, order) in _POSITIONS.items():
-        stable = placement is Placement.SYSTEM
-        blocks += [Block(x.name, x.text, placement, order, stable=stable, detail=x.detail) for x in getattr(book, position)]
+        blocks += [Block(x.name, x.text, placement, order, detail=x.detail,
+                         stable=placement is Placement.SYSTEM and x.name not in book.changing)
+                   for x in getattr(book, position)]
     blocks += [Block(x.name, x.text, Placement.DEPTH, depth=depth, stable=False, detail=x.detail) for depth, x in book.depths]
     return blocks + [Block(note.name, placement=Placement.REPORT, detail=note.detail) for note in book.notes]

@@ -100,6 +100,7 @@ class WorldbookLayers:
     an_bottom: list[PromptLayer] = field(default_factory=list)
     depths: list[tuple[int, PromptLayer]] = field(default_factory=list)
     notes: list[ContextBlock] = field(default_factory=list)  # 0-token blocks: isolation, entries left out
+    changing: set[str] = field(default_factory=set)  # layers holding an entry its keywords fired: not cache-stable
 
     def annotate(self, report: ContextReport) -> ContextReport:
         """The report with the 0-token blocks that say isolation is on (and what it left out) or that no
@@ -126,6 +127,8 @@ def layers_within(turn: WorldbookTurn, allowance: int | None, measure: Callable[
     for n, block in enumerate(placement.blocks):
         detail = "; ".join(filter(None, (block.detail, placement.detail if n == 0 else "")))
         layer = PromptLayer(block.name, block.text, detail)
+        if not block.constant:
+            layers.changing.add(block.name)
         if block.position == "at_depth":
             layers.depths.append((block.depth, layer))
         else:
