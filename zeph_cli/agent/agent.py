@@ -33,18 +33,17 @@ from ..context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, se
 from ..context.project import render_project_context
 from ..context.prompt_modules import MODE_MODULES
 from ..context.report import ContextReport
-from ..features.memory.long_term_access import LongTermMemory
-from ..features.memory.service import MemoryService, TurnMemory
+from ..features import memory as memory_feature
+from ..features import session_memory as session_memory_feature
+from ..features import worldbook as worldbook_feature
 from ..messages import Message
 from ..models import ModelProfile, prefer_learned_window
 from ..paths import config_dir, global_project_file
 from .prompt_files import load_prompt_modules
 from ..providers.base import Provider, ProviderSettings
 from ..providers.pool import ProviderPool
-from ..features.session_memory.service import SessionMemory, SessionMemoryDeps
 from .side_jobs import SideJobs
 from ..store import Conversation, ConversationStore
-from ..features.memory.long_term_store import MemoryStore
 from ..store.windows import remembered_window
 from ..tokens import DeferredCounter, TiktokenCounter, TokenCounter, bounded, count_message, default_counter, exact_counter
 from ..tools.base import ToolSet
@@ -53,7 +52,6 @@ from ..tools.approval import Approver, deny_all
 from ..features import declared_tools, offered_tools
 from ..features.turn_extras import TurnExtras
 from .workspace import Workspace, environment_facts, find_project_files
-from ..features.worldbook.turn import Worldbook, WorldbookTurn
 from . import context_view
 from .events import AgentEvent, AgentWarning, TurnQueued, TurnStarted
 from .sources import Prepared, build_sources, prepare_sources
@@ -71,6 +69,7 @@ if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools
     from ..tools.permissions import PermissionPolicy
     from ..tools.sandbox import Sandbox
     from ..tools.sandbox.protected import ToolGuard
+    from ..features.memory import LongTermMemory, MemoryService
 
 
 async def wait_for_session(lock: "TurnLock", conversation_id: int) -> AsyncIterator[AgentEvent]:
@@ -149,12 +148,12 @@ class Agent:
         self.unanswered_prompt: int | None = None  # the last turn's prompt, when no reply answered it (withdrawn)
         # Recall and long-term memories: looked up once per turn, sent with every request of it.
         self.memory = memory
-        self.turn_memory = TurnMemory()
+        self.turn_memory = memory_feature.TurnMemory()
         # Skills matched to the message and MCP servers' tools: prepared once per turn.
         self.extras = services.extras or TurnExtras(prompt_mode=config.skills.prompt_mode)
         # Worldbook entries the recent messages trigger (once per turn), and the session's isolation mode.
-        self.worldbook = Worldbook(store.db, config.worldbook, str(self.confinement.root))
-        self.turn_worldbook = WorldbookTurn()
+        self.worldbook = worldbook_feature.Worldbook(store.db, config.worldbook, str(self.confinement.root))
+        self.turn_worldbook = worldbook_feature.WorldbookTurn()
         # The tools offered each turn, within the budget, and what was said about those left out.
         self.offer = ToolOffer(
             OfferDeps(
@@ -176,7 +175,7 @@ class Agent:
         self.side_jobs = SideJobs(
             ProviderPool(provider, helper_settings), provider, lambda: self.profile, config.llm.max_tokens, self.dump
         )
-        self.session_memory = SessionMemory(SessionMemoryDeps(
+        self.session_memory = session_memory_feature.SessionMemory(session_memory_feature.SessionMemoryDeps(
             store, config.memory, self.side_jobs.complete, lambda: self.counter, str(workspace_root(cwd)), self.clock,
             small_summarizer=lambda: self.side_jobs.small_embedded("summary"),
         ))
@@ -379,8 +378,8 @@ class Agent:
         if not config.enabled:
             return None
         embedder = self.memory.embedder if self.memory is not None else None
-        return LongTermMemory.here(
-            MemoryStore(self.store.db), self.cwd, conversation_id=conversation_id, config=config, embedder=embedder
+        return memory_feature.LongTermMemory.here(
+            memory_feature.MemoryStore(self.store.db), self.cwd, conversation_id=conversation_id, config=config, embedder=embedder
         )
 
     def memory_chars(self) -> int | None:
@@ -582,7 +581,7 @@ class Agent:
         self.pinned_id = saved_id
         history = self.agent_history(conversation)  # read once for the worldbook's triggers and recall
         self.turn_worldbook = self.worldbook.for_turn(conversation.id, conversation.metadata, [i.message for i in history])
-        self.turn_memory = TurnMemory()  # nothing of the previous turn's
+        self.turn_memory = memory_feature.TurnMemory()  # nothing of the previous turn's
         try:
             notes = await self.prepare_sources(conversation, history, prompt, running=True)
             turn.notes = [*notes, *self.turn_worldbook.warnings]

@@ -15,12 +15,11 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal, TYPE_CHECKING, Union
 
 from .agent import ENHANCE_KEY, Agent
 from .factory import build_agent, close_agent, set_mode
 from .sources import Prepared
-from ..features.memory.service import TurnMemory
 from ..config import LoadedConfig
 from ..context.global_prompt import PROFILE_KEY, session_profile
 from ..context.report import ContextReport
@@ -28,7 +27,6 @@ from ..context.sent_text import SentSection, sent_sections
 from ..errors import NotFound, SessionBusy, UsageError, ZephError
 from .events import AgentEvent, TurnStarted
 from ..log import get_logger, log_to
-from ..features.memory.long_term_access import LongTermMemory
 from ..messages import Message, ToolResultPart
 from ..models import reply_token_cap
 from ..paths import database_path
@@ -36,9 +34,14 @@ from ..providers import Provider
 from ..frontends.render import compaction_metrics_lines, conversation_json, conversation_markdown
 from ..store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
 from ..store.conversations import UNSENT_KEY
-from ..features.memory.long_term_store import MemoryStore
+from ..features import mcp as mcp_feature
+from ..features import memory as memory_feature
+from ..features.skills.tool_specs import LOAD_SKILL
 from ..tokens import count_message
 from ..tools.permissions import Approver
+
+if TYPE_CHECKING:
+    from ..features.memory import LongTermMemory
 
 log = get_logger("chat")
 
@@ -395,9 +398,10 @@ class ChatSession:
     def _start_summary_worker(self) -> None:
         pending, self.agent.session_memory.pending = self.agent.session_memory.pending, None
         if pending is not None:
-            from ..features.session_memory.worker import spawn
 
             loaded = _with_overrides(self.loaded, self._overrides)
+            from ..features.session_memory.worker import spawn  # the worker's module builds agents
+
             spawn(pending, loaded, str(loaded.path) if loaded.path else None, self.cwd, self.env)
 
     async def compact(self) -> AsyncIterator[AgentEvent]:
@@ -462,7 +466,7 @@ class ChatSession:
         self.conversation = None
         self._pending_system = None
         self._pending_enhance = None
-        self.agent.turn_memory = TurnMemory()  # the last session's recall and memories are not this one's
+        self.agent.turn_memory = memory_feature.TurnMemory()  # the last session's recall and memories are not this one's
         self.agent.prepared = Prepared()  # nor its sources' outcomes (a source left out is that turn's)
         self.agent.extras.reset()
         self.agent.compactor.reset()  # compaction state is per session
@@ -560,7 +564,7 @@ class ChatSession:
     def long_term_memory(self) -> LongTermMemory:
         """Long-term memory as this session sees it, for /memory."""
         conversation_id = self.conversation.id if self.conversation else None
-        return LongTermMemory.here(MemoryStore(self.store.db), self.cwd, conversation_id=conversation_id)
+        return memory_feature.LongTermMemory.here(memory_feature.MemoryStore(self.store.db), self.cwd, conversation_id=conversation_id)
 
     async def mcp_prompts(self) -> tuple[list[tuple[str, Any]], list[str]]:
         """The running MCP servers' prompts (servers start now if no turn started them) and start-up notes."""
@@ -572,7 +576,6 @@ class ChatSession:
 
     async def mcp_prompt(self, server: str, name: str, arguments: Mapping[str, str]) -> str:
         """One MCP prompt rendered as text, for the input box; `ZephError` (one line) when it cannot be."""
-        from ..features.mcp.manager import PromptError
 
         mcp = self.agent.mcp
         if mcp is None:
@@ -580,22 +583,19 @@ class ChatSession:
         await self.agent.extras.start_mcp()
         try:
             return await mcp.get_prompt(server, name, arguments)
-        except PromptError as exc:
+        except mcp_feature.PromptError as exc:
             raise ZephError(str(exc)) from None
 
     def metrics_lines(self) -> list[str]:
         """The sandbox state, what the last turn recalled, then the session's compaction metrics, one line
         each (none before the first prompt)."""
-        from ..features.memory.describe import memory_lines
-        from ..features.memory.service import echoing_replies
-        from ..features.skills.tool_specs import LOAD_SKILL
 
         sandbox = [self.agent.sandbox.state().line()]
         if self.conversation is None:
             return sandbox
         memory = self.agent.memory
-        recalled = memory_lines(self.agent.turn_memory, self.context_report(), memory.embedder_label() if memory else "",
-                                echoes=echoing_replies(self.agent.store, self.conversation.id))
+        recalled = memory_feature.memory_lines(self.agent.turn_memory, self.context_report(), memory.embedder_label() if memory else "",
+                                echoes=memory_feature.echoing_replies(self.agent.store, self.conversation.id))
         recalled += self.agent.session_memory.status_lines()
         loadable = LOAD_SKILL.name in self.agent.offered_tools().tools
         return sandbox + recalled + self.agent.extras.lines(loadable=loadable) + compaction_metrics_lines(

@@ -11,20 +11,25 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .agent import Agent, AgentServices
 from ..config import LoadedConfig
-from ..features.memory.service import MemoryService
+from ..features import mcp as mcp_feature
+from ..features import memory as memory_feature
+from ..features import skills as skills_feature
 from ..errors import UsageError
 from ..providers import create_provider, resolve_settings
 from ..providers.summary import side_job_settings
 from ..providers.base import ProviderSettings
-from ..features.skills.folders import places_for, skill_folders
 from ..startup_gc import paused_collection
 from ..store import ConversationStore
 from ..tools.confinement import workspace_root
 from ..tools.approval import Approver
 from ..features.turn_extras import TurnExtras
+
+if TYPE_CHECKING:
+    from ..features.memory.service import MemoryService
 
 
 async def build_agent(
@@ -81,7 +86,7 @@ async def _build(
 
 
 def _skill_folder_exists(loaded: LoadedConfig, env: Mapping[str, str], cwd: Path) -> bool:
-    folders = skill_folders(loaded.config.skills, **places_for(loaded, env, cwd))
+    folders = skills_feature.skill_folders(loaded.config.skills, **skills_feature.places_for(loaded, env, cwd))
     return any(folder.path.is_dir() for folder in folders)
 
 
@@ -95,14 +100,11 @@ def turn_extras(
     embedder = memory.ready_embedder if memory is not None else None
     skills = None
     if not one_shot or _skill_folder_exists(loaded, env, cwd):
-        from ..features.skills.service import service_for
-
-        skills = service_for(loaded, env, cwd, embedder=embedder)
+        skills = skills_feature.service_for(loaded, env, cwd, embedder=embedder)
     mcp = None
     if any(entry.enabled for entry in config.mcp.servers):
-        from ..features.mcp.manager import McpManager  # only with servers: the SDK stays unloaded otherwise
-
-        mcp = McpManager.from_config(config, env, workspace_root(cwd), embedder=embedder)
+        # only with servers: the SDK stays unloaded otherwise
+        mcp = mcp_feature.McpManager.from_config(config, env, workspace_root(cwd), embedder=embedder)
     return TurnExtras(skills=skills, mcp=mcp, prompt_mode=config.skills.prompt_mode)
 
 
@@ -115,16 +117,12 @@ def memory_service(
         return None
 
     def make_embedder():
-        from ..features.memory.embedders.select import embedder_for
-
-        return embedder_for(config, settings, sources=loaded.sources)
+        return memory_feature.embedder_for(config, settings, sources=loaded.sources)
 
     def make_index(db, path):
-        from ..features.memory.vectors.factory import open_index
+        return memory_feature.open_index(config, db if db is not None else store.db, path)
 
-        return open_index(config, db if db is not None else store.db, path)
-
-    return MemoryService(config, store.db, project_root=workspace_root(cwd), make_embedder=make_embedder,
+    return memory_feature.MemoryService(config, store.db, project_root=workspace_root(cwd), make_embedder=make_embedder,
                          make_index=make_index)
 
 

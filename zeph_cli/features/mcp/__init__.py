@@ -5,8 +5,21 @@ Invariant: the `mcp` SDK is imported only inside functions that start or talk to
 `zeph --help` and a `zeph ask` without `[[mcp.servers]]` never load it.
 """
 
-from .. import ChatCommand, CommandGroup, Feature
+from typing import TYPE_CHECKING
+
+from ...lazy_names import lazy_names
 from ...context.blocks import Registration
+from .. import ChatCommand, CommandGroup, Feature
+
+# What the core uses of this feature, imported from its module when first asked for (`feature.name`).
+_HOME = {
+    "McpManager": "manager",
+    "PromptError": "manager",
+}
+__getattr__, __dir__ = lazy_names(__name__, _HOME)
+
+if TYPE_CHECKING:
+    from .manager import McpManager as McpManager, PromptError as PromptError
 
 
 def _on(session) -> bool:

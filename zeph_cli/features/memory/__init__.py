@@ -4,9 +4,37 @@ Invariant: nothing here is imported by `zeph --help`, and numpy, wordllama's
 files and qdrant-client are imported only by the code paths that need them.
 """
 
-from .. import ChatCommand, CommandGroup, Feature
+from typing import TYPE_CHECKING
+
+from ...lazy_names import lazy_names
 from ...context.blocks import Registration
+from .. import ChatCommand, CommandGroup, Feature
 from .tool_specs import MEMORY_SAVE, MEMORY_SEARCH
+
+# What the core uses of this feature, imported from its module when first asked for (`feature.name`).
+_HOME = {
+    "MemoryStore": "long_term_store",
+    "LongTermMemory": "long_term_access",
+    "TurnMemory": "service",
+    "MemoryService": "service",
+    "echoing_replies": "service",
+    "memory_lines": "describe",
+    "ReindexError": "reindex",
+    "index_messages": "reindex",
+    "embedder_for": "embedders.select",
+    "open_index": "vectors.factory",
+}
+__getattr__, __dir__ = lazy_names(__name__, _HOME)
+
+if TYPE_CHECKING:
+    from .long_term_store import MemoryStore as MemoryStore
+    from .long_term_access import LongTermMemory as LongTermMemory
+    from .service import TurnMemory as TurnMemory
+    from .describe import memory_lines as memory_lines
+    from .embedders.select import embedder_for as embedder_for
+    from .reindex import ReindexError as ReindexError, index_messages as index_messages
+    from .service import MemoryService as MemoryService, echoing_replies as echoing_replies
+    from .vectors.factory import open_index as open_index
 
 
 def _on(session) -> bool:

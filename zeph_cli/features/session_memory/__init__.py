@@ -5,8 +5,24 @@ worker process `worker.py` for `zeph ask`), kept in the digest tables (`store.py
 Invariant: nothing here delays a reply or reaches a provider except through the side jobs it is given.
 """
 
-from .. import ChatCommand, CommandGroup, Feature
+from typing import TYPE_CHECKING
+
+from ...lazy_names import lazy_names
 from ...context.blocks import Registration
+from .. import ChatCommand, CommandGroup, Feature
+
+
+# What the core uses of this feature, imported from its module when first asked for (`feature.name`).
+_HOME = {
+    "SessionMemoryDeps": "service",
+    "SessionMemory": "service",
+}
+__getattr__, __dir__ = lazy_names(__name__, _HOME)
+
+if TYPE_CHECKING:
+    from .service import SessionMemoryDeps as SessionMemoryDeps
+    from .service import SessionMemory as SessionMemory
+
 
 FEATURE = Feature(
     "session memory",

@@ -5,9 +5,24 @@ Invariant: nothing here imports the `mcp` SDK, Textual or a provider SDK; numpy 
 embedder; PyYAML only when a SKILL.md is read.
 """
 
-from .. import ChatCommand, CommandGroup, Feature
+from typing import TYPE_CHECKING
+
+from ...lazy_names import lazy_names
 from ...context.blocks import Registration
+from .. import ChatCommand, CommandGroup, Feature
 from .tool_specs import LOAD_SKILL
+
+# What the core uses of this feature, imported from its module when first asked for (`feature.name`).
+_HOME = {
+    "service_for": "service",
+    "places_for": "folders",
+    "skill_folders": "folders",
+}
+__getattr__, __dir__ = lazy_names(__name__, _HOME)
+
+if TYPE_CHECKING:
+    from .folders import places_for as places_for, skill_folders as skill_folders
+    from .service import service_for as service_for
 
 
 def _on(session) -> bool:

@@ -5,8 +5,24 @@ Invariant: the entries live in the `worldbook_entries` table (`store.py`); a tur
 through `turn.py`, and the command line and the chat app change them only through `WorldbookStore`.
 """
 
+from typing import TYPE_CHECKING
+
+from ...lazy_names import lazy_names
 from .. import ChatCommand, CommandGroup, Feature
 from ...context.blocks import Registration
+
+
+
+# What the core uses of this feature, imported from its module when first asked for (`feature.name`).
+_HOME = {
+    "WorldbookTurn": "turn",
+    "Worldbook": "turn",
+}
+__getattr__, __dir__ = lazy_names(__name__, _HOME)
+
+if TYPE_CHECKING:
+    from .turn import WorldbookTurn as WorldbookTurn
+    from .turn import Worldbook as Worldbook
 
 
 def _on(session) -> bool:

@@ -20,6 +20,7 @@ import typer
 from ... import __version__
 from ...errors import StoreError, UsageError, ZephError
 from ...features import command_groups
+from ...features import memory as memory_feature
 from .command_context import load, open_store, read_stdin, state, stdout_is_terminal
 from ...process_exit import leave
 from ...startup_gc import freeze_after_start_up, pause_for_start_up
@@ -307,8 +308,6 @@ async def preview_memory(agent, conversation) -> tuple[str, int]:
 
 async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_output: bool, text: bool = False) -> None:
     from ...context.sent_text import sent_sections
-    from ...features.memory.describe import memory_lines
-    from ...features.memory.service import echoing_replies
     from ..render import (
         compaction_metrics_lines,
         context_head_lines,
@@ -326,9 +325,9 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
         provider = agent.provider
         sandbox = agent.sandbox.state().line()
         extras = agent.source_lines(report)  # while the MCP servers still run
-        echoes = echoing_replies(agent.store, conversation.id)
+        echoes = memory_feature.echoing_replies(agent.store, conversation.id)
         generated = agent.session_memory.status_lines()
-    memory = memory_lines(agent.turn_memory, report, embedder, backlog, echoes) + generated
+    memory = memory_feature.memory_lines(agent.turn_memory, report, embedder, backlog, echoes) + generated
     if agent.turn_worldbook.isolated:  # none of them is sent: the report's `worldbook isolation` block says so
         memory, extras = [], [f"worldbook isolation: not sent: {', '.join(agent.source_policy.says)}"]
     if json_output:
@@ -384,7 +383,8 @@ def recall(
     Without QUERY, reads one query per line from standard input and prints one JSON line per query
     ({"query", "route", "hits"}), so a whole set runs in one process.
     """
-    from ...features.memory.recall_command import run_recall
+
+    from ...features.memory.recall_command import run_recall  # builds an agent: its module imports the factory
 
     raise typer.Exit(run_recall(query, json_output=json_output, k=k, session_id=session))
 

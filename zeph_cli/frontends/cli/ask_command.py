@@ -139,8 +139,8 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             if agent.learns_guidelines:
                 await agent.guidelines.maybe_update()  # after the reply: learning never delays it
             if agent.session_memory.pending is not None:  # a worker makes it: the command exits now
+                from ...features.session_memory.worker import spawn  # the worker's module builds agents
                 from .command_context import state
-                from ...features.session_memory.worker import spawn
 
                 spawn(agent.session_memory.pending, loaded, state.config_path, agent.cwd)
         return output.exit_code
