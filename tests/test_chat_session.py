@@ -22,7 +22,7 @@ from zeph_cli.errors import AuthenticationError, ConfigError, NotFound, UsageErr
 from zeph_cli.agent.events import CompactionFinished, TurnFinished, TurnStarted
 from zeph_cli.messages import Message, ToolCallPart, ToolResultPart
 from zeph_cli.paths import database_path
-from zeph_cli.frontends.render import conversation_markdown
+from zeph_cli.store.export import conversation_markdown
 from zeph_cli.store import CompactionStore, ConversationStore, StoredMessage, open_database
 from zeph_cli.tools.permissions import approve_all
 from tests.scripted_model import CHAT_PATH, ScriptedModel

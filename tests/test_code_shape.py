@@ -7,9 +7,12 @@ defines them; (b) at most `MAX_PRIVATE_REACHES` expressions `x._name` reach into
 object's private member (x not `self` or `cls`; library idioms such as `os._exit` and a
 namedtuple's `_replace` aside); (c) no function in `zeph_cli/context/` or `zeph_cli/agent/`
 takes more than `MAX_PARAMETERS` parameters (`self`/`cls` not counted; `*args` and
-`**kwargs` count one each). Nothing here knows a module by name, but for the dated
-exceptions below: the checks follow the files wherever they move. A reach spelled
-`getattr(x, "_name")` is not seen.
+`**kwargs` count one each); (d) imports point down the layers (`LAYERS`: the kernel, context/,
+store/, providers/, tools/, features/, agent/, frontends/), never up, but for a feature's
+command-line and worker modules (`FEATURE_FRONTS`), which stand beside the frontends, and a
+feature source's protocol of the session (`agent.source_host`). Nothing here knows a module by
+name, but for the exceptions below: the checks follow the files wherever they move. A reach
+spelled `getattr(x, "_name")` is not seen.
 """
 
 from __future__ import annotations
@@ -40,6 +43,19 @@ LIBRARY_IDIOMS = {
 # each entry is "<path under zeph_cli>:<qualified name>". Delete an entry when its function is brought under
 # the limit (the test fails on an entry that no longer applies, so the list only shrinks).
 PARAMETER_EXCEPTIONS: set[str] = set()
+
+# Layers, lowest first: a module imports only from its own layer or those below (what is not in a folder
+# named here — the root modules, config/, prompts/ — is the kernel).
+LAYERS = ("kernel", "context", "store", "providers", "tools", "features", "agent", "frontends")
+# A feature's modules that are command lines, chat-app commands or a worker process: they use the
+# frontends' helpers and build agents, as the frontends do.
+FEATURE_FRONTS = ("commands", "chat_commands", "recall_command", "reindex", "worker")
+# What a feature's source reads the session through: a protocol (imported for type checking only).
+SOURCE_HOST = "zeph_cli.agent.source_host"
+# Upward edges with their reason: the entry point starts the command line; the config check reads
+# `tools.sandbox.allowed_hosts` with the sandbox's own parser, so the rule lives in one place.
+LAYER_EXCEPTIONS = {("zeph_cli.__main__", "zeph_cli.frontends.cli.launch"),
+                    ("zeph_cli.config", "zeph_cli.tools.sandbox.host_proxy")}
 
 # Import edges left while their module is rewritten (the context view, with the assembler): each one would close
 # a circle. Delete an entry when its import is gone (the test fails on an entry that no longer applies).
@@ -292,3 +308,28 @@ def test_the_checks_see_what_they_look_for(tmp_path):
     assert counts == {"context/wide.py:K.m": 8, "context/wide.py:K.m.inner": 9}
     (root / "a.py").write_text("def later():\n    return 1\n")  # the TYPE_CHECKING import gone: no circle there
     assert ImportGraph.of_package(root).cycles() == [["pkg.agent.thing", "pkg.c"]]
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "kernel"
+
+
+def test_imports_point_down_the_layers():
+    upward = []
+    for module, targets in ImportGraph.of_package().edges.items():
+        here = layer(module)
+        if here == "features" and module.rsplit(".", 1)[1] in FEATURE_FRONTS:
+            here = "frontends"
+        for target in sorted(targets):
+            if LAYERS.index(layer(target)) <= LAYERS.index(here):
+                continue
+            if (module, target) in LAYER_EXCEPTIONS or (here == "features" and target == SOURCE_HOST):
+                continue
+            upward.append(f"{module} ({here}) -> {target} ({layer(target)})")
+    assert upward == [], "imports pointing up the layers:\n" + "\n".join(upward)
+
+
+def test_the_layer_exceptions_still_apply():
+    edges = ImportGraph.of_package().edges
+    assert [pair for pair in sorted(LAYER_EXCEPTIONS) if pair[1] not in edges.get(pair[0], ())] == []

@@ -31,7 +31,7 @@ from ..messages import Message, ToolResultPart
 from ..models import reply_token_cap
 from ..paths import database_path
 from ..providers import Provider
-from ..frontends.render import compaction_metrics_lines, conversation_json, conversation_markdown
+from ..store.export import conversation_json, conversation_markdown
 from ..store import CompactionStore, Conversation, ConversationStore, StoredMessage, open_database
 from ..store.conversations import UNSENT_KEY
 from ..features import mcp as mcp_feature
@@ -598,9 +598,8 @@ class ChatSession:
                                 echoes=memory_feature.echoing_replies(self.agent.store, self.conversation.id))
         recalled += self.agent.session_memory.status_lines()
         loadable = LOAD_SKILL.name in self.agent.offered_tools().tools
-        return sandbox + recalled + self.agent.extras.lines(loadable=loadable) + compaction_metrics_lines(
-            CompactionStore(self.agent.store.db).metrics(self.conversation.id)
-        )
+        metrics = CompactionStore(self.agent.store.db).metrics(self.conversation.id)
+        return sandbox + recalled + self.agent.extras.lines(loadable=loadable) + metrics.lines()
 
     async def aclose(self) -> None:
         """Close the side-job providers, the main provider and the store (once)."""

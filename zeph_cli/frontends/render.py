@@ -7,15 +7,11 @@ the text goes and whether it is rendered as Markdown.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..context.report import ContextReport
-from ..messages import TextPart, ToolResultPart, part_to_dict
-from ..store import Conversation, StoredMessage
-from ..store.conversations import UNSENT_KEY
-from ..tokens import is_bound_name
+from ..messages import TextPart, ToolResultPart
 from .usage_estimate import ShownUsage
 
 if TYPE_CHECKING:
@@ -74,49 +70,6 @@ def length_cut_notice(limit: int) -> str:
     return f"the reply stopped at the length limit{at}: raise llm.max_tokens for longer replies"
 
 
-def message_label(stored: StoredMessage) -> str:
-    label = stored.role
-    if stored.partial:
-        label += f" (partial: {stored.metadata.get('error', 'interrupted')})"
-    elif stored.metadata.get(UNSENT_KEY):
-        label += f" (unanswered, not sent again: {stored.metadata[UNSENT_KEY]})"
-    return label
-
-
-def conversation_markdown(conversation: Conversation, messages: list[StoredMessage]) -> str:
-    lines = [f"# {conversation.title or f'Session {conversation.id}'}", ""]
-    lines.append(f"- session: {conversation.id}")
-    lines.append(f"- provider: {conversation.provider} · model: {conversation.model}")
-    lines.append(f"- started: {conversation.created_at} · directory: {conversation.cwd}")
-    if conversation.metadata.get("system"):
-        lines.append(f"- topic prompt: {conversation.metadata['system']}")
-    for stored in messages:
-        if stored.metadata.get("marker") == "clear":
-            lines += ["", "---", "", "*Context cleared: the messages above are no longer sent to the model.*"]
-            continue
-        results = stored.message.tool_results
-        if results:
-            for result in results:
-                status = " (error)" if result.is_error else ""
-                lines += ["", f"## Tool result: {result.name or result.tool_call_id}{status}", "", fenced(result.content)]
-            continue
-        text = stored.message.content.rstrip()
-        if text or not stored.message.tool_calls:
-            label = message_label(stored)
-            lines += ["", f"## {label[:1].upper()}{label[1:]}", "", text]
-        for call in stored.message.tool_calls:
-            arguments = json.dumps(call.arguments, indent=2, ensure_ascii=False)
-            lines += ["", f"## Tool call: {call.name}", "", fenced(arguments, "json")]
-    return "\n".join(lines) + "\n"
-
-
-def fenced(text: str, language: str = "text") -> str:
-    """`text` in a Markdown code fence longer than any backtick run inside it."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{text.rstrip()}\n{fence}"
-
-
 def tool_started_line(name: str, subject: str) -> str:
     subject = " ".join(subject.split())
     if len(subject) > 100:
@@ -154,35 +107,6 @@ def compaction_started_line(kind: str) -> str:
 def compaction_finished_line(result: Any) -> str:
     """`⏺ context: compacted 30 messages into a summary: 12,000 → 3,000 tokens` (a `CompactionResult`)."""
     return f"⏺ context: {result.describe()}"
-
-
-def conversation_json(conversation: Conversation, messages: list[StoredMessage]) -> dict[str, Any]:
-    return {
-        "id": conversation.id,
-        "title": conversation.title,
-        "created_at": conversation.created_at,
-        "updated_at": conversation.updated_at,
-        "provider": conversation.provider,
-        "model": conversation.model,
-        "cwd": conversation.cwd,
-        "metadata": conversation.metadata,
-        "messages": [
-            {
-                "id": m.id,
-                "role": m.role,
-                "content": m.message.content,
-                "parts": [part_to_dict(p) for p in m.message.parts],
-                "created_at": m.created_at,
-                "agent_visible": m.agent_visible,
-                "user_visible": m.user_visible,
-                "compacted_at": m.compacted_at,
-                "metadata": m.metadata,
-                # a count `zeph ask` stored from a bound is not a token count: left out
-                "token_count": None if is_bound_name(m.token_counter) else m.token_count,
-            }
-            for m in messages
-        ],
-    }
 
 
 def window_text(report: ContextReport) -> str:
@@ -256,25 +180,6 @@ def sent_text_lines(sections: Sequence[SentSection]) -> list[str]:
                 lines.append(text)
             for call in message.tool_calls:
                 lines.append(f"→ tool call {call.name} ({call.id}): {json.dumps(call.arguments, ensure_ascii=False)}")
-    return lines
-
-
-def compaction_metrics_lines(m: Any) -> list[str]:
-    """A session's `CompactionMetrics`, one line each: events and savings, proactive runs, probe verdicts."""
-    lines = [
-        f"compaction: {m.compaction_events} event{'s' * (m.compaction_events != 1)}, "
-        f"{m.compaction_tokens_saved:,} tokens saved, "
-        f"{m.tool_output_prunes} tool output{'s' * (m.tool_output_prunes != 1)} pruned"
-    ]
-    if m.compression_events:
-        lines.append(f"proactive: {m.compression_events} ({m.compression_tokens_saved:,} tokens saved)")
-    probes = (m.compaction_probe_passes, m.compaction_probe_soft_failures, m.compaction_probe_failures,
-              m.compaction_probe_errors)
-    if any(probes):
-        lines.append(
-            "probe: {} pass · {} soft fail · {} hard fail · {} error".format(*probes)
-            + (f" · last {m.last_probe_verdict} ({m.last_probe_score or 0:.2f})" if m.last_probe_verdict else "")
-        )
     return lines
 
 

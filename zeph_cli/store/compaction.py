@@ -71,6 +71,24 @@ class CompactionMetrics:
     last_probe_verdict: str | None = None
     last_probe_score: float | None = None
 
+    def lines(self) -> list[str]:
+        """One line each, for `zeph context` and the chat app: events and savings, proactive runs, probe verdicts."""
+        lines = [
+            f"compaction: {self.compaction_events} event{'s' * (self.compaction_events != 1)}, "
+            f"{self.compaction_tokens_saved:,} tokens saved, "
+            f"{self.tool_output_prunes} tool output{'s' * (self.tool_output_prunes != 1)} pruned"
+        ]
+        if self.compression_events:
+            lines.append(f"proactive: {self.compression_events} ({self.compression_tokens_saved:,} tokens saved)")
+        probes = (self.compaction_probe_passes, self.compaction_probe_soft_failures, self.compaction_probe_failures,
+                  self.compaction_probe_errors)
+        if any(probes):
+            lines.append(
+                "probe: {} pass · {} soft fail · {} hard fail · {} error".format(*probes)
+                + (f" · last {self.last_probe_verdict} ({self.last_probe_score or 0:.2f})" if self.last_probe_verdict else "")
+            )
+        return lines
+
 
 def normalize_verdict(verdict: str | None) -> str | None:
     if verdict is None:

@@ -309,7 +309,6 @@ async def preview_memory(agent, conversation) -> tuple[str, int]:
 async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_output: bool, text: bool = False) -> None:
     from ...context.sent_text import sent_sections
     from ..render import (
-        compaction_metrics_lines,
         context_head_lines,
         context_rows,
         sent_text_lines,
@@ -365,7 +364,7 @@ async def _context(loaded: "LoadedConfig", session_id: Optional[int], json_outpu
     Console().print(table)
     for note in report.notes:
         print(f"note: {note}")
-    for line in compaction_metrics_lines(metrics):
+    for line in metrics.lines():
         print(line)
 
 

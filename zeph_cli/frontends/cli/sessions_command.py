@@ -75,7 +75,7 @@ def sessions_show(
 
     Everything the user can scroll back to, compacted originals included.
     """
-    from ..render import conversation_markdown
+    from ...store.export import conversation_markdown
 
     store = open_store()
     conversation = resolve_session(store, session_id, last)
@@ -116,7 +116,7 @@ def sessions_export(
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="FILE", help="Write to this file instead of stdout."),
 ) -> None:
     """Export a session as Markdown or JSON."""
-    from ..render import conversation_json, conversation_markdown
+    from ...store.export import conversation_json, conversation_markdown
 
     if format not in ("md", "json"):
         raise UsageError(f"--format {format!r} is not supported: use md or json")

@@ -484,7 +484,8 @@ class ZephApp(App[int]):
 
     async def show_context_text(self) -> None:
         """/context text: the next request's text, block by block, as `zeph context --text` prints it."""
-        from ..render import fenced, sent_text_lines
+        from ...store.export import fenced
+        from ..render import sent_text_lines
 
         await self.transcript.add(HelpEntry(fenced("\n".join(sent_text_lines(self.session.context_sections())))))
 
