@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import DataTable, Input, Static
 
 from ...context.report import ContextReport
-from ..render import context_fill, context_rows, human_tokens, window_text
+from ..render import cache_line, context_fill, context_rows, human_tokens, window_text
 from ...tools.permissions import ApprovalRequest
 
 BAR_WIDTH = 24
@@ -125,7 +125,7 @@ class ContextScreen(ModalScreen[None]):
             for row in context_table_rows(report, self.previous):
                 table.add_row(*row)
             yield table
-            notes = [*report.compaction, *report.notes, *self.metrics]
+            notes = [*report.compaction, *report.notes, cache_line(report), *self.metrics]
             if notes:
                 yield Static(escape("\n".join(notes)), classes="notes")
             yield Static("[dim]esc closes[/dim]", classes="notes")
