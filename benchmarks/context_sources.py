@@ -3,7 +3,7 @@
 1. Two sources of 1 s each — one awaiting (I/O: asyncio.sleep), one blocking in a thread (CPU or
    SQLite: time.sleep under asyncio.to_thread) — prepared one after the other, then by
    `prepare_sources` (concurrently, each under the deadline): the sum against the slowest.
-2. A real turn's preparation on an agent built as `zeph` builds it (the embedded embedder, semantic
+2. A real turn's preparation on an agent built as `zeph` builds it (the embedded embedder EMBEDDER, semantic
    recall over MESSAGES stored messages with their vectors, long-term memory and a skills folder of 12
    skills; no provider is called): one after another (recall and memories, then skills and MCP
    discovery: `memory.prepare` then `prepare_extras`) beside `prepare_sources`. Warm: the median of
@@ -15,7 +15,7 @@
 
 Run from the repository root with the project installed (`pip install -e '.[local,test]'`):
 
-    python benchmarks/context_sources.py            # RUNS=7 COLD=3 MESSAGES=3000
+    python benchmarks/context_sources.py            # RUNS=7 COLD=3 MESSAGES=3000 EMBEDDER=wordllama
     RUNS=15 COLD=5 python benchmarks/context_sources.py
 """
 
@@ -39,6 +39,7 @@ from zeph_cli.context.blocks import Block, Source, TurnInput  # noqa: E402
 RUNS = int(os.environ.get("RUNS", "7"))
 COLD = int(os.environ.get("COLD", "3"))
 MESSAGES = int(os.environ.get("MESSAGES", "3000"))
+EMBEDDER = os.environ.get("EMBEDDER", "wordllama")  # [memory] embedder: wordllama or minilm
 SLOW_READ = 2.0  # seconds a slow skills catalog read blocks
 DEADLINE = 0.5  # the deadline of the slow case
 PROMPT = "How do I deploy the billing service to staging after the database migration?"
@@ -81,6 +82,7 @@ def _environment(home: Path) -> dict[str, str]:
         "ZEPH_LLM_PROVIDER": "compatible",
         "ZEPH_LLM_BASE_URL": "http://127.0.0.1:9/v1",  # never contacted: preparation calls no provider
         "ZEPH_LLM_MODEL": "gpt-4o",
+        "ZEPH_MEMORY_EMBEDDER": EMBEDDER,
     }
 
 
@@ -241,7 +243,7 @@ def main() -> None:
         cold_before = [cold(home, "before") for _ in range(COLD)]
         cold_after = [cold(home, "after") for _ in range(COLD)]
         slow, states = asyncio.run(slow_skills(home))
-    print(f"2. A real turn's preparation: embedded embedder, recall over {MESSAGES} messages, memories, 12 skills")
+    print(f"2. A real turn's preparation: embedder {EMBEDDER}, recall over {MESSAGES} messages, memories, 12 skills")
     print(f"   (median of runs; the store seeded and indexed in {seeded:.1f} s)")
     print(f"   warm, {RUNS} turns   one after another (recall, then skills and MCP)  {ms(before)}")
     print(f"                  prepare_sources (concurrent)                 {ms(after)}")
