@@ -1,6 +1,7 @@
 """The real turn's sources overlap and are bounded: recall's search and the skills catalog's read run off
-the event loop, so one that blocks is left out at its deadline while the turn goes on (the real agent,
-store, embedder and skills, in this process; the provider is the fake server)."""
+the event loop, so one that blocks is left out at its deadline while the turn goes on, and recall,
+memories and skills embed the turn's prompt once between them (the real agent, store, embedder and skills,
+in this process; the provider is the fake server)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import yaml
 from tests.data.skills_set import SKILLS
 from tests.fakes import openai_wire
 from zeph_cli.features.memory import service as memory_service
+from zeph_cli.features.memory.embedders.embedded import EmbeddedEmbedder
 from zeph_cli.features.skills.catalog import SkillCatalog
 
 GENEROUS = 30.0  # seconds: a bound on a would-be hang, never a speed check
@@ -101,6 +103,38 @@ def test_a_source_blocked_in_its_thread_is_left_out_at_its_deadline_and_the_turn
             assert not agent.prepared.left_out, agent.prepared.outcomes
         finally:
             release.set()
+            await agent.aclose()
+            agent.store.close()
+
+    asyncio.run(scenario())
+
+
+def test_recall_memories_and_skills_embed_the_turns_prompt_once(compatible, tmp_path, monkeypatch):
+    embedded: list[list[str]] = []
+    embed = EmbeddedEmbedder.embed
+
+    def counted(self, texts):  # the real embedder, its calls recorded
+        embedded.append(list(texts))
+        return embed(self, texts)
+
+    monkeypatch.setattr(EmbeddedEmbedder, "embed", counted)
+    env = {**os.environ, **compatible, "ZEPH_MEMORY_EMBEDDER": "wordllama"}
+
+    async def scenario():
+        agent = await _agent(env, tmp_path)
+        try:
+            # prompts no other test asks: the vector of the last prompt is kept (per embedder, for the process)
+            for prompt in ("How do I ship the ledger service to staging once its schema migration ran?",
+                           "Please review the pull request for the search service's Docker image."):
+                # the preparation alone: after the reply, the indexer embeds the stored prompt as a message
+                conversation = agent.new_conversation("now")
+                await agent.prepare_sources(conversation, agent.agent_history(conversation), prompt, running=True)
+                assert not agent.prepared.left_out, agent.prepared.outcomes
+                assert agent.memory.last.query == prompt and agent.extras.turn_skills is not None
+                assert agent.extras.turn_skills.matched  # skills ranked by the prompt's vector
+                assert sum(texts.count(prompt) for texts in embedded) == 1, embedded
+                embedded.clear()
+        finally:
             await agent.aclose()
             agent.store.close()
 

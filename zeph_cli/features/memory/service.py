@@ -227,7 +227,8 @@ class MemoryService:
         notes: list[str] = []
         failed = ""
         index = self._search_index(db, notes) if loaded.embedder is not None and self.semantic_on else None
-        # One embedding of the query per turn, for recall and memory ranking alike.
+        # One embedding of the query per turn, for recall and memory ranking alike (and shared with the
+        # other rankers of the turn's prompt: text_vectors.prompt_vector).
         query_vector = None
         embedder = loaded.embedder if needs_vectors else None
         if embedder is not None:
@@ -262,10 +263,12 @@ class MemoryService:
 
     @staticmethod
     def _query_vectors(embedder: "Embedder", query: str, dense: str) -> "_QueryVectors":
-        """The query's vector for memories and, when a common name was left out of it (`dense`), for
-        recall's vector leg: one call to the embedder either way."""
-        rows = embedder.embed([query] if dense == query else [query, dense])
-        return _QueryVectors(rows[0], rows[-1])
+        """The query's vector for memories (the turn's prompt: shared, see `prompt_vector`) and, when a
+        common name was left out of it (`dense`), the vector recall's vector leg searches with."""
+        from .text_vectors import prompt_vector
+
+        own = prompt_vector(embedder, query)
+        return _QueryVectors(own, own if dense == query else embedder.embed([dense])[0])
 
     def _memories(
         self, db: "Database", conversation_id: int, query: str, embedder: "Embedder | None", query_vector,
