@@ -139,3 +139,25 @@ def test_recall_memories_and_skills_embed_the_turns_prompt_once(compatible, tmp_
             agent.store.close()
 
     asyncio.run(scenario())
+
+
+def test_an_idle_reader_does_not_keep_zeph_from_its_quick_exit(compatible, tmp_path):
+    # the reader's thread outlives the turn (it keeps its connection); `zeph ask` must still leave without
+    # the interpreter's teardown, which it does only when no other thread is running
+    from zeph_cli import process_exit
+
+    env = {**os.environ, **compatible, "ZEPH_MEMORY_EMBEDDER": "wordllama"}
+
+    async def scenario():
+        agent = await _agent(env, tmp_path)
+        try:
+            conversation = agent.new_conversation("now")
+            await agent.prepare_sources(conversation, agent.agent_history(conversation), PROMPT, running=True)
+            assert not agent.prepared.left_out, agent.prepared.outcomes
+        finally:
+            await agent.aclose()
+            agent.store.close()
+
+    asyncio.run(scenario())
+    assert any(t.name == "zeph-recall" and t.is_alive() for t in threading.enumerate())
+    assert not process_exit._others_running(), [t.name for t in threading.enumerate()]

@@ -17,7 +17,8 @@ once, never raised into the turn. The process never ends while a background
 thread is inside the embedder's native code: at exit, indexing is asked to
 stop after its batch and both threads get `EXIT_WAIT_SECS` to end (a native
 runtime such as onnxruntime aborts the whole process, "terminate called
-without an active exception", when the interpreter finalizes under it).
+without an active exception", when the interpreter finalizes under it); the
+reader's searches, which embed the query, get the same wait.
 """
 
 from __future__ import annotations
@@ -386,10 +387,12 @@ class MemoryService:
         self._stopping.set()
 
     def join_threads(self, deadline: float) -> None:
-        """Wait for the loading and indexing threads until `deadline` (`time.monotonic()`)."""
+        """Wait for the loading and indexing threads and the reader's searches until `deadline`
+        (`time.monotonic()`)."""
         for thread in (self._warm, self._indexer):
             if thread is not None and thread.is_alive():
                 thread.join(max(deadline - time.monotonic(), 0.0))
+        self._reader.join(max(deadline - time.monotonic(), 0.0))
 
     async def finish(self, timeout: float = FINISH_WAIT_SECS) -> None:
         """Give background indexing up to `timeout` seconds to store the last turn's vectors (for `zeph ask`,
