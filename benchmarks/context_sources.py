@@ -3,15 +3,19 @@
 1. Two sources of 1 s each — one awaiting (I/O: asyncio.sleep), one blocking in a thread (CPU or
    SQLite: time.sleep under asyncio.to_thread) — prepared one after the other, then by
    `prepare_sources` (concurrently, each under the deadline): the sum against the slowest.
-2. A real turn's preparation on an agent built as `zeph` builds it (the embedded embedder, semantic
-   recall, long-term memory and a skills folder of 12 skills; no provider is called): the previous
-   way (recall and memories, then skills and MCP discovery: `memory.prepare` then `prepare_extras`)
-   beside `prepare_sources`. Warm: the median of RUNS turns on one agent, taken in turn. Cold: the
-   first turn of a fresh process (the embedder loading), one process per figure, COLD runs each.
+2. A real turn's preparation on an agent built as `zeph` builds it (the embedded embedder EMBEDDER, semantic
+   recall over MESSAGES stored messages with their vectors, long-term memory and a skills folder of 12
+   skills; no provider is called): one after another (recall and memories, then skills and MCP
+   discovery: `memory.prepare` then `prepare_extras`) beside `prepare_sources`. Warm: the median of
+   RUNS turns on one agent, taken in turn. Cold: the first turn of a fresh process (the embedder
+   loading), one process per figure, COLD runs each.
+3. The same turn with the skills catalog's read made slow (each refresh blocks for SLOW_READ seconds,
+   as a folder on a stalled network disk would) and `[context] source_deadline_seconds` = DEADLINE:
+   how long `prepare_sources` takes, and what becomes of the skills source.
 
 Run from the repository root with the project installed (`pip install -e '.[local,test]'`):
 
-    python benchmarks/context_sources.py            # RUNS=7 COLD=3
+    python benchmarks/context_sources.py            # RUNS=7 COLD=3 MESSAGES=3000 EMBEDDER=wordllama
     RUNS=15 COLD=5 python benchmarks/context_sources.py
 """
 
@@ -34,6 +38,10 @@ from zeph_cli.context.blocks import Block, Source, TurnInput  # noqa: E402
 
 RUNS = int(os.environ.get("RUNS", "7"))
 COLD = int(os.environ.get("COLD", "3"))
+MESSAGES = int(os.environ.get("MESSAGES", "3000"))
+EMBEDDER = os.environ.get("EMBEDDER", "wordllama")  # [memory] embedder: wordllama or minilm
+SLOW_READ = 2.0  # seconds a slow skills catalog read blocks
+DEADLINE = 0.5  # the deadline of the slow case
 PROMPT = "How do I deploy the billing service to staging after the database migration?"
 
 
@@ -74,7 +82,29 @@ def _environment(home: Path) -> dict[str, str]:
         "ZEPH_LLM_PROVIDER": "compatible",
         "ZEPH_LLM_BASE_URL": "http://127.0.0.1:9/v1",  # never contacted: preparation calls no provider
         "ZEPH_LLM_MODEL": "gpt-4o",
+        "ZEPH_MEMORY_EMBEDDER": EMBEDDER,
     }
+
+
+SERVICES = ("billing", "search", "auth", "checkout", "mailer", "reports", "gateway", "scheduler", "inventory", "ledger")
+DOINGS = ("deploy {s} to staging", "migrate the {s} database", "profile the slow {s} endpoint",
+          "review the {s} pull request", "write tests for the {s} client", "rotate the {s} secrets",
+          "fix the flaky {s} build", "document the {s} API", "upgrade the {s} Docker image",
+          "rebase the {s} feature branch")
+ANSWERS = ("Run make {v}-{n} first, then check the {s} health endpoint on port {p}.",
+           "The {s} service keeps its settings in config/{s}-{n}.toml; restart it after the change.",
+           "Thanks! The {s} job {n} finished in {p} seconds.", "Ok, sounds good.")
+
+
+def _exchanges(count: int) -> list[tuple[str, str]]:
+    """`count` (question, answer) pairs of a developer's sessions: deterministic, varied, with small talk."""
+    pairs = []
+    for n in range(count):
+        service, doing = SERVICES[n % len(SERVICES)], DOINGS[(n // len(SERVICES)) % len(DOINGS)]
+        verb = doing.split()[0]
+        question = f"How do I {doing.format(s=service)}? Attempt {n}." if n % 7 else "Thanks, that worked."
+        pairs.append((question, ANSWERS[n % len(ANSWERS)].format(v=verb, n=n, s=service, p=1000 + n % 9000)))
+    return pairs
 
 
 def _seed(home: Path) -> None:
@@ -105,10 +135,12 @@ async def _agent(home: Path):
     store = ConversationStore(open_database(path))
     agent, _ = await build_agent(loaded, store=store, env=env, cwd=home / "work")
     if not store.list_conversations():
-        for n in range(5):
-            conversation = agent.new_conversation(f"Session {n}")
-            store.add_message(conversation.id, Message.user(f"The billing service {n} migrates its database first."))
-            store.add_message(conversation.id, Message.assistant(f"Run make migrate-{n}, then deploy to staging."))
+        for n, (question, answer) in enumerate(_exchanges(MESSAGES // 2)):
+            if n % 10 == 0:
+                conversation = agent.new_conversation(f"Session {n // 10}")
+            store.add_message(conversation.id, Message.user(question))
+            store.add_message(conversation.id, Message.assistant(answer))
+        agent.memory.index_pending()  # every stored message has its vector, as after a while of use
     conversation = agent.new_conversation("bench")
     store.add_message(conversation.id, Message.user(PROMPT))
     return agent, conversation
@@ -156,6 +188,32 @@ async def warm(home: Path) -> tuple[list[float], list[float]]:
         agent.store.close()
 
 
+async def slow_skills(home: Path) -> tuple[float, dict[str, str]]:
+    """The turn's preparation with the skills catalog's every refresh blocking for SLOW_READ seconds."""
+    from zeph_cli.features.skills.catalog import SkillCatalog
+
+    agent, conversation = await _agent(home)
+    refresh = SkillCatalog.refresh
+
+    def stalled(catalog):
+        time.sleep(SLOW_READ)
+        return refresh(catalog)
+
+    try:
+        await _before(agent, conversation)  # warm: only the stall differs from a warm turn
+        agent.config.context.source_deadline_seconds = DEADLINE
+        SkillCatalog.refresh = stalled  # type: ignore[method-assign]
+        history = agent.agent_history(conversation)
+        start = time.perf_counter()
+        await agent.prepare_sources(conversation, history, PROMPT, running=True)
+        took = time.perf_counter() - start
+        return took, {o.name: o.state for o in agent.prepared.outcomes}
+    finally:
+        SkillCatalog.refresh = refresh  # type: ignore[method-assign]
+        await agent.aclose()
+        agent.store.close()
+
+
 def cold(home: Path, way: str) -> float:
     """The first preparation of a fresh process (the embedder loads), in its own process."""
     code = ("import asyncio, json, sys; sys.path.insert(0, '.'); from pathlib import Path; "
@@ -178,14 +236,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         _seed(home)
+        start = time.perf_counter()
+        asyncio.run(_one(home, "before", 1))  # the store seeded and indexed, not measured
+        seeded = time.perf_counter() - start
         before, after = asyncio.run(warm(home))
         cold_before = [cold(home, "before") for _ in range(COLD)]
         cold_after = [cold(home, "after") for _ in range(COLD)]
-    print("2. A real turn's preparation: embedded embedder, recall, memories, 12 skills (median of runs)")
-    print(f"   warm, {RUNS} turns   before (recall, then skills and MCP)  {ms(before)}")
-    print(f"                  after  (prepare_sources)             {ms(after)}")
-    print(f"   cold, {COLD} processes before                               {ms(cold_before)}")
-    print(f"                  after                                {ms(cold_after)}")
+        slow, states = asyncio.run(slow_skills(home))
+    print(f"2. A real turn's preparation: embedder {EMBEDDER}, recall over {MESSAGES} messages, memories, 12 skills")
+    print(f"   (median of runs; the store seeded and indexed in {seeded:.1f} s)")
+    print(f"   warm, {RUNS} turns   one after another (recall, then skills and MCP)  {ms(before)}")
+    print(f"                  prepare_sources (concurrent)                 {ms(after)}")
+    print(f"   cold, {COLD} processes one after another                          {ms(cold_before)}")
+    print(f"                  prepare_sources (concurrent)                 {ms(cold_after)}")
+    print(f"3. The skills catalog's read blocking {SLOW_READ:g} s, deadline {DEADLINE:g} s")
+    print(f"   prepare_sources  {slow:5.2f} s; " + ", ".join(f"{name} {state}" for name, state in states.items()))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,10 @@ new messages are embedded on a background thread with its own database
 connection, after the reply; a turn waits for the embedder only when its
 query names something (both recall legs run for such a query), and loading
 the embedder starts at once in the background so it overlaps the rest of
-start-up. `on_demand` (one-shot `zeph ask`) loads it only for such a query
+start-up. A turn's searches (SQLite, the vector index, the query's embedding,
+the ranking) run on the reader's thread with its own connection (`reader.py`),
+never on the event loop: a turn that stops waiting for them (a source past
+its deadline) goes on at once, and they end on their own. `on_demand` (one-shot `zeph ask`) loads it only for such a query
 (from start-up, as the prompt is known then: `embeds_for`): a turn that did not load it
 leaves its messages unembedded, and the next turn that loads it embeds the
 recent ones (`CATCH_UP_MESSAGES`) with its own. Every failure of the memory
@@ -14,7 +17,8 @@ once, never raised into the turn. The process never ends while a background
 thread is inside the embedder's native code: at exit, indexing is asked to
 stop after its batch and both threads get `EXIT_WAIT_SECS` to end (a native
 runtime such as onnxruntime aborts the whole process, "terminate called
-without an active exception", when the interpreter finalizes under it).
+without an active exception", when the interpreter finalizes under it); the
+reader's searches, which embed the query, get the same wait.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from ...context.recall_block import RecallEntry, render_entry
 from .fusion import names_something
+from .reader import Reader
 from .recall import RECALLED_ROLES, RecallResult, dense_query, recall
 
 if TYPE_CHECKING:
@@ -73,6 +78,16 @@ class _QueryVectors:
     recall: object  # what recall's vector leg searches with (see recall.dense_query)
 
 
+@dataclass(frozen=True)
+class _Found:
+    """What the reader's thread found for one turn, and the notes to say, in order ("" = none)."""
+    result: RecallResult | None
+    memory_text: str
+    memory_ids: tuple[int, ...]
+    notes: tuple[str, ...]
+    embedding_failed: str  # why the embedder failed this turn (it is not asked again), or ""
+
+
 @dataclass
 class _Loaded:
     """The embedder and vector index once loaded, or why they could not be."""
@@ -94,6 +109,7 @@ class MemoryService:
         self.config = config
         self.db = db
         self.db_path = database_path(db)
+        self._reader = Reader(db, self.db_path)  # the turn's searches, off the event loop
         self.project_root = project_root
         self._make_embedder = make_embedder
         self._make_index = make_index
@@ -187,26 +203,48 @@ class MemoryService:
         needs_vectors = self.embeds_for(query)
         loaded = await self._ready(wait=needs_vectors)
         self._say_once(notes, loaded.problem)
-        index = self._search_index(notes) if loaded.embedder is not None and self.semantic_on else None
-        # One embedding of the query per turn, off the event loop, for recall and memory ranking alike;
-        # an embedder that fails is not asked again by this process.
+        found = await self._reader.run(
+            lambda db: self._search(db, loaded, conversation_id, query, exclude_ids, memory_chars, needs_vectors)
+        )
+        if found.embedding_failed:  # an embedder that fails is not asked again by this process
+            self._loaded.embedder, self._loaded.problem = None, found.embedding_failed
+        for note in found.notes:
+            self._say_once(notes, note)
+        result = found.result
+        entries: tuple[RecallEntry, ...] = ()
+        if result is not None:
+            entries = tuple(
+                render_entry(h.message_id, h.role, h.created_at, h.conversation_title, h.content) for h in result.hits
+            )
+        self.last = TurnMemory(query, result, entries, found.memory_text, found.memory_ids, tuple(notes))
+        return self.last
+
+    def _search(
+        self, db: "Database", loaded: _Loaded, conversation_id: int, query: str, exclude_ids: Collection[int],
+        memory_chars: int | None, needs_vectors: bool,
+    ) -> _Found:
+        """Recall and memories for `query` on `db` (the reader's connection, on its thread): the SQLite
+        searches, the query's embedding and the ranking, with the notes to say in order."""
+        notes: list[str] = []
+        failed = ""
+        index = self._search_index(db, notes) if loaded.embedder is not None and self.semantic_on else None
+        # One embedding of the query per turn, for recall and memory ranking alike (and shared with the
+        # other rankers of the turn's prompt: text_vectors.prompt_vector).
         query_vector = None
         embedder = loaded.embedder if needs_vectors else None
         if embedder is not None:
             from .embedders.base import EmbeddingError
 
             try:
-                dense = dense_query(self.db, query)  # on this thread: the connection is this thread's
-                query_vector = await asyncio.to_thread(self._query_vectors, embedder, query, dense)
+                query_vector = self._query_vectors(embedder, query, dense_query(db, query))
             except EmbeddingError as exc:
-                self._loaded.embedder, self._loaded.problem = None, f"semantic recall uses keyword search only: {exc}"
-                self._say_once(notes, self._loaded.problem)
+                failed = f"semantic recall uses keyword search only: {exc}"
+                notes.append(failed)
                 embedder = index = None
         result: RecallResult | None = None
-        entries: tuple[RecallEntry, ...] = ()
         if self.semantic_on:
             result = recall(
-                self.db,
+                db,
                 query,
                 self.config.memory,
                 conversation_id=conversation_id,
@@ -215,29 +253,27 @@ class MemoryService:
                 index=index,
                 query_vector=query_vector.recall if query_vector is not None else None,
             )
-            self._say_once(notes, result.note)
-            entries = tuple(
-                render_entry(h.message_id, h.role, h.created_at, h.conversation_title, h.content) for h in result.hits
-            )
+            notes.append(result.note)
         memory_ids: tuple[int, ...]
         memory_text, memory_ids = "", ()
         if self.long_term_on:
-            memory_text, memory_ids = self._memories(conversation_id, query, embedder,
+            memory_text, memory_ids = self._memories(db, conversation_id, query, embedder,
                                                      query_vector.memory if query_vector is not None else None,
                                                      memory_chars, notes)
-        self.last = TurnMemory(query, result, entries, memory_text, memory_ids, tuple(notes))
-        return self.last
+        return _Found(result, memory_text, memory_ids, tuple(notes), failed)
 
     @staticmethod
     def _query_vectors(embedder: "Embedder", query: str, dense: str) -> "_QueryVectors":
-        """The query's vector for memories and, when a common name was left out of it (`dense`), for
-        recall's vector leg: one call to the embedder either way."""
-        rows = embedder.embed([query] if dense == query else [query, dense])
-        return _QueryVectors(rows[0], rows[-1])
+        """The query's vector for memories (the turn's prompt: shared, see `prompt_vector`) and, when a
+        common name was left out of it (`dense`), the vector recall's vector leg searches with."""
+        from .text_vectors import prompt_vector
+
+        own = prompt_vector(embedder, query)
+        return _QueryVectors(own, own if dense == query else embedder.embed([dense])[0])
 
     def _memories(
-        self, conversation_id: int, query: str, embedder: "Embedder | None", query_vector, max_chars: int | None,
-        notes: list[str],
+        self, db: "Database", conversation_id: int, query: str, embedder: "Embedder | None", query_vector,
+        max_chars: int | None, notes: list[str],
     ) -> tuple[str, tuple[int, ...]]:
         """The `<memory>` block: ranked by vectors when the query was embedded, else by keywords."""
         from .long_term_store import MemoryStore
@@ -247,9 +283,9 @@ class MemoryService:
         if max_chars is not None and max_chars < config.max_chars:
             config = dataclasses.replace(config, max_chars=max_chars)
         selection = select_for_turn(
-            MemoryStore(self.db), embedder, query, str(self.project_root), conversation_id, config, query_vector
+            MemoryStore(db), embedder, query, str(self.project_root), conversation_id, config, query_vector
         )
-        self._say_once(notes, selection.warning or "")
+        notes.append(selection.warning or "")
         return selection.text, tuple(selection.ids)
 
     @property
@@ -264,27 +300,33 @@ class MemoryService:
         For other rankers (skills, MCP tool discovery) that share recall's model."""
         return (await self._ready(wait=True)).embedder
 
-    def _search_index(self, notes: list[str]) -> "VectorIndex | None":
-        """The vector index on this thread's connection, opened on first use (None when it cannot open)."""
+    def _search_index(self, db: "Database", notes: list[str]) -> "VectorIndex | None":
+        """The vector index on the reader's connection `db` (on its thread), opened on first use (None
+        when it cannot open)."""
         if self._loaded.index is None and not self._loaded.problem:
             from .vectors.base import VectorIndexDown
 
             try:
-                self._loaded.index = self._make_index(self.db, self.db_path)
+                self._loaded.index = self._make_index(db, self.db_path)
             except VectorIndexDown as exc:
-                self._say_once(notes, f"semantic recall fell back to keyword search: {exc}")
+                notes.append(f"semantic recall fell back to keyword search: {exc}")
             except Exception as exc:  # noqa: BLE001 — a broken index must not break a turn
-                self._say_once(notes, f"semantic recall fell back to keyword search: the vector index failed ({exc})")
+                notes.append(f"semantic recall fell back to keyword search: the vector index failed ({exc})")
         return self._loaded.index
 
     async def backlog(self) -> int:
         """Stored messages with no vector of the embedder's model (0 when recall is off or cannot embed)."""
         loaded = await self._ready(wait=True)
-        if not self.semantic_on or loaded.embedder is None:
+        embedder = loaded.embedder
+        if not self.semantic_on or embedder is None:
             return 0
+
+        def missing(db: "Database") -> int:
+            index = self._search_index(db, [])
+            return index.missing_count(embedder.model, RECALLED_ROLES) if index is not None else 0
+
         try:
-            index = self._search_index([])
-            return index.missing_count(loaded.embedder.model, RECALLED_ROLES) if index is not None else 0
+            return await self._reader.run(missing)
         except Exception:  # noqa: BLE001 — a hint only
             return 0
 
@@ -345,10 +387,12 @@ class MemoryService:
         self._stopping.set()
 
     def join_threads(self, deadline: float) -> None:
-        """Wait for the loading and indexing threads until `deadline` (`time.monotonic()`)."""
+        """Wait for the loading and indexing threads and the reader's searches until `deadline`
+        (`time.monotonic()`)."""
         for thread in (self._warm, self._indexer):
             if thread is not None and thread.is_alive():
                 thread.join(max(deadline - time.monotonic(), 0.0))
+        self._reader.join(max(deadline - time.monotonic(), 0.0))
 
     async def finish(self, timeout: float = FINISH_WAIT_SECS) -> None:
         """Give background indexing up to `timeout` seconds to store the last turn's vectors (for `zeph ask`,

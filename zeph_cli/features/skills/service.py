@@ -5,12 +5,16 @@ back to keyword matching, any other failure to no match, each said as a
 warning. Every warning is given once per service by `take_warnings`. The
 catalog is re-checked on every call (cheaply: see `SkillCatalog`), so a long
 session sees added, edited and removed skills on its next turn. With no skills,
-matching waits for nothing.
+matching waits for nothing. `match` reads the catalog and embeds in threads,
+never on the event loop, so a turn that stops waiting for it (a source past
+its deadline) goes on at once; one catalog read runs at a time (a lock), so a
+read left running and the next caller never share the catalog's state.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,12 +50,17 @@ class SkillService:
         self._pending: list[str] = []
         self._said: set[str] = set()
         self._by_name: dict[str, Skill] = {}
+        self._lock = threading.Lock()  # the catalog, its skills by name and the warnings: one thread at a time
         self.last: TurnSkills | None = None
 
     # ---- the catalog ---------------------------------------------------------------------
 
     def skills(self) -> list[Skill]:
-        """Every loadable skill, by name (re-read where changed)."""
+        """Every loadable skill, by name (re-read where changed). Blocking: a turn calls it in a thread."""
+        with self._lock:
+            return self._read()
+
+    def _read(self) -> list[Skill]:
         try:
             self._by_name, problems = self.catalog.refresh()
         except Exception as exc:  # noqa: BLE001 — an unreadable folder must not break a turn
@@ -67,8 +76,7 @@ class SkillService:
         return sorted(self._by_name.values(), key=lambda s: s.name)
 
     def get(self, name: str) -> Skill | None:
-        self.skills()
-        return self._by_name.get(name)
+        return next((skill for skill in self.skills() if skill.name == name), None)
 
     def names(self) -> list[str]:
         return [skill.name for skill in self.skills()]
@@ -80,9 +88,14 @@ class SkillService:
             self._said.add(text)
             self._pending.append(text)
 
+    def _warn_now(self, text: str) -> None:
+        with self._lock:
+            self._warn(text)
+
     def take_warnings(self) -> list[str]:
         """Warnings not given before, each once."""
-        pending, self._pending = self._pending, []
+        with self._lock:
+            pending, self._pending = self._pending, []
         return pending
 
     # ---- matching ------------------------------------------------------------------------
@@ -90,12 +103,12 @@ class SkillService:
     async def match(self, message: str) -> TurnSkills:
         """The skills for this message (`matched`, best first) and all the others (by name)."""
         try:
-            skills = self.skills()
+            skills = await asyncio.to_thread(self.skills)
             matched = await self._matched(skills, message) if skills else ()
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 — a turn goes on without skills rather than fail
-            self._warn(f"skills could not be matched: {exc}")
+            self._warn_now(f"skills could not be matched: {exc}")
             skills, matched = sorted(self._by_name.values(), key=lambda s: s.name), ()
         chosen = {m.skill.name for m in matched}
         self.last = TurnSkills(matched, tuple(s for s in skills if s.name not in chosen))
@@ -116,12 +129,12 @@ class SkillService:
             return None
         embedder = await self._embedder()
         if embedder is None:
-            self._warn("skills: matching falls back to keywords (the embedder could not load)")
+            self._warn_now("skills: matching falls back to keywords (the embedder could not load)")
             return None
         try:
             return await asyncio.to_thread(self._vectors.similarity, embedder, skills, message)
         except Exception as exc:  # noqa: BLE001 — EmbeddingError or a broken model: keywords still work
-            self._warn(f"skills: matching falls back to keywords ({exc})")
+            self._warn_now(f"skills: matching falls back to keywords ({exc})")
             return None
 
 
