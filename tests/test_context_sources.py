@@ -15,7 +15,8 @@ from zeph_cli.agent.sources import (
     prepare_sources,
     request_blocks,
 )
-from zeph_cli.context.blocks import ISOLATION, OPEN, Block, Placement, Source, TurnInput
+from zeph_cli.context.blocks import OPEN, Block, Placement, Source, TurnInput
+from zeph_cli.features import isolation_policy
 
 TURN = TurnInput(1, {}, prompt="hello", running=True)
 GENEROUS = 30.0  # seconds: a bound on a would-be hang, never a speed check
@@ -107,9 +108,10 @@ def test_notes_sources_leave_are_collected_in_their_order():
 def test_isolation_is_data_the_sources_and_tool_groups_a_session_allows():
     sources = [Fake("memory"), Fake("skills"), Fake("session memory"), Fake("MCP tools"), Fake("time")]
     prepared = asyncio.run(prepare_sources(sources, TURN, GENEROUS))
-    assert [b.name for b in request_blocks(sources, TURN, ISOLATION, prepared)] == ["time"]
+    assert [b.name for b in request_blocks(sources, TURN, isolation_policy(), prepared)] == ["time"]
     assert len(request_blocks(sources, TURN, OPEN, prepared)) == 5
-    assert not ISOLATION.allows_tools("memory tools") and not ISOLATION.allows_tools("MCP tools")
+    isolation = isolation_policy()  # what the features' registrations leave out under isolation
+    assert not any(isolation.allows_tools(g) for g in ("memory tools", "skill tools", "MCP tools"))
     assert OPEN.allows_tools("MCP tools")
 
 

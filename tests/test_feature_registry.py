@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli_helpers import EMPTY_PROJECT
 from tests.fakes import openai_wire
 
@@ -98,8 +100,12 @@ def test_the_registries_name_no_feature():
     found = []
     for relative in REGISTRIES:
         for node in ast.walk(ast.parse((package / relative).read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and set(node.module.split(".")) & names:
-                found.append(f"{relative}: imports {node.module}")
+            if isinstance(node, ast.ImportFrom):
+                imported = [*(node.module or "").split("."), *(alias.name for alias in node.names)]
+                if set(imported) & names:
+                    found.append(f"{relative}: imports {node.module} {[a.name for a in node.names]}")
+            elif isinstance(node, ast.Import) and any(set(a.name.split(".")) & names for a in node.names):
+                found.append(f"{relative}: imports {[a.name for a in node.names]}")
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
                 found.append(f"{relative}: names {node.value!r}")
     assert names >= {"memory", "skills", "mcp", "worldbook", "session_memory", "load_skill", "profile"}
@@ -115,3 +121,27 @@ def test_what_features_register_is_imported_only_when_used():
                                                             "zeph_cli.features.skills.tool_specs"]
 
 
+
+
+def test_a_feature_says_what_isolation_leaves_out_and_cannot_take_a_name_already_taken(monkeypatch):
+    from zeph_cli import features
+    from zeph_cli.tools.registry import tools_for_mode
+
+    monkeypatch.setattr(features, "PACKAGES", [*features.PACKAGES, PROBE])
+    features.features.cache_clear()
+    features.isolation_policy.cache_clear()
+    try:
+        isolation = features.policy_for(True)
+        assert not isolation.allows("probe") and "the probe" in isolation.says
+        probe_tools = [t for f in features.features() if f.name == "probe" for t in f.tools]
+        assert tools_for_mode("agent", probe_tools, allows=isolation.allows_tools).names()[-1] != "probe_lookup"
+        assert tools_for_mode("agent", probe_tools, allows=features.policy_for(False).allows_tools).names()[-1] == "probe_lookup"
+        skills = [t for f in features.features() if f.name == "skills" for t in f.tools]
+        assert "load_skill" not in tools_for_mode("agent", skills, allows=isolation.allows_tools).names()
+        monkeypatch.setattr(features, "PACKAGES", [*features.PACKAGES, PROBE])  # the probe twice: its names taken
+        features.features.cache_clear()
+        with pytest.raises(ValueError, match="the tool 'probe_lookup' of feature 'probe' is feature 'probe''s already"):
+            features.features()
+    finally:
+        features.features.cache_clear()
+        features.isolation_policy.cache_clear()

@@ -82,7 +82,7 @@ def test_a_full_request_carries_every_block_in_order(fake_server, compatible, pr
     assert all(b["tokens"] > 0 for b in blocks if b["name"] in expected)
     # the entry before the base prompt fires by its keyword: no layer after it is the same from turn to turn
     assert json.loads(out(shown))["context"]["stable_prefix"] == {"tokens": 0, "ends_before": "worldbook before"}
-    assert "cache-stable prefix 0: the system layers before worldbook before, which changes" in out(
+    assert "cache-stable system text 0: the layers before worldbook before, which changes" in out(
         run_zeph("context", env=env, cwd=project))
 
     # --text: every message under the block it belongs to

@@ -41,7 +41,8 @@ def turn_blocks(agent, conversation, *, isolated: bool = False):
     `isolated`: as an isolated session's."""
     from zeph_cli.agent.context_view import turn_input
     from zeph_cli.agent.sources import request_blocks
-    from zeph_cli.context.blocks import Placement, policy_for
+    from zeph_cli.context.blocks import Placement
+    from zeph_cli.features import policy_for
 
     turn = turn_input(agent, conversation, agent.agent_history(conversation),
                       tools=frozenset(agent.offered_tools().tools), running=agent.pinned_id is not None)

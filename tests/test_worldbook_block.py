@@ -14,7 +14,10 @@ from zeph_cli.context.worldbook_block import (
     triggered,
 )
 from zeph_cli.messages import Message, ToolCallPart, ToolResultPart
-from zeph_cli.context.blocks import ISOLATION, OPEN, policy_for
+from zeph_cli.context.blocks import OPEN
+from zeph_cli.features import isolation_policy, policy_for
+
+ISOLATION = isolation_policy()
 
 
 def entry(id_: int, *keywords: str, **kw) -> WorldbookEntry:
@@ -112,7 +115,7 @@ def test_isolation_says_what_its_policy_leaves_out():
     said = " ".join(ISOLATION.says)
     for source in ISOLATION.denied_sources | ISOLATION.denied_tools:
         assert source in said or {"memory": "long-term memory", "session memory": "cross-session summaries"}[source] in said
-    assert policy_for(False) == OPEN and not OPEN.says and policy_for(True) is ISOLATION
+    assert policy_for(False) == OPEN and not OPEN.says and policy_for(True) == ISOLATION
 
 
 def test_the_assembler_puts_outlet_before_recall_an_bottom_after_it_and_depths_in_the_history():
@@ -149,16 +152,18 @@ def test_the_assembler_puts_outlet_before_recall_an_bottom_after_it_and_depths_i
     assert report.fixed_tokens >= sum(report.block(n).tokens for n in names if n.startswith("worldbook"))
 
 
-def test_a_worldbook_layer_is_cache_stable_only_when_every_entry_in_it_is_always_on():
+def test_a_worldbook_layer_is_cache_stable_only_when_no_entry_in_force_there_fires_by_keywords():
     from zeph_cli.context.blocks import Placement
     from zeph_cli.features.worldbook.source import worldbook_blocks
     from zeph_cli.features.worldbook.turn import WorldbookTurn, layers_within
 
     always = [entry(1, position="before"), entry(2, position="after")]
-    fired = [entry(3, "deploy", position="after"), entry(4, "deploy", position="an_top")]
-    placement = place(always + fired, None, len)
-    assert [(b.name, b.constant) for b in placement.blocks] == [
-        ("worldbook before", True), ("worldbook after", False), ("worldbook an top", False)]
-    blocks = worldbook_blocks(layers_within(WorldbookTurn(tuple(always + fired), tuple(always + fired)), None, len))
-    stable = {b.name: b.stable for b in blocks if b.placement is not Placement.REPORT}
-    assert stable == {"worldbook before": True, "worldbook after": False, "worldbook an top": False}
+    keyed = [entry(3, "deploy", position="after"), entry(4, "deploy", position="an_top")]
+
+    def stable(triggered) -> dict[str, bool]:
+        blocks = worldbook_blocks(layers_within(WorldbookTurn(tuple(always + keyed), tuple(triggered)), None, len))
+        return {b.name: b.stable for b in blocks if b.placement is not Placement.REPORT}
+
+    # "after" holds a keyword entry in force: it changes when the keyword comes up, fired this turn or not
+    assert stable(always) == {"worldbook before": True, "worldbook after": False}
+    assert stable(always + keyed) == {"worldbook before": True, "worldbook after": False, "worldbook an top": False}

@@ -189,11 +189,11 @@ def test_isolation_drops_memory_recall_and_mcp_tools_and_keeps_the_rest(fake_ser
     blocks = json.loads(out(shown))["context"]["blocks"]
     assert json.loads(out(shown))["memory"] == []
     assert json.loads(out(shown))["extras"] == [  # what the policy denies, in the report's words
-        "worldbook isolation: not sent: long-term memory, semantic recall, MCP tools, skills, skill tools, memory tools, "
-        "cross-session summaries, user profile"
+        "worldbook isolation: not sent: long-term memory, semantic recall, memory tools, cross-session summaries, "
+        "user profile, skills, skill tools, MCP tools"
     ]
     detail = next(b["detail"] for b in blocks if b["name"] == "worldbook isolation")
-    assert detail.startswith("on: not sent: long-term memory, semantic recall, MCP tools, skills, skill tools, memory tools")
+    assert detail.startswith("on: not sent: long-term memory, semantic recall, memory tools, cross-session summaries")
     assert not any(b["name"] in ("memory", "semantic recall") for b in blocks)
 
 

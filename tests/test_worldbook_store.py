@@ -107,7 +107,7 @@ def test_a_turn_is_isolated_only_when_asked_and_entries_are_in_force(store):
     assert not book.for_turn(sid, asked, []).isolated  # nothing bound: nothing to isolate for
     store.add("lore", keywords=["elf"], conversation_id=sid)
     turn = book.for_turn(sid, asked, [Message.user("an Elf!")])
-    from zeph_cli.context.blocks import policy_for
+    from zeph_cli.features import policy_for
 
     policy = policy_for(turn.isolated)
     assert turn.isolated and not policy.allows("memory") and policy.allows("topic prompt")

@@ -2,7 +2,7 @@
 command group and chat-app command reach zeph with no change anywhere else (tests/test_feature_registry.py)."""
 
 from zeph_cli.context.blocks import Registration
-from zeph_cli.features import ChatCommand, CommandGroup, Feature
+from zeph_cli.features import ChatCommand, CommandGroup, Feature, Isolation
 from zeph_cli.tools.specs import ToolDeclaration
 
 PROBE_LOOKUP = ToolDeclaration(
@@ -23,4 +23,5 @@ FEATURE = Feature(
         ChatCommand("probe", "[KEY]", "Show the probe's value for a key.", (f"{__name__}.parts", "probe_command"),
                     check="probe_problem"),
     ),
+    isolation=Isolation(frozenset({"probe"}), frozenset({"probe tools"}), ("the probe",)),
 )

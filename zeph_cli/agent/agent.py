@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..config import Config, SandboxConfig
 from ..context.assembler import HistoryItem
-from ..context.blocks import ContextSource, Source, SourcePolicy, policy_for
+from ..context.blocks import ContextSource, Source, SourcePolicy
 from ..context.budget import Budget, compute_budget
 from ..context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, session_profile
 from ..context.project import render_project_context
@@ -49,7 +49,7 @@ from ..tokens import DeferredCounter, TiktokenCounter, TokenCounter, bounded, co
 from ..tools.base import ToolSet
 from ..tools.confinement import Confinement, workspace_root
 from ..tools.approval import Approver, deny_all
-from ..features import declared_tools, offered_tools
+from ..features import declared_tools, offered_tools, policy_for
 from ..features.turn_extras import TurnExtras
 from .workspace import Workspace, environment_facts, find_project_files
 from . import context_view

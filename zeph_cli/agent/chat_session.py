@@ -398,10 +398,9 @@ class ChatSession:
     def _start_summary_worker(self) -> None:
         pending, self.agent.session_memory.pending = self.agent.session_memory.pending, None
         if pending is not None:
-
-            loaded = _with_overrides(self.loaded, self._overrides)
             from ..features.session_memory.worker import spawn  # the worker's module builds agents
 
+            loaded = _with_overrides(self.loaded, self._overrides)
             spawn(pending, loaded, str(loaded.path) if loaded.path else None, self.cwd, self.env)
 
     async def compact(self) -> AsyncIterator[AgentEvent]:
@@ -576,7 +575,6 @@ class ChatSession:
 
     async def mcp_prompt(self, server: str, name: str, arguments: Mapping[str, str]) -> str:
         """One MCP prompt rendered as text, for the input box; `ZephError` (one line) when it cannot be."""
-
         mcp = self.agent.mcp
         if mcp is None:
             raise ZephError("no MCP servers are configured ([[mcp.servers]] in the config)")
@@ -589,7 +587,6 @@ class ChatSession:
     def metrics_lines(self) -> list[str]:
         """The sandbox state, what the last turn recalled, then the session's compaction metrics, one line
         each (none before the first prompt)."""
-
         sandbox = [self.agent.sandbox.state().line()]
         if self.conversation is None:
             return sandbox

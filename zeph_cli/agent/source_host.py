@@ -1,22 +1,39 @@
 """What a context source reads of the session it serves: the core's settings and prompts (`CoreHost`), and
 the features' services and the turn's results they fill in.
 
-Invariant: a protocol the Agent satisfies, so that no source module imports the agent; the source
-registry (`sources.py`) does not import this module, so it names no feature.
+Invariant: protocols the Agent satisfies (mypy checks it where the agent builds its sources), so that
+no source module imports the agent; the source registry (`sources.py`) imports this module for
+types only.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from .sources import CoreHost
-
 if TYPE_CHECKING:
+    from ..config import Config
+    from ..context.global_prompt import GlobalPrompt
+    from ..store import Conversation
+    from .workspace import Workspace
     from ..features.memory.service import MemoryService, TurnMemory
     from ..features.session_memory.service import SessionMemory
     from ..features.turn_extras import TurnExtras
     from ..features.worldbook.turn import Worldbook, WorldbookTurn
     from ..tools.base import ToolSet
+
+
+class CoreHost(Protocol):
+    """What the core's sources read of the session they serve (the Agent is one): its settings, workspace
+    and prompts. A feature's sources read more (`SourceHost`)."""
+
+    config: Config
+    mode: str
+    workspace: Workspace | None
+
+    def clock(self) -> datetime: ...
+    def global_prompt(self, conversation: Conversation) -> GlobalPrompt: ...
+    def enhancement(self, conversation: Conversation) -> str: ...
 
 
 class SourceHost(CoreHost, Protocol):

@@ -16,8 +16,7 @@ import asyncio
 import importlib
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..context.blocks import (
     CLOSING_ORDER, SYSTEM_ORDER, TURN_ORDER, Block, ContextSource, Placement, Registration, Source, SourcePolicy,
@@ -30,27 +29,9 @@ from ..features import source_registrations
 from ..log import get_logger
 
 if TYPE_CHECKING:
-    from ..config import Config
-    from ..context.global_prompt import GlobalPrompt
-    from ..store import Conversation
-    from .workspace import Workspace
+    from .source_host import CoreHost, SourceHost
 
 log = get_logger("context")
-
-
-class CoreHost(Protocol):
-    """What the core's sources read of the session they serve (the Agent is one): its settings, workspace
-    and prompts. A feature's sources read more (`source_host.SourceHost`)."""
-
-    config: Config
-    mode: str
-    workspace: Workspace | None
-
-    def clock(self) -> datetime: ...
-    def global_prompt(self, conversation: Conversation) -> GlobalPrompt: ...
-    def enhancement(self, conversation: Conversation) -> str: ...
-
-
 
 
 # ---- core sources ---------------------------------------------------------------------------------
@@ -159,12 +140,7 @@ REGISTRY: list[Registration] = [
 ]
 
 
-def register(registration: Registration) -> None:
-    """Add a source for every agent built from now on."""
-    REGISTRY.append(registration)
-
-
-def build_sources(agent: Any, registry: Sequence[Registration] | None = None) -> list[ContextSource]:
+def build_sources(agent: SourceHost, registry: Sequence[Registration] | None = None) -> list[ContextSource]:
     """The sources on for `agent`: the core's (`REGISTRY`), then the features', in order."""
     sources: list[ContextSource] = []
     for entry in [*REGISTRY, *source_registrations()] if registry is None else registry:

@@ -1,6 +1,6 @@
 """The modes a session can be in, as data: which tools each offers and which prompt modules it sends.
 
-Invariant: a mode is one row of `MODES`; nothing else names a mode. A read-only mode offers only tools
+Invariant: a mode is one row of `MODES`; help texts say what modes offer through `modes_help()`. A read-only mode offers only tools
 that change nothing (a built-in tool of kind "read", an MCP tool its server marks read-only), so the
 others are not even described to the model there.
 """

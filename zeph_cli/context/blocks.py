@@ -172,7 +172,8 @@ TURN_ORDER = {"worldbook an_top": 10, "time": 20, "memory": 30, "recent conversa
 CLOSING_ORDER = {"enhancement prompt": 10}
 
 
-def _always(host: Any) -> bool:
+def always(host: Any) -> bool:
+    """A registration that is always on."""
     return True
 
 
@@ -182,7 +183,7 @@ class Registration(NamedTuple):
 
     module: str
     factory: str
-    enabled: Callable[[Any], bool] = _always
+    enabled: Callable[[Any], bool] = always
 
 
 class SourcePolicy(NamedTuple):
@@ -200,13 +201,3 @@ class SourcePolicy(NamedTuple):
 
 
 OPEN = SourcePolicy()
-# Isolation mode (ETOS): no long-term memory, recall, session summaries, user profile, skills or MCP tools,
-# and no memory tools.
-ISOLATION = SourcePolicy(frozenset({"memory", "session memory", "skills", "MCP tools"}),
-                         frozenset({"memory tools", "skill tools", "MCP tools"}),
-                         ("long-term memory", "semantic recall", "MCP tools", "skills", "skill tools", "memory tools",
-                          "cross-session summaries", "user profile"))
-
-
-def policy_for(isolated: bool) -> SourcePolicy:
-    return ISOLATION if isolated else OPEN

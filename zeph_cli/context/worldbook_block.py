@@ -129,7 +129,6 @@ class WorldbookBlock:
     position: str
     depth: int = 0
     ids: tuple[int, ...] = ()  # the entries in it
-    constant: bool = False  # every entry in it is always on (none fires by its keywords): the same each turn
 
     @property
     def detail(self) -> str:
@@ -155,8 +154,7 @@ def blocks_for(entries: Sequence[WorldbookEntry]) -> list[WorldbookBlock]:
         here = [e for e in entries if e.position == position]
         text = render(position, here)
         if text:
-            out.append(WorldbookBlock(block_name(position), text, position, ids=_ids(here),
-                                      constant=all(e.constant for e in here)))
+            out.append(WorldbookBlock(block_name(position), text, position, ids=_ids(here)))
     depths = sorted({e.depth for e in entries if e.position == "at_depth"}, reverse=True)
     for depth in depths:
         here = [e for e in entries if e.position == "at_depth" and e.depth == depth]

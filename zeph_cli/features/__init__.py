@@ -16,16 +16,12 @@ from collections.abc import Awaitable, Callable
 from functools import cache
 from typing import Any, NamedTuple, Protocol
 
-from ..context.blocks import Registration
+from ..context.blocks import OPEN, Registration, SourcePolicy, always
 from ..tools.specs import BUILTIN, ToolDeclaration
 
 # The feature packages (by full dotted name), in the order their sources are asked, their tools offered and
 # their commands listed.
 PACKAGES = [f"{__name__}.{name}" for name in ("worldbook", "memory", "session_memory", "skills", "mcp")]
-
-
-def _always(host: Any) -> bool:
-    return True
 
 
 class CommandGroup(NamedTuple):
@@ -48,13 +44,23 @@ class ChatCommand(NamedTuple):
     background: bool = False  # runs beside a turn, the app usable meanwhile (it may wait on servers)
 
 
+class Isolation(NamedTuple):
+    """What worldbook isolation leaves out of a feature: sources (by name) and tool groups, and the words
+    `zeph context` says them in."""
+
+    sources: frozenset[str] = frozenset()
+    tool_groups: frozenset[str] = frozenset()
+    says: tuple[str, ...] = ()
+
+
 class Feature(NamedTuple):
     name: str
     sources: tuple[Registration, ...] = ()
     tools: tuple[ToolDeclaration, ...] = ()  # offered, in this order, after the core's
-    tools_offered: Callable[[Any], bool] = _always  # whether a session (a `SourceHost`) offers them now
+    tools_offered: Callable[[Any], bool] = always  # whether a session (a `SourceHost`) offers them now
     command_group: CommandGroup | None = None
     chat_commands: tuple[ChatCommand, ...] = ()
+    isolation: Isolation = Isolation()  # what isolation leaves out (nothing: the feature is kept)
 
 
 class ChatHost(Protocol):
@@ -71,8 +77,31 @@ class ChatHost(Protocol):
 
 @cache
 def features() -> tuple[Feature, ...]:
-    """Every feature's registration, in `PACKAGES` order (importing each package's `__init__` alone)."""
-    return tuple(importlib.import_module(package).FEATURE for package in PACKAGES)
+    """Every feature's registration, in `PACKAGES` order (importing each package's `__init__` alone).
+    Two features registering one name (a tool, a command group, a chat command), or a feature's tool named
+    as a core one, are refused here, naming both."""
+    found = tuple(importlib.import_module(package).FEATURE for package in PACKAGES)
+    seen: dict[tuple[str, str], str] = {("tool", name): "the core" for name in BUILTIN}
+    for feature in found:
+        names = [("tool", t.name) for t in feature.tools] + [("chat command", c.name) for c in feature.chat_commands]
+        names += [("command group", feature.command_group.name)] if feature.command_group else []
+        for key in names:
+            if key in seen:
+                raise ValueError(f"the {key[0]} {key[1]!r} of feature {feature.name!r} is {seen[key]}'s already")
+            seen[key] = f"feature {feature.name!r}"
+    return found
+
+
+@cache
+def isolation_policy() -> SourcePolicy:
+    """Worldbook isolation: every feature's sources and tool groups its `isolation` names left out."""
+    parts = [feature.isolation for feature in features()]
+    return SourcePolicy(frozenset().union(*(p.sources for p in parts)), frozenset().union(*(p.tool_groups for p in parts)),
+                        tuple(word for p in parts for word in p.says))
+
+
+def policy_for(isolated: bool) -> SourcePolicy:
+    return isolation_policy() if isolated else OPEN
 
 
 def source_registrations() -> list[Registration]:

@@ -2,9 +2,9 @@
 
 Invariant: `prepare()` never raises (but for cancellation) and, with
 `start_mcp()` (for /mcp), is the only step that may start MCP servers; before it ran, or without skills and servers, a
-turn gets no skills layer and no extra tools. Problems are returned as notes,
-each said once. Ask and plan modes get only the MCP tools that declare
-themselves read-only; load_skill is offered in every mode while skills exist.
+turn gets no skills layer and no MCP tools. Problems are returned as notes,
+each said once. Which of the MCP tools a mode offers is the tool offer's (`Tool.offered_in`), and
+load_skill is the skills feature's declared tool, offered while the turn has skills.
 """
 
 from __future__ import annotations

@@ -129,11 +129,12 @@ def context_head_lines(report: ContextReport, session_id: int, provider: str, mo
 
 
 def cache_line(report: ContextReport) -> str:
-    """How much of the request's head stays the same from turn to turn, so a prompt cache can keep it."""
+    """How much of the system text stays the same from turn to turn, so a prompt cache can keep it (the tool
+    schemas, before it on the wire, are not counted)."""
     stable = human_tokens(report.stable_prefix_tokens)
     if not report.first_changing:
-        return f"cache-stable prefix {stable}: every system layer stays the same from turn to turn"
-    return (f"cache-stable prefix {stable}: the system layers before {report.first_changing}, "
+        return f"cache-stable system text {stable}: every system layer stays the same from turn to turn"
+    return (f"cache-stable system text {stable}: the layers before {report.first_changing}, "
             "which changes from turn to turn (and so does everything after it)")
 
 

@@ -58,7 +58,6 @@ def fenced(text: str, language: str = "text") -> str:
     return f"{fence}{language}\n{text.rstrip()}\n{fence}"
 
 
-
 def conversation_json(conversation: Conversation, messages: list[StoredMessage]) -> dict[str, Any]:
     return {
         "id": conversation.id,

@@ -5,11 +5,13 @@ Invariant: the `mcp` SDK is imported only inside functions that start or talk to
 `zeph --help` and a `zeph ask` without `[[mcp.servers]]` never load it.
 """
 
+from __future__ import annotations
+
 from typing import TYPE_CHECKING
 
 from ...lazy_names import lazy_names
 from ...context.blocks import Registration
-from .. import ChatCommand, CommandGroup, Feature
+from .. import ChatCommand, CommandGroup, Feature, Isolation
 
 # What the core uses of this feature, imported from its module when first asked for (`feature.name`).
 _HOME = {
@@ -19,10 +21,11 @@ _HOME = {
 __getattr__, __dir__ = lazy_names(__name__, _HOME)
 
 if TYPE_CHECKING:
+    from ...agent.source_host import SourceHost
     from .manager import McpManager as McpManager, PromptError as PromptError
 
 
-def _on(session) -> bool:
+def _on(session: SourceHost) -> bool:
     return session.extras.mcp is not None
 
 
@@ -34,4 +37,5 @@ FEATURE = Feature(
         ChatCommand("mcp", "[SERVER PROMPT [NAME=value ...]]", "List the MCP prompts, or put one into the input box.",
                     (f"{__name__}.chat_commands", "mcp_command"), background=True),
     ),
+    isolation=Isolation(frozenset({"MCP tools"}), frozenset({"MCP tools"}), ("MCP tools",)),
 )

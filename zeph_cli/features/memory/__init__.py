@@ -4,11 +4,13 @@ Invariant: nothing here is imported by `zeph --help`, and numpy, wordllama's
 files and qdrant-client are imported only by the code paths that need them.
 """
 
+from __future__ import annotations
+
 from typing import TYPE_CHECKING
 
 from ...lazy_names import lazy_names
 from ...context.blocks import Registration
-from .. import ChatCommand, CommandGroup, Feature
+from .. import ChatCommand, CommandGroup, Feature, Isolation
 from .tool_specs import MEMORY_SAVE, MEMORY_SEARCH
 
 # What the core uses of this feature, imported from its module when first asked for (`feature.name`).
@@ -27,6 +29,7 @@ _HOME = {
 __getattr__, __dir__ = lazy_names(__name__, _HOME)
 
 if TYPE_CHECKING:
+    from ...agent.source_host import SourceHost
     from .long_term_store import MemoryStore as MemoryStore
     from .long_term_access import LongTermMemory as LongTermMemory
     from .service import TurnMemory as TurnMemory
@@ -37,11 +40,11 @@ if TYPE_CHECKING:
     from .vectors.factory import open_index as open_index
 
 
-def _on(session) -> bool:
+def _on(session: SourceHost) -> bool:
     return session.memory is not None
 
 
-def _tools_on(session) -> bool:
+def _tools_on(session: SourceHost) -> bool:
     return session.config.memory.long_term.enabled
 
 
@@ -55,4 +58,6 @@ FEATURE = Feature(
         ChatCommand("memory", "[add TEXT|forget ID]", "List the memories seen here, save one, or forget one.",
                     (f"{__name__}.chat_commands", "memory_command"), check="memory_problem"),
     ),
+    isolation=Isolation(frozenset({"memory"}), frozenset({"memory tools"}),
+                        ("long-term memory", "semantic recall", "memory tools")),
 )

@@ -5,11 +5,13 @@ worker process `worker.py` for `zeph ask`), kept in the digest tables (`store.py
 Invariant: nothing here delays a reply or reaches a provider except through the side jobs it is given.
 """
 
+from __future__ import annotations
+
 from typing import TYPE_CHECKING
 
 from ...lazy_names import lazy_names
 from ...context.blocks import Registration
-from .. import ChatCommand, CommandGroup, Feature
+from .. import ChatCommand, CommandGroup, Feature, Isolation
 
 
 # What the core uses of this feature, imported from its module when first asked for (`feature.name`).
@@ -33,4 +35,5 @@ FEATURE = Feature(
                     "Show the profiles; NAME switches the global prompt; edit/clear the user profile.",
                     (f"{__name__}.chat_commands", "profile_command")),
     ),
+    isolation=Isolation(frozenset({"session memory"}), says=("cross-session summaries", "user profile")),
 )

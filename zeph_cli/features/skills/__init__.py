@@ -5,11 +5,13 @@ Invariant: nothing here imports the `mcp` SDK, Textual or a provider SDK; numpy 
 embedder; PyYAML only when a SKILL.md is read.
 """
 
+from __future__ import annotations
+
 from typing import TYPE_CHECKING
 
 from ...lazy_names import lazy_names
 from ...context.blocks import Registration
-from .. import ChatCommand, CommandGroup, Feature
+from .. import ChatCommand, CommandGroup, Feature, Isolation
 from .tool_specs import LOAD_SKILL
 
 # What the core uses of this feature, imported from its module when first asked for (`feature.name`).
@@ -21,15 +23,16 @@ _HOME = {
 __getattr__, __dir__ = lazy_names(__name__, _HOME)
 
 if TYPE_CHECKING:
+    from ...agent.source_host import SourceHost
     from .folders import places_for as places_for, skill_folders as skill_folders
     from .service import service_for as service_for
 
 
-def _on(session) -> bool:
+def _on(session: SourceHost) -> bool:
     return session.extras.skills is not None
 
 
-def _matched(session) -> bool:
+def _matched(session: SourceHost) -> bool:
     """load_skill is offered while the turn has skills to name (matched or listed)."""
     return session.extras.skills_input() is not None
 
@@ -44,4 +47,5 @@ FEATURE = Feature(
         ChatCommand("skills", "[NAME]", "List the skills (last turn's matches marked), or show one.",
                     (f"{__name__}.chat_commands", "skills_command")),
     ),
+    isolation=Isolation(frozenset({"skills"}), frozenset({"skill tools"}), ("skills", "skill tools")),
 )

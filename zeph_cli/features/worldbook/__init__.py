@@ -5,12 +5,13 @@ Invariant: the entries live in the `worldbook_entries` table (`store.py`); a tur
 through `turn.py`, and the command line and the chat app change them only through `WorldbookStore`.
 """
 
+from __future__ import annotations
+
 from typing import TYPE_CHECKING
 
 from ...lazy_names import lazy_names
 from .. import ChatCommand, CommandGroup, Feature
 from ...context.blocks import Registration
-
 
 
 # What the core uses of this feature, imported from its module when first asked for (`feature.name`).
@@ -21,11 +22,12 @@ _HOME = {
 __getattr__, __dir__ = lazy_names(__name__, _HOME)
 
 if TYPE_CHECKING:
+    from ...agent.source_host import SourceHost
     from .turn import WorldbookTurn as WorldbookTurn
     from .turn import Worldbook as Worldbook
 
 
-def _on(session) -> bool:
+def _on(session: SourceHost) -> bool:
     return session.config.worldbook.enabled
 
 

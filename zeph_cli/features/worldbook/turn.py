@@ -4,7 +4,7 @@ trigger, and whether the session runs in isolation mode.
 Invariant: read-only; what applies to a session is the enabled entries bound to its project
 (the workspace root) and to the session itself. Isolation is on only when the session asks for it
 (`worldbook_isolated` in its metadata) AND it has entries in force: then the session's source
-policy (`context.blocks.ISOLATION`) leaves out the sources and tools it names (its `says`). A
+policy (`features.isolation_policy()`) leaves out the sources and tools it names (its `says`). A
 broken entry is skipped with a warning, never an error.
 """
 
@@ -44,7 +44,7 @@ class WorldbookTurn:
     """The worldbook entries in force for a turn, those its messages triggered, and isolation."""
     in_force: tuple[WorldbookEntry, ...] = ()
     triggered: tuple[WorldbookEntry, ...] = ()
-    isolated: bool = False  # isolation asked for and entries bound: what ISOLATION denies is not sent
+    isolated: bool = False  # isolation asked for and entries bound: what its policy denies is not sent
     isolation_asked: bool = False  # the session's switch, whether or not entries are bound
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
@@ -54,9 +54,9 @@ class WorldbookTurn:
         return place(self.triggered, allowance, measure)
 
     def isolation_detail(self) -> str:
-        from ...context.blocks import ISOLATION
+        from .. import isolation_policy
 
-        return "on: not sent: " + ", ".join(ISOLATION.says)
+        return "on: not sent: " + ", ".join(isolation_policy().says)
 
 
 def is_isolated(metadata: dict) -> bool:
@@ -100,7 +100,7 @@ class WorldbookLayers:
     an_bottom: list[PromptLayer] = field(default_factory=list)
     depths: list[tuple[int, PromptLayer]] = field(default_factory=list)
     notes: list[ContextBlock] = field(default_factory=list)  # 0-token blocks: isolation, entries left out
-    changing: set[str] = field(default_factory=set)  # layers holding an entry its keywords fired: not cache-stable
+    changing: set[str] = field(default_factory=set)  # layers where an entry fires by its keywords: not cache-stable
 
     def annotate(self, report: ContextReport) -> ContextReport:
         """The report with the 0-token blocks that say isolation is on (and what it left out) or that no
@@ -122,12 +122,13 @@ def layers_within(turn: WorldbookTurn, allowance: int | None, measure: Callable[
     if not turn.triggered and not turn.isolated:
         return layers  # nothing to place and nothing to say
     placement = turn.placement(allowance, measure)
+    keyed = {entry.position for entry in turn.in_force if not entry.constant}  # these layers change with the messages
     if turn.isolated:
         layers.notes.append(ContextBlock(ISOLATION_BLOCK, 0, turn.isolation_detail()))
     for n, block in enumerate(placement.blocks):
         detail = "; ".join(filter(None, (block.detail, placement.detail if n == 0 else "")))
         layer = PromptLayer(block.name, block.text, detail)
-        if not block.constant:
+        if block.position in keyed:
             layers.changing.add(block.name)
         if block.position == "at_depth":
             layers.depths.append((block.depth, layer))

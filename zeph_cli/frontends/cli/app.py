@@ -19,6 +19,7 @@ import typer
 
 from ... import __version__
 from ...errors import StoreError, UsageError, ZephError
+from ...config.modes import modes_help
 from ...features import command_groups
 from ...features import memory as memory_feature
 from .command_context import load, open_store, read_stdin, state, stdout_is_terminal
@@ -95,7 +96,7 @@ def root(
     session: Optional[int] = typer.Option(None, "--session", metavar="ID", help="Open the chat on session ID."),
     model: Optional[str] = typer.Option(None, "-m", "--model", metavar="MODEL", help="Model for the chat (for local: a .gguf path)."),
     provider: Optional[str] = typer.Option(None, "-p", "--provider", metavar="PROVIDER", help="Provider for the chat."),
-    mode: Optional[str] = typer.Option(None, "--mode", metavar="MODE", help="agent (all tools), ask or plan (read-only tools)."),
+    mode: Optional[str] = typer.Option(None, "--mode", metavar="MODE", help=modes_help() + "."),
     profile: Optional[str] = typer.Option(None, "--profile", metavar="NAME", help="Global prompt profile for new sessions ([prompt.profiles]; none = no global prompt)."),
 ) -> None:
     """zeph: a chat in the terminal (run with no command), or ask questions and manage sessions."""
@@ -158,7 +159,7 @@ def ask(
     no_stream: bool = typer.Option(False, "--no-stream", help="Wait for the whole reply instead of streaming it."),
     usage: bool = typer.Option(False, "-u", "--usage", help="Print token usage and context fill to stderr."),
     json_output: bool = typer.Option(False, "--json", help="Print the reply and its metadata as JSON."),
-    mode: Optional[str] = typer.Option(None, "--mode", metavar="MODE", help="agent (all tools), ask or plan (read-only tools)."),
+    mode: Optional[str] = typer.Option(None, "--mode", metavar="MODE", help=modes_help() + "."),
     yes: bool = typer.Option(False, "-y", "--yes", help="Approve every write and exec tool call of this command."),
     debug_dump: Optional[str] = typer.Option(
         None, "--debug-dump", metavar="DIR", help="Write each provider request and response, and each compaction, as numbered JSON files to DIR."
@@ -382,7 +383,6 @@ def recall(
     Without QUERY, reads one query per line from standard input and prints one JSON line per query
     ({"query", "route", "hits"}), so a whole set runs in one process.
     """
-
     from ...features.memory.recall_command import run_recall  # builds an agent: its module imports the factory
 
     raise typer.Exit(run_recall(query, json_output=json_output, k=k, session_id=session))

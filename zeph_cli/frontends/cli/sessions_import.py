@@ -155,7 +155,6 @@ def import_history(source: str, file: Optional[str], *, skip_bad: bool, index: b
         elif not loaded.config.memory.semantic.enabled:
             summary.indexed = "not indexed: semantic recall is off (memory.semantic.enabled)"
         else:
-
             try:
                 summary.indexed = memory.index_messages(loaded, store)
             except memory.ReindexError as exc:

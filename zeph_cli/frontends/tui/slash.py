@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ...config import AGENT_MODES
+from ...config.modes import modes_help
 from ...features import chat_commands, chat_problem
 
 
@@ -34,7 +35,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("sessions", "[QUERY]", "List or search the sessions, to switch to one."),
     CommandSpec("model", "NAME", "Switch the model for this session.", True, "claude-haiku-4-5"),
     CommandSpec("provider", "NAME", "Switch the provider (a type or a configured entry name).", True, "ollama"),
-    CommandSpec("mode", "|".join(AGENT_MODES), "Switch the mode — agent: all tools; ask, plan: read-only.", True, "plan"),
+    CommandSpec("mode", "|".join(AGENT_MODES), f"Switch the mode — {modes_help()}.", True, "plan"),
     CommandSpec("system", "TEXT", "Set this session's topic prompt.", True, "Answer in French."),
     CommandSpec("enhance", "[TEXT]", "Set the prompt sent last in each request (none: configured)."),
     *(CommandSpec(c.name, c.hint, c.help) for c in chat_commands().values()),  # the features'
@@ -44,6 +45,8 @@ COMMANDS: tuple[CommandSpec, ...] = (
 ALIASES: dict[str, str] = {"quit": "exit"}
 
 _BY_NAME = {spec.name: spec for spec in COMMANDS}
+if len(_BY_NAME) != len(COMMANDS):  # a feature's chat command named as another command: refused, not shadowed
+    raise ValueError(f"two chat-app commands are named {next(n for n in _BY_NAME if [s.name for s in COMMANDS].count(n) > 1)!r}")
 # The first word of a command: "/" then letters or dashes, nothing else.
 _COMMAND_WORD = re.compile(r"/([A-Za-z][A-Za-z-]*)")
 _FIRST_WORD = re.compile(r"(\S*)(\s*)(.*)", re.DOTALL)
