@@ -21,7 +21,7 @@ from .keys import check_value as _check
 from .keys import parse_env as _parse_env
 from .keys import suggest as _suggest
 from .mcp import SERVER_KEYS, McpConfig, parse_servers
-from .modes import AGENT_MODES
+from .modes import AGENT_MODES, modes_help
 from .prompt import PromptConfig, check_profile_choice, parse_profiles
 from ..errors import ConfigError
 from ..paths import default_config_path
@@ -226,7 +226,7 @@ class ContextConfig:
 @dataclass
 class AgentConfig:
     """The [agent] section: the tool mode and the tool rounds of a turn."""
-    mode: str = setting("agent", "agent: every tool; ask and plan: read-only tools (the others are not offered).", choices=AGENT_MODES)
+    mode: str = setting("agent", modes_help() + " (the others are not offered).", choices=AGENT_MODES)
     max_tool_iterations: int = setting(25, "Tool rounds allowed in one turn before the agent stops and says so.", lo=1, hi=1000)
 
 
