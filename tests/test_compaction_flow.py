@@ -15,6 +15,8 @@ from tests.conftest import isolate
 from tests.fakes import openai_wire
 from tests.fakes.server import FakeServer
 
+pytestmark = pytest.mark.xdist_group("compaction_flow")  # one worker runs the module (--dist loadgroup): the six-turn session is built once
+
 PATH = "/v1/chat/completions"
 
 

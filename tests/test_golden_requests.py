@@ -66,6 +66,8 @@ from tests.fakes import anthropic_wire, ollama_wire, openai_wire
 from tests.fakes.server import FakeResponse, FakeServer, RecordedRequest
 from tests.fakes.summarizers import faithful_summary, material
 
+pytestmark = pytest.mark.xdist_group("golden_requests")  # one worker runs the module (--dist loadgroup): the world (ten zeph runs) is made once
+
 GOLDEN = Path(__file__).parent / "golden"
 RECORD = os.environ.get("ZEPH_RECORD_GOLDEN") == "1"
 PROVIDERS = ("anthropic", "openai", "compatible", "ollama", "embedded")
