@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -26,23 +28,27 @@ PROVIDER_ENV = (
 )
 
 
-@pytest.fixture(autouse=True)
-def isolated_env(tmp_path, monkeypatch):
-    """Point every zeph location at a temporary directory and clear provider keys."""
-    import os
-
+def isolate(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """Point every zeph location at directories under `root` and clear provider keys (what each test
+    runs under; a module's shared fixture sets itself up under the same, in a MonkeyPatch.context())."""
     for name in list(os.environ):
         if name.startswith("ZEPH_") or name in PROVIDER_ENV:
             monkeypatch.delenv(name, raising=False)
-    home = tmp_path / "home"
-    home.mkdir()
+    home = root / "home"
+    home.mkdir(exist_ok=True)
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
-    monkeypatch.setenv("ZEPH_HOME", str(tmp_path / "zeph-home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(root / "xdg-config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(root / "xdg-data"))
+    monkeypatch.setenv("ZEPH_HOME", str(root / "zeph-home"))
     # A session's sixth `zeph ask` would start a detached summary worker whose request could take a
     # reply queued for the test; the tests of session summaries switch them back on.
     monkeypatch.setenv("ZEPH_MEMORY_CROSS_SESSION_ENABLED", "false")
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path, monkeypatch):
+    """Point every zeph location at a temporary directory and clear provider keys."""
+    isolate(monkeypatch, tmp_path)
     yield tmp_path
     _close_the_log()
 

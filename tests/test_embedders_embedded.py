@@ -15,6 +15,8 @@ from zeph_cli.features.memory.embedders import embedded
 from zeph_cli.features.memory.embedders.base import EmbeddingError
 from zeph_cli.features.memory.embedders.embedded import MODEL, EmbeddedEmbedder, shared_embedded, wordllama_folder
 
+pytestmark = pytest.mark.xdist_group("embedders_embedded")  # one worker runs the module (--dist loadgroup): the embedder is loaded once
+
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = [
     "The cat sat on the mat.",

@@ -16,6 +16,8 @@ from zeph_cli.features.memory.embedders import minilm
 from zeph_cli.features.memory.embedders.base import EmbeddingError
 from zeph_cli.features.memory.embedders.minilm import MODEL, MiniLMEmbedder, weights_path
 
+pytestmark = pytest.mark.xdist_group("embedders_minilm")  # one worker runs the module (--dist loadgroup): the embedder is loaded once
+
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = json.loads((ROOT / "tests" / "data" / "minilm_reference.json").read_text())
 

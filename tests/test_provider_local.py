@@ -14,6 +14,8 @@ from zeph_cli.providers import create_provider, resolve_settings
 from zeph_cli.providers.base import ChatRequest
 from zeph_cli.providers.local import LocalProvider, to_local_messages
 
+pytestmark = pytest.mark.xdist_group("provider_local")  # one worker runs the module (--dist loadgroup): the embedded model is loaded once
+
 
 @pytest.fixture(scope="module")
 def provider():

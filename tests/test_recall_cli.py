@@ -6,12 +6,17 @@ ranking: the lists are compared with what the turn recalled, and only unambiguou
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.cli_helpers import assert_one_line_error, err, out, run_zeph
+from tests.conftest import isolate
 from tests.fakes import openai_wire
+
+pytestmark = pytest.mark.xdist_group("recall_cli")  # one worker runs the module (--dist loadgroup): the history is imported once
 
 RECALL = "[semantic recall]"
 
@@ -37,15 +42,25 @@ HIT_FIELDS = {"rank", "session", "session_title", "message_id", "external_id", "
               "relevance", "legs", "entry"}
 
 
-@pytest.fixture
-def history(tmp_path: Path) -> Path:
-    source = tmp_path / "history.jsonl"
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory) -> Path:
+    """HISTORY imported once by the real `zeph sessions import`, under a test's isolation: the data dir."""
+    root = tmp_path_factory.mktemp("imported")
+    source = root / "history.jsonl"
     lines = [{"session": s, "role": r, "content": c, "id": i, "timestamp": f"2024-03-{n // 4 + 1:02d}T10:{n:02d}:00Z"}
              for n, (s, r, c, i) in enumerate(HISTORY)]
     source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    imported = run_zeph("sessions", "import", str(source))
-    assert imported.returncode == 0, err(imported)
-    return source
+    with pytest.MonkeyPatch.context() as patch:
+        isolate(patch, root)
+        result = run_zeph("sessions", "import", str(source))
+    assert result.returncode == 0, err(result)
+    return root / "zeph-home"
+
+
+@pytest.fixture
+def history(imported: Path) -> None:
+    """This test's data dir is a copy of the imported history's (a test's turns stay its own)."""
+    shutil.copytree(imported, os.environ["ZEPH_HOME"])
 
 
 def _recall(query: str, *args: str, env: dict[str, str]) -> list[dict]:
@@ -77,7 +92,9 @@ def test_recall_prints_the_list_a_real_turn_recalls(history, fake_server, compat
         if query in EVIDENCE:
             assert EVIDENCE[query] in [hit["external_id"] for hit in printed], (query, printed)
     # imported messages carry the source's id; the ones zeph wrote itself (the turns above) none
-    later = [hit for q in QUERIES for hit in _recall(q, env=compatible)]
+    batch = run_zeph("recall", input="\n".join(QUERIES) + "\n", env=compatible)  # one JSON line per query
+    assert batch.returncode == 0, err(batch)
+    later = [hit for line in out(batch).splitlines() for hit in json.loads(line)["hits"]]
     assert later and all((hit["external_id"] is None) == (hit["session"] > 4) for hit in later)
 
 
