@@ -6,7 +6,8 @@ same file, WAL, a busy timeout). So a search never shares a connection with the 
 the indexer's thread — WAL lets it read while they write — and a search the caller stopped waiting for
 (a source past its deadline) runs to its end without holding up the loop; the next call starts after it.
 The thread is a daemon, so an idle reader never keeps the process from its quick exit
-(`process_exit.leave`); `join` waits for a busy one (the memory service's exit hook). A database with no
+(`process_exit.leave`); `close` waits for a busy one (the memory service's exit hook), then closes the
+connection on its thread, so the last connection to close leaves no write-ahead log behind. A database with no
 file (":memory:") cannot be opened twice: its calls run inline, on the caller's connection, as before
 there was a reader.
 """
@@ -25,6 +26,10 @@ if TYPE_CHECKING:
     from ...store.sqlite import Database
 
 T = TypeVar("T")
+
+
+def _CLOSE(db: "Database") -> None:  # a marker job: the reader closes its connection and ends
+    raise AssertionError("never run")
 
 
 class Reader:
@@ -54,13 +59,28 @@ class Reader:
             self._jobs.put((work, done))
         return await asyncio.wrap_future(done)
 
-    def join(self, timeout: float) -> None:
-        """Wait up to `timeout` seconds for the calls given to end."""
-        self._idle.wait(timeout)
+    def close(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for the calls given to end; then, when they have, close the reader's
+        connection on its thread and let the thread end (a later call starts another)."""
+        if not self._idle.wait(timeout):
+            return
+        with self._lock:
+            thread, self._thread = self._thread, None
+            if thread is None:
+                return
+            closed: Future[Any] = Future()
+            self._jobs.put((_CLOSE, closed))
+        closed.exception(timeout=1.0)
 
     def _serve(self) -> None:
         while True:
             work, done = self._jobs.get()
+            if work is _CLOSE:
+                if self._own is not None:
+                    self._own.close()
+                    self._own = None
+                done.set_result(None)
+                return
             try:
                 if done.set_running_or_notify_cancel():
                     try:

@@ -392,7 +392,7 @@ class MemoryService:
         for thread in (self._warm, self._indexer):
             if thread is not None and thread.is_alive():
                 thread.join(max(deadline - time.monotonic(), 0.0))
-        self._reader.join(max(deadline - time.monotonic(), 0.0))
+        self._reader.close(max(deadline - time.monotonic(), 0.0))
 
     async def finish(self, timeout: float = FINISH_WAIT_SECS) -> None:
         """Give background indexing up to `timeout` seconds to store the last turn's vectors (for `zeph ask`,
