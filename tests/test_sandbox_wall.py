@@ -258,6 +258,21 @@ def test_unix_sockets_and_loopback_servers_outside_are_out_of_reach(site, fake_s
     assert "allow_network = true" in results[1] and "allowed_hosts" in results[1]
 
 
+def test_a_socket_in_a_folder_zeph_may_not_enter_does_not_stop_commands(site, fake_server):
+    # another user's private runtime folder (0700) with a server's socket in it: bubblewrap cannot cover a path
+    # it may not enter, and a command inside could not reach it anyway, so zeph leaves it alone
+    other = NOBODY if site.uid == 0 else 0
+    private = site.base / "someone-else"
+    private.mkdir(mode=0o700)
+    unix = Listener(socket.AF_UNIX, str(private / "their.sock"))
+    os.chown(private, other, other)
+    try:
+        results = site.ask(fake_server, "echo still runs")
+    finally:
+        unix.close()
+    assert results == ["still runs"]
+
+
 # ---- deferred execution and zeph's own files -------------------------------------------------------------
 
 

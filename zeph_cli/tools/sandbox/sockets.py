@@ -6,7 +6,10 @@ looking, in the run-time directories where services put theirs (/run, /var/run, 
 a few levels deep): the scan catches a server bound in another network namespace (a container's
 docker.sock) or by a relative path, which the table lists under another name or not at all.
 Abstract names (`@…`) are left out (a network namespace of its own, or Landlock's scope, keeps
-those away). An unreadable table gives None: the caller reports that covering is missing.
+those away), and so is a socket in a folder this user may not enter (another user's 0700 runtime
+dir): a command in the sandbox, who has no more rights, cannot reach it, and the sandbox could not
+cover it either (bubblewrap fails on the path). An unreadable table gives None: the caller reports
+that covering is missing.
 """
 
 from __future__ import annotations
@@ -45,7 +48,28 @@ def bound_socket_paths(table: Path = UNIX_TABLE) -> list[Path] | None:
         if str(found) not in seen:
             seen.add(str(found))
             paths.append(found)
-    return paths
+    return [path for path in paths if enterable(path.parent)]
+
+
+def enterable(directory: Path) -> bool:
+    """Whether this user may pass through every folder down to `directory` by its permission bits: as its
+    owner, its group or anyone; root only where it owns the folder (in the sandbox's user namespace root
+    keeps no power over other users' files)."""
+    uid, groups = os.geteuid(), {os.getegid(), *os.getgroups()}
+    for folder in (directory, *directory.parents):
+        try:
+            info = os.stat(folder)
+        except OSError:
+            return False
+        if info.st_uid == uid:
+            allowed = uid == 0 or info.st_mode & stat.S_IXUSR
+        elif info.st_gid in groups:
+            allowed = info.st_mode & stat.S_IXGRP
+        else:
+            allowed = info.st_mode & stat.S_IXOTH
+        if not allowed:
+            return False
+    return True
 
 
 RUN_DIRS = ("/run", "/var/run")
