@@ -19,11 +19,11 @@ def covers_each_line_once(text: str, chunks: list[Chunk], max_lines: int) -> Non
     seen: dict[int, str] = {}
     for chunk in chunks:
         assert chunk.end_line - chunk.start_line + 1 <= max_lines, chunk
-        assert chunk.text == "\n".join(text.splitlines()[chunk.start_line - 1:chunk.end_line])
+        assert chunk.text == "\n".join(text.split("\n")[chunk.start_line - 1:chunk.end_line])
         for line in range(chunk.start_line, chunk.end_line + 1):
             assert line not in seen, (line, seen[line], chunk.symbol)
             seen[line] = chunk.symbol
-    missing = [n for n, line in enumerate(text.splitlines(), 1) if line.strip() and n not in seen]
+    missing = [n for n, line in enumerate(text.split("\n"), 1) if line.strip() and n not in seen]
     assert missing == []
 
 
@@ -88,6 +88,13 @@ def test_a_statement_longer_than_a_chunk_is_cut_and_no_line_is_lost():
     chunks, _ = chunk_file("big.py", call, max_lines=40)
     covers_each_line_once(call, chunks, 40)
     assert len(chunks) == 3
+
+
+def test_lines_are_counted_as_the_parser_counts_them():
+    text = 'NOTE = "a\x0cpage break"\n\ndef after():\n    return 1\n'  # a form feed, which splitlines breaks at
+    chunks, _ = chunk_file("ff.py", text)
+    covers_each_line_once(text, chunks, 60)
+    assert [(c.symbol, c.start_line, c.end_line) for c in chunks] == [("NOTE", 1, 1), ("after", 3, 4)]
 
 
 def test_a_file_of_another_language_is_indexed_as_runs_of_lines():

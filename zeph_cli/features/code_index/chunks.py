@@ -66,7 +66,7 @@ def chunk_file(path: str, text: str, *, max_lines: int = MAX_LINES) -> tuple[lis
     """The file's chunks and its imports (for the embedding text); text chunks when its language is not parsed."""
     name = language_of(path)
     grammar = load(name) if name is not None else None
-    lines = text.splitlines()
+    lines = text.split("\n")  # as the parser counts rows (splitlines would also break at \f, \x1c, \u2028…)
     if grammar is None:
         return text_chunks(path, lines), ""
     from tree_sitter import Parser, QueryCursor
@@ -111,6 +111,7 @@ class _Chunker:
 
     def add(self, start: int, end: int, symbol: str, kind: str, signature: str) -> None:
         """Rows `start`..`end` (0-based, inclusive), trimmed of blank lines at both ends."""
+        end = min(end, len(self.lines) - 1)
         while start <= end and not self.lines[start].strip():
             start += 1
         while end >= start and not self.lines[end].strip():

@@ -1,0 +1,240 @@
+"""Code retrieval on this repository's own history: which retriever finds the functions a commit changed
+from the commit's own subject, beside plain BM25 on the same chunks.
+
+The data set is real and built here, offline, from git: for each commit that changed a few functions of
+`zeph_cli/` (between 1 and `MAX_GOLD` definitions), the query is its subject up to the first colon or
+semicolon (what the commit does, in the words of whoever wrote it), the corpus is every `zeph_cli/` Python
+file at the commit's parent, chunked by the code index (`features/code_index/chunks.py`), and the gold
+is the definitions (path + qualified symbol) whose lines at the parent the commit's diff touches, and
+their files. A query that names a gold symbol verbatim is kept: commit subjects do, and so do users.
+
+Each retriever ranks the same chunks; the table prints, averaged over queries, the share of gold
+functions found among the top 5 chunks and the share of gold files among the top 5 files:
+- BM25 (plain): `bm25s` over path + qualified name + code, split on non-word characters — the baseline;
+- BM25 (identifiers): the same, with identifiers split into their parts (`code_index/words.py`);
+- dense: wordllama vectors of each chunk's embedding text, cosine to the query's;
+- hybrid: reciprocal rank fusion of BM25 (identifiers) and dense, as recall fuses its lists.
+
+    python benchmarks/code_retrieval.py [--commits N] [--seed S]
+
+It asserts nothing; it prints the data set's size, the table and its time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from zeph_cli.features.code_index.chunks import Chunk, chunk_file  # noqa: E402
+from zeph_cli.features.code_index.words import words  # noqa: E402
+from zeph_cli.features.memory.fusion import reciprocal_rank_fusion  # noqa: E402
+
+MAX_GOLD = 6
+TOP = 5
+SOURCE = "zeph_cli/"
+
+
+@dataclass
+class Case:
+    commit: str
+    query: str
+    chunks: list[Chunk]
+    texts: list[str]  # each chunk's embedding text
+    gold: set[tuple[str, str]]  # (path, symbol)
+    gold_files: set[str]
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout
+
+
+def commits() -> list[tuple[str, str]]:
+    out = git("log", "--no-merges", "--format=%H%x00%s", "--", f"{SOURCE}*.py")
+    return [tuple(line.split("\0", 1)) for line in out.splitlines() if "\0" in line]  # type: ignore[misc]
+
+
+def query_of(subject: str) -> str:
+    return re.split(r"[:;]\s", subject, maxsplit=1)[0].strip()[:300]
+
+
+def changed_rows(parent: str, commit: str) -> dict[str, list[tuple[int, int]]]:
+    """Per file, the 1-based line ranges of the parent the commit changed (an insertion: the line it follows)."""
+    diff = git("diff", "-U0", parent, commit, "--", f"{SOURCE}*.py")
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    path = None
+    for line in diff.splitlines():
+        if line.startswith("--- "):
+            path = line[6:] if line.startswith("--- a/") else None
+        elif line.startswith("@@") and path is not None:
+            match = re.match(r"@@ -(\d+)(?:,(\d+))? ", line)
+            if match:
+                start, count = int(match.group(1)), int(match.group(2) or "1")
+                ranges.setdefault(path, []).append((start, start + max(count, 1) - 1))
+    return ranges
+
+
+def snapshot(commit: str, cache: dict[tuple[str, str], tuple[list[Chunk], str]]) -> list[tuple[Chunk, str]]:
+    """Every chunk of the `zeph_cli/` Python files at `commit`, with its embedding text (chunked once per blob)."""
+    listing = git("ls-tree", "-r", commit, "--", SOURCE)
+    out: list[tuple[Chunk, str]] = []
+    for line in listing.splitlines():
+        meta, path = line.split("\t", 1)
+        blob = meta.split()[2]
+        if not path.endswith(".py"):
+            continue
+        key = (blob, path)
+        if key not in cache:
+            cache[key] = chunk_file(path, git("cat-file", "blob", blob))
+        chunks, imports = cache[key]
+        out += [(chunk, chunk.embedding_text(imports)) for chunk in chunks]
+    return out
+
+
+def build_cases(limit: int, seed: int) -> list[Case]:
+    history = commits()
+    random.Random(seed).shuffle(history)
+    cache: dict[tuple[str, str], tuple[list[Chunk], str]] = {}
+    cases: list[Case] = []
+    for commit, subject in history:
+        if len(cases) >= limit:
+            break
+        parent = f"{commit}^"
+        try:
+            rows = changed_rows(parent, commit)
+        except subprocess.CalledProcessError:
+            continue  # the first commit
+        if not rows:
+            continue
+        pairs = snapshot(parent, cache)
+        gold = {(c.path, c.symbol) for c, _ in pairs if c.symbol and any(
+            a <= c.end_line and b >= c.start_line for a, b in rows.get(c.path, ()))}
+        if not 1 <= len(gold) <= MAX_GOLD:
+            continue
+        cases.append(Case(commit[:10], query_of(subject), [c for c, _ in pairs], [t for _, t in pairs], gold,
+                          {path for path, _ in gold}))
+    return cases
+
+
+def plain_words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def bm25_ranking(tokenize: Callable[[str], list[str]]) -> Callable[[Case], list[int]]:
+    import bm25s
+
+    def rank(case: Case) -> list[int]:
+        corpus = [tokenize(f"{c.path} {c.symbol}\n{c.text}") for c in case.chunks]
+        retriever = bm25s.BM25()
+        retriever.index(bm25s.tokenization.Tokenized(*_ids(corpus)), show_progress=False)
+        query = tokenize(case.query)
+        scores = retriever.get_scores(query) if query else np.zeros(len(corpus))
+        return list(np.argsort(-np.asarray(scores), kind="stable"))
+    return rank
+
+
+def _ids(corpus: list[list[str]]) -> tuple[list[list[int]], dict[str, int]]:
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(w, len(vocab)) for w in doc] for doc in corpus]
+    return ids, vocab
+
+
+class Dense:
+    def __init__(self, name: str) -> None:
+        if name == "minilm":
+            from zeph_cli.features.memory.embedders.minilm import MiniLMEmbedder
+
+            self.embedder = MiniLMEmbedder()
+        else:
+            from zeph_cli.features.memory.embedders.embedded import shared_embedded
+
+            self.embedder = shared_embedded()
+        self.vectors: dict[str, np.ndarray] = {}
+
+    def rank(self, case: Case) -> list[int]:
+        missing = [t for t in dict.fromkeys(case.texts) if t not in self.vectors]
+        for start in range(0, len(missing), 256):
+            batch = missing[start:start + 256]
+            for text, vector in zip(batch, self.embedder.embed(batch)):
+                self.vectors[text] = vector
+        matrix = np.stack([self.vectors[t] for t in case.texts])
+        query = self.embedder.embed([case.query])[0]
+        return list(np.argsort(-(matrix @ query), kind="stable"))
+
+
+def hybrid(first: Callable[[Case], list[int]], second: Callable[[Case], list[int]],
+           weight: float = 1.0) -> Callable[[Case], list[int]]:
+    """Reciprocal rank fusion of two rankings, the second weighted `weight` against the first's 1."""
+    def rank(case: Case) -> list[int]:
+        fused = reciprocal_rank_fusion([(first(case)[:200], 1.0), (second(case)[:200], weight)])
+        return sorted(fused, key=lambda i: -fused[i])
+    return rank
+
+
+def _memo(rank: Callable[[Case], list[int]]) -> Callable[[Case], list[int]]:
+    """`rank`, each case ranked once (the hybrids reuse their parts' rankings)."""
+    done: dict[str, list[int]] = {}
+
+    def memo(case: Case) -> list[int]:
+        if case.commit not in done:
+            done[case.commit] = rank(case)
+        return done[case.commit]
+    return memo
+
+
+def scores(case: Case, ranking: Sequence[int]) -> tuple[float, float]:
+    top = [case.chunks[i] for i in ranking[:TOP]]
+    found = {(c.path, c.symbol) for c in top} & case.gold
+    files: list[str] = []
+    for i in ranking:
+        path = case.chunks[i].path
+        if path not in files:
+            files.append(path)
+        if len(files) == TOP:
+            break
+    return len(found) / len(case.gold), len(set(files) & case.gold_files) / len(case.gold_files)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--commits", type=int, default=80)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    started = time.monotonic()
+    cases = build_cases(args.commits, args.seed)
+    built = time.monotonic() - started
+    print(f"{len(cases)} commits of this repository ({sum(len(c.gold) for c in cases)} gold functions, "
+          f"{sum(len(c.chunks) for c in cases) // max(len(cases), 1):,} chunks a snapshot); built in {built:.1f} s")
+    wordllama, minilm = Dense("wordllama"), Dense("minilm")
+    plain, ident = _memo(bm25_ranking(plain_words)), _memo(bm25_ranking(words))
+    retrievers: list[tuple[str, Callable[[Case], list[int]]]] = [
+        ("BM25 (plain): baseline", plain), ("BM25 (identifiers)", ident),
+        ("dense (wordllama)", _memo(wordllama.rank)), ("dense (minilm)", _memo(minilm.rank)),
+        ("hybrid: BM25 (identifiers) + wordllama, RRF", hybrid(ident, wordllama.rank)),
+        ("hybrid: BM25 (identifiers) + minilm, RRF", hybrid(ident, minilm.rank)),
+        ("hybrid: BM25 (identifiers) + minilm x0.5", hybrid(ident, minilm.rank, 0.5)),
+    ]
+    print(f"\n{'retriever':44} {'functions@5':>12} {'files@5':>9}   vs baseline")
+    base: tuple[float, float] | None = None
+    for name, rank in retrievers:
+        results = [scores(case, rank(case)) for case in cases]
+        functions = sum(r[0] for r in results) / len(results)
+        files = sum(r[1] for r in results) / len(results)
+        base = base or (functions, files)
+        print(f"{name:44} {functions:12.1%} {files:9.1%}   {100 * (functions - base[0]):+.1f} / {100 * (files - base[1]):+.1f} points")
+    print(f"\n{time.monotonic() - started:.1f} s in all")
+
+
+if __name__ == "__main__":
+    main()
