@@ -120,7 +120,9 @@ def memory_service(
         return memory_feature.embedder_for(config, settings, sources=loaded.sources)
 
     def make_index(db, path):
-        return memory_feature.open_index(config, db if db is not None else store.db, path)
+        from ..features.memory.vectors.factory import open_index  # the index's module imports the vector tables
+
+        return open_index(config, db if db is not None else store.db, path)
 
     return memory_feature.MemoryService(config, store.db, project_root=workspace_root(cwd), make_embedder=make_embedder,
                          make_index=make_index)

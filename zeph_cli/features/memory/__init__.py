@@ -21,10 +21,7 @@ _HOME = {
     "MemoryService": "service",
     "echoing_replies": "service",
     "memory_lines": "describe",
-    "ReindexError": "reindex",
-    "index_messages": "reindex",
     "embedder_for": "embedders.select",
-    "open_index": "vectors.factory",
 }
 __getattr__, __dir__ = lazy_names(__name__, _HOME)
 
@@ -35,9 +32,7 @@ if TYPE_CHECKING:
     from .service import TurnMemory as TurnMemory
     from .describe import memory_lines as memory_lines
     from .embedders.select import embedder_for as embedder_for
-    from .reindex import ReindexError as ReindexError, index_messages as index_messages
     from .service import MemoryService as MemoryService, echoing_replies as echoing_replies
-    from .vectors.factory import open_index as open_index
 
 
 def _on(session: SourceHost) -> bool:

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Optional
 import typer
 
 from ...errors import UsageError, ZephError
-from ...features import memory
 from .stderr import eprint, warning_line
 
 if TYPE_CHECKING:
@@ -155,11 +154,13 @@ def import_history(source: str, file: Optional[str], *, skip_bad: bool, index: b
         elif not loaded.config.memory.semantic.enabled:
             summary.indexed = "not indexed: semantic recall is off (memory.semantic.enabled)"
         else:
+            from ...features.memory.reindex import ReindexError, index_messages  # a command of its own
+
             try:
-                summary.indexed = memory.index_messages(loaded, store)
-            except memory.ReindexError as exc:
+                summary.indexed = index_messages(loaded, store)
+            except ReindexError as exc:
                 _print(summary, json_output=False)
-                raise memory.ReindexError(f"the messages were imported, but {exc}; `zeph memory reindex` resumes it") from None
+                raise ReindexError(f"the messages were imported, but {exc}; `zeph memory reindex` resumes it") from None
         return summary
     finally:
         store.close()

@@ -48,28 +48,32 @@ def bound_socket_paths(table: Path = UNIX_TABLE) -> list[Path] | None:
         if str(found) not in seen:
             seen.add(str(found))
             paths.append(found)
-    return [path for path in paths if enterable(path.parent)]
+    known: dict[Path, bool] = {}  # sockets share their folders (/run/user/1000/…): each is looked at once
+    return [path for path in paths if enterable(path.parent, known)]
 
 
-def enterable(directory: Path) -> bool:
+def enterable(directory: Path, known: dict[Path, bool] | None = None) -> bool:
     """Whether this user may pass through every folder down to `directory` by its permission bits: as its
     owner, its group or anyone; root only where it owns the folder (in the sandbox's user namespace root
-    keeps no power over other users' files)."""
+    keeps no power over other users' files). `known` keeps the answers for folders already looked at."""
+    known = {} if known is None else known
+    if directory not in known:
+        parent_ok = directory.parent == directory or enterable(directory.parent, known)
+        known[directory] = parent_ok and _passable(directory)
+    return known[directory]
+
+
+def _passable(folder: Path) -> bool:
     uid, groups = os.geteuid(), {os.getegid(), *os.getgroups()}
-    for folder in (directory, *directory.parents):
-        try:
-            info = os.stat(folder)
-        except OSError:
-            return False
-        if info.st_uid == uid:
-            allowed = uid == 0 or info.st_mode & stat.S_IXUSR
-        elif info.st_gid in groups:
-            allowed = info.st_mode & stat.S_IXGRP
-        else:
-            allowed = info.st_mode & stat.S_IXOTH
-        if not allowed:
-            return False
-    return True
+    try:
+        info = os.stat(folder)
+    except OSError:
+        return False
+    if info.st_uid == uid:
+        return uid == 0 or bool(info.st_mode & stat.S_IXUSR)
+    if info.st_gid in groups:
+        return bool(info.st_mode & stat.S_IXGRP)
+    return bool(info.st_mode & stat.S_IXOTH)
 
 
 RUN_DIRS = ("/run", "/var/run")
