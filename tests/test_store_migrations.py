@@ -3,7 +3,8 @@
 `data/main_m015.db.gz` is a database zeph 0.1.0 wrote (all fifteen migrations, when they all lived in
 `store/migrations.py`), with a session, a message, a worldbook entry at depth, a memory, a session
 summary and the user profile. It must open unchanged: same migrations recorded in the same order with
-the same stamps, the same `user_version` and schema, and its rows read through each feature's store.
+the same stamps, the same `user_version` and schema, and its rows read through each feature's store;
+migrations added since (from m016 on) are applied after them, leaving those alone.
 """
 
 from __future__ import annotations
@@ -46,9 +47,13 @@ def recorded(path: Path) -> tuple[list[tuple[str, str]], int, list[tuple[str, st
     return rows, version, schema
 
 
+SINCE_M015 = [name for name, _ in MIGRATIONS if int(name[1:4]) > 15]
+
+
 def test_a_database_the_previous_layout_wrote_opens_unchanged(main_database):
     before = recorded(main_database)
-    assert [name for name, _ in before[0]] == [name for name, _ in MIGRATIONS]
+    assert [name for name, _ in before[0]] == [name for name, _ in MIGRATIONS][: len(before[0])]
+    assert len(before[0]) == 15 and "m016_code_index" in SINCE_M015
     db = open_database(main_database)
     try:
         conversation = ConversationStore(db).list_conversations()[0]
@@ -61,15 +66,23 @@ def test_a_database_the_previous_layout_wrote_opens_unchanged(main_database):
         assert digests.profile().text == "Prefers tabs."
     finally:
         db.close()
-    assert recorded(main_database) == before
+    after = recorded(main_database)
+    assert after[0][:15] == before[0]  # the same migrations, stamps and order
+    assert [name for name, _ in after[0][15:]] == SINCE_M015
+    assert (before[1], after[1]) == (15, len(MIGRATIONS))
+    kept = {(kind, name): sql for kind, name, sql in after[2]}
+    assert all(kept.get((kind, name)) == sql for kind, name, sql in before[2])
+    assert ("table", "code_chunks") in kept and ("table", "code_chunks") not in {(k, n) for k, n, _ in before[2]}
 
 
 def test_a_new_database_gets_the_same_schema_and_migrations_as_before(main_database, tmp_path):
     db = open_database(tmp_path / "new.db")
     db.close()
     new_rows, new_version, new_schema = recorded(tmp_path / "new.db")
+    db = open_database(main_database)  # brought up to date
+    db.close()
     main_rows, main_version, main_schema = recorded(main_database)
-    assert [name for name, _ in new_rows] == [name for name, _ in main_rows]
+    assert [name for name, _ in new_rows] == [name for name, _ in main_rows] == [name for name, _ in MIGRATIONS]
     assert (new_version, new_schema) == (main_version, main_schema)
 
 
@@ -80,6 +93,7 @@ def test_the_features_register_their_own_migrations_in_number_order():
     assert homes["m011_worldbook"] == "zeph_cli.features.worldbook.migrations"
     assert {homes[name] for name in homes if name[:4] in ("m012", "m013", "m014")} == {
         "zeph_cli.features.session_memory.migrations"}
+    assert homes["m016_code_index"] == "zeph_cli.features.code_index.migrations"
     numbers = [int(re.match(r"m(\d+)_", name).group(1)) for name, _ in MIGRATIONS]
     assert numbers == sorted(set(numbers))
 
