@@ -63,7 +63,8 @@ def m016_code_index(db: Database) -> None:
             name text not null,
             role text not null check (role in ('def', 'ref')),
             kind text not null,
-            line integer not null
+            line integer not null,
+            code text not null default ''  -- a definition's line of source, stripped (the map shows it); '' for a use
         )
         """
     )
