@@ -57,3 +57,18 @@ def test_no_token_is_left_unassigned_by_rounding():
                           code_index=True, graph_memory=True)
     assert sum(allocation.tokens.values()) == 99_999
     assert allocate(0, {"summaries"}).tokens[HISTORY] == 0
+
+
+def test_a_configured_code_share_replaces_the_columns_and_history_takes_the_rest():
+    allocation = allocate(10_000, {"code_context", "semantic_recall"}, code_index=True, overrides={"code_context": 0.2})
+    assert allocation.column == "with code index"
+    assert allocation.shares["code_context"] == 0.2
+    assert abs(sum(allocation.shares.values()) - 1.0) < 1e-9
+    assert allocation.for_slot("code_context") == 2_000
+    assert allocation.for_slot("semantic_recall") == 800
+    assert sum(allocation.tokens.values()) == 10_000
+
+
+def test_an_override_of_a_slot_the_column_lacks_changes_nothing():
+    plain = allocate(10_000, {"semantic_recall"})
+    assert allocate(10_000, {"semantic_recall"}, overrides={"code_context": 0.4}) == plain

@@ -314,6 +314,41 @@ class SkillsConfig:
     scan_on_load: bool = setting(True, "Scan skill bodies for prompt-injection patterns when they load, and warn.")
 
 
+# The languages the code index parses (each from its official tree-sitter wheel); others are read as text.
+INDEX_LANGUAGES = ("python", "javascript", "typescript", "tsx", "rust", "go", "java", "c", "cpp", "ruby", "bash")
+
+
+@dataclass
+class IndexConfig:
+    """The [index] section: the code index behind <repo_map>, <code_context> and search_code."""
+    enabled: bool = setting(
+        True, "Index the project's code. Left at its default, only inside a git work tree (the tree's top is the "
+        "project); set to true, also elsewhere (the working directory is the project).",
+    )
+    auto_index: bool = setting(
+        True, "Build and update the index in the background in the chat app, after its first frame "
+        "(zeph ask uses what is indexed and never waits for a build; zeph index builds it).",
+    )
+    max_file_bytes: int = setting(262_144, "Files larger than this are not indexed.", lo=1024, hi=100_000_000)
+    exclude: tuple[str, ...] = setting(
+        (), "Paths not to index, in .gitignore syntax (e.g. \"docs/\", \"*.sql\"), on top of .gitignore, "
+        "binaries, vendored and generated files.", kind=tuple,
+    )
+    languages: tuple[str, ...] = setting(
+        (), f"Parsed languages to index (empty = all: {', '.join(INDEX_LANGUAGES)}); files of the others "
+        "are skipped, and other text files are indexed as text only when this is empty.", kind=tuple,
+    )
+    repo_map_tokens: int = setting(
+        1024, "Most tokens of the <repo_map> block (files ranked by how the code refers to them, signatures only); "
+        "less when the budget is small; 0 = no map.", lo=0, hi=1024,
+    )
+    code_context_share: float = setting(
+        0.30, "Share of the available budget the <code_context> block (code retrieved for the message) may take; "
+        "with the index on, summaries and recall take 8% each and history the rest.", lo=0.0, hi=0.6,
+    )
+    watch: bool = setting(False, "In the chat app, watch the project's files and update the index as they change.")
+
+
 @dataclass
 class DebugConfig:
     """The [debug] section: request and compaction dumps."""
@@ -335,6 +370,7 @@ class Config:
     worldbook: WorldbookConfig = field(default_factory=WorldbookConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
     debug: DebugConfig = field(default_factory=DebugConfig)
 
     def get(self, path: str) -> Any:
@@ -585,6 +621,12 @@ def _check_relations(config: Config, sources: dict[str, str]) -> None:
             raise ConfigError(
                 f"{sources.get('tools.sandbox.allowed_hosts', 'default')}: tools.sandbox.allowed_hosts: {exc}"
             ) from None
+    unknown = [name for name in config.index.languages if name not in INDEX_LANGUAGES]
+    if unknown:
+        raise ConfigError(
+            f"{sources.get('index.languages', 'default')}: index.languages: {', '.join(map(repr, unknown))} "
+            f"{'is' if len(unknown) == 1 else 'are'} not a language the index parses (one of {', '.join(INDEX_LANGUAGES)})"
+        )
     for pattern in config.tools.blocked_commands:
         try:
             re.compile(pattern)

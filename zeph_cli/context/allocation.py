@@ -35,6 +35,7 @@ ALLOCATION_TABLE: dict[str, dict[str, float]] = {
 }
 
 HISTORY = "recent_history"
+CODE_SLOT = "code_context"  # the code index's slot: present, it switches the column to "with code index"
 
 
 def column(code_index: bool, graph_memory: bool) -> str:
@@ -56,15 +57,22 @@ class Allocation:
 
 
 def allocate(
-    available: int, present: set[str] | frozenset[str], *, code_index: bool = False, graph_memory: bool = False
+    available: int, present: set[str] | frozenset[str], *, code_index: bool = False, graph_memory: bool = False,
+    overrides: dict[str, float] | None = None,
 ) -> Allocation:
     """Split `available` tokens over the slots of the table.
 
     Slots not in `present` get nothing and their share goes to recent history,
-    which is always present. Rounding leftovers also go to history.
+    which is always present. Rounding leftovers also go to history. `overrides` sets
+    some slots' shares (a configured share) in place of the column's; recent
+    history takes what the others leave, so the column still sums to 100%.
     """
     name = column(code_index, graph_memory)
-    shares = ALLOCATION_TABLE[name]
+    shares = dict(ALLOCATION_TABLE[name])
+    for slot, share in (overrides or {}).items():
+        if slot in shares and slot != HISTORY:
+            shares[slot] = share
+    shares[HISTORY] = max(1.0 - sum(share for slot, share in shares.items() if slot != HISTORY), 0.0)
     tokens = {slot: int(available * share) if slot in present else 0 for slot, share in shares.items() if slot != HISTORY}
     tokens[HISTORY] = max(available - sum(tokens.values()), 0)
-    return Allocation(name, dict(shares), tokens)
+    return Allocation(name, shares, tokens)

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 from ..messages import Message
 from ..tokens import MESSAGE_OVERHEAD, REQUEST_OVERHEAD, Calibration, TokenCounter
-from .allocation import allocate
+from .allocation import CODE_SLOT, allocate
 from .blocks import Block, Fitted, HistoryItem, Placement, Room, Shrink
 from .budget import RequestBudget
 from .history_shaping import LANDMARK_KEY, cap_history, insert_at_depth, landmarks
@@ -181,7 +181,9 @@ def assemble(blocks: Sequence[Block], history: History, budget: RequestBudget) -
     if limits.available:
         shared = max(limits.available - fixed, 0)
         present = ({"summaries"} if summaries else set()) | {b.slot for b in slotted if _has_content(b)}
-        allocation = allocate(shared, present)
+        # The spec's "with code index" column applies when code is retrieved for the turn.
+        allocation = allocate(shared, present, code_index=CODE_SLOT in present,
+                              overrides={b.slot: b.slot_share for b in slotted if b.slot_share})
         summary_tokens = calibration.apply(raw_summaries)
         everything = fixed + summary_tokens + calibration.apply(sum(i.tokens for i in recent))
         # a slot may take what is left below the hard line (less a margin), not only below the soft one:

@@ -101,6 +101,7 @@ class Block(NamedTuple):
     shrink: Shrink = Shrink.NONE
     stable: bool = True  # the same from one turn to the next: part of a cacheable prefix
     detail: str = ""  # shown beside the block in the report
+    slot_share: float = 0.0  # for a slot block: its slot's share of the allocation in place of the table's (0 = the table's)
 
     @property
     def text(self) -> str:
