@@ -354,6 +354,7 @@ class Agent:
             sandbox=self.sandbox,
             memories=self.long_term_memory(conversation.id),
             skills=self.extras.skills,
+            code_search=self.extras.code_index,
             pass_env=tuple(tools_config.sandbox.pass_env),
             secret_env=provider_key_variables(self.config),
         )

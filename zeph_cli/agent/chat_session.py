@@ -317,7 +317,19 @@ class ChatSession:
         session = cls(loaded, env, cwd, approver, store, agent, conversation)
         session.warnings = warnings
         session.start_learning()
+        session.start_code_index()
         return session
+
+    def start_code_index(self) -> None:
+        """Bring the project's code index up to date in the background (with `[index] auto_index`), and
+        watch the project's files (with `[index] watch`); a turn never waits for either."""
+        index = self.agent.extras.code_index
+        if index is None:
+            return
+        if self.loaded.config.index.auto_index:
+            index.build_in_background()
+        if self.loaded.config.index.watch:
+            index.watch()
 
     def start_learning(self) -> None:
         """Start the compression-guidelines updater in the background, when `[memory.compression_guidelines]`
@@ -394,6 +406,9 @@ class ChatSession:
                 yield event
         finally:  # also when the reader stops after the reply (a summary due is left to a worker)
             self._start_summary_worker()
+            index = self.agent.extras.code_index
+            if index is not None and self.loaded.config.index.auto_index:
+                index.build_in_background()  # the turn's edits: only changed files are read again
 
     def _start_summary_worker(self) -> None:
         pending, self.agent.session_memory.pending = self.agent.session_memory.pending, None
@@ -529,6 +544,7 @@ class ChatSession:
         old = self.agent
         self.agent, self._overrides = agent, overrides
         await close_agent(old)
+        self.start_code_index()
         new = [w for w in warnings if w not in self.warnings]
         self.warnings.extend(new)
         return new

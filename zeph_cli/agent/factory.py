@@ -29,6 +29,8 @@ from ..tools.approval import Approver
 from ..features.turn_extras import TurnExtras
 
 if TYPE_CHECKING:
+    from ..features.code_index.service import CodeIndex
+    from ..features.memory.embedders.base import Embedder
     from ..features.memory.service import MemoryService
 
 
@@ -68,6 +70,7 @@ async def _build(
             memory.start_warming()  # the embedder loads while the provider's SDK is imported
     provider = create_provider(settings)
     extras = turn_extras(loaded, memory, env, cwd, one_shot=one_shot is not None)
+    extras.code_index = code_index(loaded, store, memory, settings, cwd)
     agent: Agent | None = None
     try:
         agent = Agent(config=loaded.config, store=store, provider=provider, cwd=cwd, approver=approver,
@@ -126,6 +129,27 @@ def memory_service(
 
     return memory_feature.MemoryService(config, store.db, project_root=workspace_root(cwd), make_embedder=make_embedder,
                          make_index=make_index)
+
+
+def code_index(
+    loaded: LoadedConfig, store: ConversationStore, memory: MemoryService | None, settings: ProviderSettings, cwd: Path
+) -> CodeIndex | None:
+    """The project's code index from `cwd` (None when `[index]` leaves it off here); nothing loads yet. It
+    embeds with recall's embedder when recall has one, else with the one the config names."""
+    from ..features.code_index.service import CodeIndex, project_root_for
+    from ..features.memory.service import database_path
+
+    root = project_root_for(loaded.config, cwd, loaded.sources)
+    path = database_path(store.db)
+    if root is None or path is None:
+        return None
+
+    def make_embedder() -> Embedder | None:
+        if memory is not None:
+            return memory.embedder_in_thread()
+        return memory_feature.embedder_for(loaded.config, settings, sources=loaded.sources)
+
+    return CodeIndex(loaded.config, store.db, path, root, make_embedder=make_embedder)
 
 
 async def close_agent(agent: Agent) -> None:

@@ -9,6 +9,7 @@ types only.
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ class CoreHost(Protocol):
 
     config: Config
     mode: str
+    cwd: Path
     workspace: Workspace | None
 
     def clock(self) -> datetime: ...

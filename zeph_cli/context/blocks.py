@@ -169,7 +169,8 @@ class Source:
 SYSTEM_ORDER = {"worldbook before": 0, "base prompt": 10, "environment": 20, "project context": 30, "mode prompt": 40,
                 "global prompt": 50, "topic prompt": 60, "worldbook after": 70, "skills": 80}
 TURN_ORDER = {"worldbook an_top": 10, "time": 20, "memory": 30, "recent conversations": 40, "user profile": 50,
-              "worldbook outlet": 60, "semantic recall": 70, "worldbook an_bottom": 80}
+              "worldbook outlet": 60, "repo map": 62, "code context": 64, "semantic recall": 70,
+              "worldbook an_bottom": 80}
 CLOSING_ORDER = {"enhancement prompt": 10}
 
 

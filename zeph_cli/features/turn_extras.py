@@ -1,4 +1,5 @@
-"""What a turn adds from outside zeph itself: skills matched to the message, and MCP servers' tools.
+"""What a turn adds from outside zeph itself: skills matched to the message, MCP servers' tools, and the
+project's code index.
 
 Invariant: `prepare()` never raises (but for cancellation) and, with
 `start_mcp()` (for /mcp), is the only step that may start MCP servers; before it ran, or without skills and servers, a
@@ -20,13 +21,15 @@ if TYPE_CHECKING:
     from .mcp.tools import McpTool
     from .skills.model import TurnSkills
     from .skills.service import SkillService
+    from .code_index.service import CodeIndex
 
 
 @dataclass
 class TurnExtras:
-    """Skills and MCP servers an agent offers, and what they gave the running turn."""
+    """Skills, MCP servers and the code index an agent offers, and what they gave the running turn."""
     skills: SkillService | None = None
     mcp: McpManager | None = None
+    code_index: CodeIndex | None = None  # the project's code index (None: off here)
     prompt_mode: str = "auto"
     turn_skills: TurnSkills | None = None
     mcp_tools: list[McpTool] = field(default_factory=list)  # offered this turn (discovery applied)
@@ -149,6 +152,8 @@ class TurnExtras:
         return out
 
     async def aclose(self) -> None:
+        if self.code_index is not None:
+            await asyncio.to_thread(self.code_index.close)  # a build stops at its next file; reads end
         if self.mcp is not None:
             await self.mcp.aclose()  # servers still starting are stopped too
             if self._starting is not None and not self._starting.done():

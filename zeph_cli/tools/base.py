@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .specs import ToolDeclaration
     from .sandbox import Sandbox
     from .skill_access import SkillAccess
+    from .code_access import CodeSearchAccess
 
 __all__ = ["Tool", "ToolContext", "ToolFailure", "ToolKind", "ToolResult", "ToolSet", "validate_arguments"]
 
@@ -69,6 +70,8 @@ class ToolContext:
     memories: "MemoryAccess | None" = None
     # The skills load_skill reads (a SkillService); None = no skills.
     skills: "SkillAccess | None" = None
+    # The project's code index search_code reads; None = no index here.
+    code_search: "CodeSearchAccess | None" = None
 
 
 class Tool(abc.ABC):

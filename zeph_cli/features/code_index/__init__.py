@@ -1,6 +1,43 @@
-"""The code index: the project's code parsed with tree-sitter into chunks for retrieval (`<code_context>`)
-and tags for a map of the project (`<repo_map>`).
+"""The code index: the project's code parsed with tree-sitter into chunks for retrieval (`<code_context>`,
+search_code) and tags for a map of the project (`<repo_map>`), kept in zeph's database by project root.
 
 Invariant: grammars come only from their installed wheels (nothing is downloaded); nothing here is
-imported by `zeph --help` or by a `zeph ask` that does not use the index.
+imported by `zeph --help`, and tree-sitter, numpy and the embedders load only when the index is read or
+built.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...context.blocks import Registration
+from .. import ChatCommand, CommandGroup, Feature, Isolation
+from .tool_specs import SEARCH_CODE
+
+if TYPE_CHECKING:
+    from ...agent.source_host import SourceHost
+
+
+def _on(session: SourceHost) -> bool:
+    return session.extras.code_index is not None
+
+
+def _indexed(session: SourceHost) -> bool:
+    """search_code is offered once the index is known to hold code (its source looks each turn)."""
+    index = session.extras.code_index
+    return index is not None and index.holds_code
+
+
+FEATURE = Feature(
+    "code index",
+    sources=(Registration(f"{__name__}.source", "CodeIndexSource", _on),),
+    tools=(SEARCH_CODE,),
+    tools_offered=_indexed,
+    command_group=CommandGroup("index", f"{__name__}.commands", "index_app"),
+    chat_commands=(
+        ChatCommand("index", "[status|update|search QUERY|map [QUERY]]",
+                    "Show the code index, update it now, search it, or show the repo map a message would get.",
+                    (f"{__name__}.chat_commands", "index_command"), check="index_problem", background=True),
+    ),
+    isolation=Isolation(frozenset({"code index"}), frozenset({"code tools"}), ("code index", "code tools")),
+)

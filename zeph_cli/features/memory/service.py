@@ -295,6 +295,14 @@ class MemoryService:
             return self._loaded.embedder
         return None
 
+    def embedder_in_thread(self) -> "Embedder | None":
+        """The embedder, loading it and waiting for it in the calling thread (never the event loop's); None
+        when it cannot load. For the code index's threads, which share recall's model."""
+        self.start_warming()
+        if self._warm is not None:
+            self._warm.join(WARM_WAIT_SECS)
+        return self.embedder
+
     async def ready_embedder(self) -> "Embedder | None":
         """The embedder, waiting (off the event loop) for it to load; None when it cannot load.
         For other rankers (skills, MCP tool discovery) that share recall's model."""

@@ -1,0 +1,104 @@
+"""`/index` in the chat app: the code index's state, an update now, a search, the map a message would get.
+
+Invariant: reads the session's code index only (never a provider); an update runs on the index's build
+thread and is reported as it ends, the app usable meanwhile; an argument it does not know is refused as
+typed, naming the forms it takes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .. import ChatHost
+
+FORMS = "/index, /index status, /index update, /index search QUERY, /index map [QUERY]"
+
+
+def index_problem(argument: str) -> str | None:
+    word, _, rest = argument.strip().partition(" ")
+    if word in ("", "status", "update", "map"):
+        return None
+    if word == "search":
+        return None if rest.strip() else "/index search needs a query: /index search QUERY"
+    return f"/index takes {FORMS}; got {argument.strip()!r}"
+
+
+async def index_command(host: ChatHost, argument: str) -> None:
+    index = host.session.agent.extras.code_index
+    if index is None:
+        await host.notice("the code index is off here (outside a git work tree, or [index] enabled = false)", "warning")
+        return
+    word, _, rest = argument.strip().partition(" ")
+    if word in ("", "status"):
+        await host.show(await status_markdown(index))
+    elif word == "update":
+        await _update(host, index)
+    elif word == "search":
+        hits = await index.search(rest.strip(), 8)
+        await host.show(hits_markdown(rest.strip(), hits))
+    elif word == "map":
+        await host.show(await map_markdown(index, rest.strip()))
+
+
+async def _update(host: ChatHost, index: Any) -> None:
+    if index.state.running:
+        await host.notice("the code index is being updated already; it goes once more when that ends")
+    index.build_in_background()
+    await host.notice("updating the code index…")
+    await index.wait_for_build()
+    state = index.state
+    if state.problem:
+        await host.notice(f"the code index update failed: {state.problem}", "error")
+        return
+    report = state.report
+    if report is not None:
+        await host.notice(f"code index: {report.parsed:,} files parsed, {report.unchanged:,} unchanged, "
+                          f"{report.removed:,} removed; {state.embedded:,} chunks embedded")
+    host.refresh_gauge()
+
+
+async def status_markdown(index: Any) -> str:
+    status = await index.status()
+    lines = [f"**Code index** of `{index.root}`"]
+    if status is None:
+        lines.append("Not indexed yet: `/index update` or `zeph index` builds it.")
+    else:
+        lines.append(f"{status.files:,} files, {status.chunks:,} chunks, {status.tags:,} tags")
+        embedded = ", ".join(f"{n:,} with {model}" for model, n in status.embedded.items() if n)
+        lines.append(f"Vectors: {embedded or 'none yet (search by words only)'}")
+        if getattr(status, "indexed_at", None):
+            lines.append(f"Last built: {status.indexed_at}")
+    state = index.state
+    if state.running:
+        lines.append(f"Building now: {state.stage} {state.done:,}/{state.total:,}")
+    elif state.problem:
+        lines.append(f"The last build failed: {state.problem}")
+    lines.append("")
+    lines.append(f"`{FORMS}`")
+    return "\n\n".join(lines)
+
+
+def hits_markdown(query: str, hits: Any) -> str:
+    if not hits:
+        return f"No indexed code matches {query!r}."
+    from .pack import fence
+
+    parts = [f"**{len(hits)} results for** {query!r}"]
+    for hit in hits:
+        parts.append(f"`{hit.path}:{hit.start_line}-{hit.end_line}` {hit.symbol} · {hit.score:.3f}\n\n{fence(hit.path, hit.text)}")
+    return "\n\n".join(parts)
+
+
+async def map_markdown(index: Any, query: str) -> str:
+    from ...messages import Message
+    from ...tokens import default_counter
+    from .window import conversation_files, identifiers
+
+    count = default_counter().count
+    files = conversation_files([Message.user(query)], index.root, index.root, await index.paths()) if query else []
+    rendered = await index.repo_map(chat_files=files, identifiers=identifiers([query]) if query else set(),
+                                    budget_tokens=index.config.index.repo_map_tokens, count_tokens=count)
+    if rendered is None or not rendered.text.strip():
+        return "The repo map is empty (nothing indexed yet?)."
+    return f"**Repo map** ({rendered.files} files, {rendered.definitions} definitions, {rendered.tokens:,} tokens)\n\n```\n{rendered.text}\n```"

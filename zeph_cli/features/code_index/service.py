@@ -1,0 +1,312 @@
+"""One project's code index as a session uses it: searches and repo maps off the event loop, builds in the
+background.
+
+Invariant: every read runs on the index's reader thread (its own connection to the zeph database, WAL),
+so a turn never waits on a build's writes and the event loop never on SQLite; a build runs on its own
+thread with its own connection, one at a time per process (a second request while one runs waits for
+its end and then runs once more, so a change made meanwhile is picked up). A turn uses what is indexed
+and never waits for a build. The repo map's graph is built once per version of the index and kept. The
+embedder is asked for only when the project has vectors to compare with (or a build embeds), so a
+project indexed without vectors costs no model load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ...log import get_logger
+from ..memory.reader import Reader
+
+if TYPE_CHECKING:
+    from ...config import Config, IndexConfig
+    from ...store.sqlite import Database
+    from ..memory.embedders.base import Embedder
+    from .build import BuildReport, IndexSettings
+    from .repo_map import RepoGraph, RepoMap
+    from .search import Hit
+    from .store import CodeStore, IndexStatus, Project
+
+log = get_logger(__name__)
+
+Progress = Callable[[str, int, int], None]
+
+
+def settings_of(config: IndexConfig) -> IndexSettings:
+    from .build import IndexSettings
+
+    return IndexSettings(max_file_bytes=config.max_file_bytes, exclude=tuple(config.exclude),
+                         languages=tuple(config.languages))
+
+
+def project_root_for(config: Config, cwd: Path, sources: dict[str, str] | None = None) -> Path | None:
+    """The project the index covers from `cwd`, or None when it is off here: the git work tree's top; with
+    `[index] enabled` set to true explicitly (not left at its default), the working directory elsewhere."""
+    if not config.index.enabled:
+        return None
+    from .scan import project_root
+
+    root = project_root(cwd)
+    if root is not None:
+        return root
+    explicit = (sources or {}).get("index.enabled", "default") != "default"
+    return cwd.resolve() if explicit else None
+
+
+@dataclass
+class BuildState:
+    """What the background build is doing, for /index and the status line."""
+
+    running: bool = False
+    stage: str = ""
+    done: int = 0
+    total: int = 0
+    report: BuildReport | None = None
+    embedded: int = 0
+    problem: str = ""
+    finished_at: float = 0.0
+    listeners: list[Callable[[], None]] = field(default_factory=list)
+
+
+class CodeIndex:
+    """The code index of the project at `root`, over the zeph database `db` (at `db_path`)."""
+
+    def __init__(self, config: Config, db: Database, db_path: Path | None, root: Path, *,
+                 make_embedder: Callable[[], Embedder | None] | None = None) -> None:
+        self.config = config
+        self.settings = settings_of(config.index)
+        self.root = root
+        self.db_path = db_path
+        self._reader = Reader(db, db_path)
+        self._make_embedder = make_embedder
+        self._embedder: Embedder | None = None
+        self._embedder_tried = False
+        self._graph: tuple[int, RepoGraph] | None = None
+        self._vectors: Any = None
+        self._build_lock = threading.Lock()
+        self._again = threading.Event()
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._watcher: threading.Thread | None = None
+        self._closing = threading.Event()  # set once by close(): no build starts after it, the watcher ends
+        self.state = BuildState()
+        self.holds_code = False  # the index had chunks when last looked at (a status read, a build)
+
+    # ---- reading (the reader thread) ------------------------------------------------
+
+    def embedder(self) -> Embedder | None:
+        if not self._embedder_tried and self._make_embedder is not None:
+            self._embedder_tried = True
+            try:
+                self._embedder = self._make_embedder()
+            except Exception as exc:  # noqa: BLE001 - no embedder: lexical search still works
+                log.warning("code index: no embedder (%s); searching by words only", exc)
+        return self._embedder
+
+    def _store(self, db: Database) -> CodeStore:
+        from .store import CodeStore
+
+        return CodeStore(db)
+
+    def _vectors_for(self, db: Database) -> Any:
+        from .vectors import open_code_vectors
+
+        if self._vectors is None or getattr(self._vectors, "db", db) is not db:
+            self._vectors = open_code_vectors(self.config, db)
+        return self._vectors
+
+    def _project(self, db: Database) -> Project | None:
+        return self._store(db).project(self.root, create=False)
+
+    async def status(self) -> IndexStatus | None:
+        """The index's counts, or None when this project was never indexed."""
+
+        def read(db: Database) -> IndexStatus | None:
+            project = self._project(db)
+            return self._store(db).status(project) if project is not None else None
+
+        status = await self._reader.run(read)
+        self.holds_code = status is not None and status.chunks > 0
+        return status
+
+    async def has_content(self) -> bool:
+        status = await self.status()
+        return status is not None and status.chunks > 0
+
+    def _embedded_model(self, status: IndexStatus | None) -> str | None:
+        embedder = self.embedder() if status is not None and any(status.embedded.values()) else None
+        if embedder is None or not status or not status.embedded.get(embedder.model):
+            return None
+        return embedder.model
+
+    async def search(self, query: str, k: int = 8, *,
+                     exclude: Callable[[str, int, int], bool] | None = None) -> list[Hit]:
+        """The `k` chunks that best answer `query` (hybrid when the project has vectors of the embedder)."""
+
+        def run(db: Database) -> list[Hit]:
+            from .search import CodeSearch
+
+            store = self._store(db)
+            project = store.project(self.root, create=False)
+            if project is None:
+                return []
+            status = store.status(project)
+            model = self._embedded_model(status)
+            embedder = self._embedder if model else None
+            vectors = self._vectors_for(db) if model else None
+            return CodeSearch(store, vectors, embedder).search(project, query, k, exclude=exclude)
+
+        return await self._reader.run(run)
+
+    async def repo_map(self, *, chat_files: Collection[str] = (), identifiers: Collection[str] = (),
+                       budget_tokens: int, count_tokens: Callable[[str], int]) -> RepoMap | None:
+        """The map for a turn that talks of `chat_files` and `identifiers`, within `budget_tokens`."""
+
+        def run(db: Database) -> RepoMap | None:
+            graph = self._graph_for(db)
+            if graph is None:
+                return None
+            return graph.render(chat_files=chat_files, identifiers=identifiers, budget_tokens=budget_tokens,
+                                count_tokens=count_tokens)
+
+        return await self._reader.run(run)
+
+    async def paths(self) -> list[str]:
+        def run(db: Database) -> list[str]:
+            store = self._store(db)
+            project = store.project(self.root, create=False)
+            return sorted(store.files(project)) if project is not None else []
+
+        return await self._reader.run(run)
+
+    def _graph_for(self, db: Database) -> RepoGraph | None:
+        from .repo_map import RepoGraph
+
+        store = self._store(db)
+        project = store.project(self.root, create=False)
+        if project is None:
+            return None
+        version = store.version(project)
+        if self._graph is None or self._graph[0] != version:
+            self._graph = (version, RepoGraph.build(store.tags(project)))
+        return self._graph[1]
+
+    # ---- building (a thread of its own) --------------------------------------------
+
+    def build_in_background(self, *, embed: bool = True) -> None:
+        """Update the index (then embed what is new) on a thread; returns at once. While a build runs, a
+        second request makes it run once more when it ends."""
+        with self._build_lock:
+            if self._closing.is_set():
+                return
+            if self._thread is not None and self._thread.is_alive():
+                self._again.set()
+                return
+            self._cancel.clear()
+            self._thread = threading.Thread(target=self._build_loop, args=(embed,), name="zeph-code-index",
+                                            daemon=True)
+            self._thread.start()
+
+    def _build_loop(self, embed: bool) -> None:
+        while True:
+            self._again.clear()
+            self.build_now(embed=embed)
+            if not self._again.is_set() or self._cancel.is_set():
+                return
+
+    def build_now(self, *, embed: bool = True, progress: Progress | None = None) -> BuildReport | None:
+        """Update (and embed) in this thread, with its own connection; the report, or None on failure (said
+        in `state.problem`)."""
+        from ...store import open_database
+        from .build import embed_missing, update
+
+        state = self.state
+        state.running, state.problem = True, ""
+
+        def step(stage: str, done: int, total: int) -> None:
+            state.stage, state.done, state.total = stage, done, total
+            if progress is not None:
+                progress(stage, done, total)
+            self._changed()
+
+        db = None
+        try:
+            if self.db_path is None:
+                raise RuntimeError("the index needs a database file")
+            db = open_database(self.db_path)
+            store = self._store(db)
+            report = update(store, self.root, settings=self.settings, progress=step, cancel=self._cancel)
+            state.report = report
+            self.holds_code = report.chunks > 0
+            self._changed()
+            if embed and not self._cancel.is_set():
+                embedder = self.embedder()
+                project = store.project(self.root, create=False)
+                if embedder is not None and project is not None:
+                    state.embedded = embed_missing(store, self._vectors_for_build(db), project, embedder,
+                                                   progress=step, cancel=self._cancel)
+            return report
+        except Exception as exc:  # noqa: BLE001 - a build's failure is said, never raised into the app
+            state.problem = f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc)
+            log.warning("code index build failed: %s", state.problem)
+            return None
+        finally:
+            if db is not None:
+                db.close()
+            state.running, state.stage = False, ""
+            state.finished_at = time.monotonic()
+            self._changed()
+
+    def _vectors_for_build(self, db: Database) -> Any:
+        from .vectors import open_code_vectors
+
+        return open_code_vectors(self.config, db)
+
+    def _changed(self) -> None:
+        for listener in list(self.state.listeners):
+            try:
+                listener()
+            except Exception:
+                log.debug("code index listener failed", exc_info=True)
+
+    def watch(self, debounce_ms: int = 300) -> None:
+        """Update the index whenever the project's files change (watchfiles, on a thread; once)."""
+        if self._watcher is not None or self._closing.is_set():
+            return
+        self._watcher = threading.Thread(target=self._watch, args=(debounce_ms,), name="zeph-code-watch", daemon=True)
+        self._watcher.start()
+
+    def _watch(self, debounce_ms: int) -> None:
+        try:
+            from watchfiles import watch
+        except ImportError:
+            self.state.problem = "watching needs the watchfiles package (pip install watchfiles)"
+            return
+        try:
+            for _ in watch(self.root, debounce=debounce_ms, stop_event=self._closing, raise_interrupt=False):
+                self.build_in_background()
+        except Exception as exc:
+            self.state.problem = f"watching the project stopped: {exc}"
+            log.warning("code index watch stopped", exc_info=True)
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    async def wait_for_build(self) -> None:
+        thread = self._thread
+        if thread is not None:
+            await asyncio.to_thread(thread.join)
+
+    def close(self, timeout: float = 5.0) -> None:
+        with self._build_lock:
+            self._closing.set()
+        self.cancel()
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            thread.join(timeout)
+        self._reader.close(timeout)

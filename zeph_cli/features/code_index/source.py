@@ -1,0 +1,129 @@
+"""The code index as a context source: `<repo_map>` and `<code_context>` for the running turn.
+
+Invariant: `prepare` reads what is indexed (never waits for a build, never raises but for cancellation:
+a failure leaves both blocks out and is said in `lines`); the query is the turn's message (outside a
+turn, the last user message: what `zeph context` previews); chunks the conversation already shows
+(`window.py`) are left out; the map is personalized to the files and identifiers of the recent
+conversation and the message, rendered for the most room the block can have and cut to the room given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ...context.blocks import Block, Source, TurnInput
+from ...log import get_logger
+from ...messages import Message
+from .blocks import MAP_HEAD, REPO_MAP_SHARE, CodeEntries, code_context_block, repo_map_block
+
+if TYPE_CHECKING:
+    from ...agent.source_host import SourceHost
+    from ...context.report import ContextReport
+    from .repo_map import RepoMap
+    from .search import Hit
+    from .service import CodeIndex
+
+log = get_logger(__name__)
+
+SEARCH_K = 12  # chunks retrieved; those that fit the slot are sent
+RECENT_MESSAGES = 12  # the recent messages whose files and identifiers personalize the map
+
+
+class CodeIndexSource(Source):
+    name = "code index"
+
+    def __init__(self, agent: SourceHost) -> None:
+        self.agent = agent
+        self.hits: list[Hit] = []
+        self.map: RepoMap | None = None
+        self.said: list[str] = []
+        self.query = ""
+
+    @property
+    def index(self) -> CodeIndex | None:
+        return self.agent.extras.code_index
+
+    async def prepare(self, turn: TurnInput) -> list[Block]:
+        self.hits, self.map, self.said = [], None, []
+        index = self.index
+        if index is None:
+            return []
+        try:
+            await self._gather(index, turn)
+        except Exception as exc:
+            log.warning("code index source failed", exc_info=True)
+            self.said.append(f"the code index could not be read: {exc}")
+        return self.blocks(turn)
+
+    async def _gather(self, index: CodeIndex, turn: TurnInput) -> None:
+        from .window import conversation_files, identifiers, window_of
+
+        status = await index.status()
+        if status is None or not status.chunks:
+            building = " (being built now)" if index.state.running else ""
+            self.said.append(f"the code index of {index.root} is empty{building}: `zeph index` builds it")
+            return
+        messages = [item.message for item in turn.history]
+        query = turn.prompt or _last_user_text(messages)
+        self.query = query
+        cwd = self.agent.cwd
+        recent = messages[-RECENT_MESSAGES:] + ([Message.user(query)] if query else [])
+        window = window_of(messages, index.root, cwd)
+        if query:
+            self.hits = await index.search(query, SEARCH_K, exclude=window.holds)
+        cap = self.agent.config.index.repo_map_tokens
+        if cap:
+            budget = min(cap, int(turn.available * REPO_MAP_SHARE)) if turn.available else cap
+            count = turn.counter.count if turn.counter is not None else _rough_count
+            files = conversation_files(recent, index.root, cwd, await index.paths())
+            names = identifiers([m.content for m in recent if m.role in ("user", "assistant")])
+            room = budget - count(MAP_HEAD) - 12  # the tags and the head ride on the map's lines
+            if room > 0:
+                self.map = await index.repo_map(chat_files=files, identifiers=names, budget_tokens=room,
+                                                count_tokens=count)
+
+    def blocks(self, turn: TurnInput) -> list[Block]:
+        index = self.index
+        if index is None:
+            return []
+        from .pack import pack
+
+        def packed(hits: Sequence[Hit], budget: int, count) -> tuple[str, tuple[Hit, ...]]:  # type: ignore[no-untyped-def]
+            result = pack(list(hits), budget, count)
+            return result.text, tuple(result.hits)
+
+        blocks: list[Block] = []
+        if self.map is not None and self.map.text.strip():
+            blocks.append(repo_map_block(self.map.text, self.agent.config.index.repo_map_tokens,
+                                         f"{self.map.files} files, {self.map.definitions} definitions"))
+        if self.hits:
+            blocks.append(code_context_block(CodeEntries(tuple(self.hits), packed),
+                                             self.agent.config.index.code_context_share,
+                                             f"for {_quoted(self.query)}"))
+        return blocks
+
+    def lines(self, report: ContextReport) -> list[str]:
+        index = self.index
+        if index is None:
+            return []
+        lines = list(self.said)
+        state = index.state
+        if state.running:
+            lines.append(f"code index: building ({state.stage} {state.done:,}/{state.total:,})")
+        elif state.problem:
+            lines.append(f"code index: the last build failed: {state.problem}")
+        return lines
+
+
+def _last_user_text(messages: Sequence[Message]) -> str:
+    return next((m.content for m in reversed(messages) if m.role == "user" and m.content.strip()), "")
+
+
+def _rough_count(text: str) -> int:
+    return len(text) // 4 + 1
+
+
+def _quoted(query: str, limit: int = 60) -> str:
+    one_line = " ".join(query.split())
+    return repr(one_line if len(one_line) <= limit else one_line[: limit - 1] + "…")
