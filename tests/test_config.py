@@ -793,3 +793,22 @@ def test_keys_that_do_nothing_yet_warn_instead_of_pretending(tmp_path):
     assert not hasattr(loaded.config.memory, "graph")
     assert load_text(tmp_path, '[[llm.providers]]\nname = "here"\ntype = "local"\ndevice = "cpu"\n').warnings == []
     assert load_text(tmp_path, '[[llm.providers]]\nname = "o"\ntype = "ollama"\nembedding_model = "nomic-embed-text"\n').warnings == []
+
+
+def test_index_languages_name_the_ones_the_index_reads(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('[index]\nlanguages = ["python", "text"]\n')
+    assert load_config(config_path=str(path), env={}).config.index.languages == ("python", "text")
+    path.write_text('[index]\nlanguages = ["python", "cobol"]\n')
+    with pytest.raises(ConfigError, match=r"index\.languages: 'cobol' is not a language the index reads \(one of python, .*text\)"):
+        load_config(config_path=str(path), env={})
+
+
+def test_index_settings_come_from_zeph_index_variables(tmp_path):
+    (tmp_path / "config.toml").write_text("")
+    loaded = load_config(config_path=str(tmp_path / "config.toml"), env={"ZEPH_INDEX_ENABLED": "false",
+                                                                   "ZEPH_INDEX_REPO_MAP_TOKENS": "512",
+                                                                   "ZEPH_INDEX_EXCLUDE": "docs/, *.sql"})
+    index = loaded.config.index
+    assert (index.enabled, index.repo_map_tokens, index.exclude) == (False, 512, ("docs/", "*.sql"))
+    assert loaded.source("index.enabled") == "env ZEPH_INDEX_ENABLED"

@@ -336,7 +336,8 @@ class IndexConfig:
     )
     languages: tuple[str, ...] = setting(
         (), f"Parsed languages to index (empty = all: {', '.join(INDEX_LANGUAGES)}); files of the others "
-        "are skipped, and other text files are indexed as text only when this is empty.", kind=tuple,
+        "are skipped. Docs, configuration and sources without a grammar here are indexed as text when this is "
+        "empty or names \"text\".", kind=tuple,
     )
     repo_map_tokens: int = setting(
         1024, "Most tokens of the <repo_map> block (files ranked by how the code refers to them, signatures only); "
@@ -621,11 +622,11 @@ def _check_relations(config: Config, sources: dict[str, str]) -> None:
             raise ConfigError(
                 f"{sources.get('tools.sandbox.allowed_hosts', 'default')}: tools.sandbox.allowed_hosts: {exc}"
             ) from None
-    unknown = [name for name in config.index.languages if name not in INDEX_LANGUAGES]
+    unknown = [name for name in config.index.languages if name not in (*INDEX_LANGUAGES, "text")]
     if unknown:
         raise ConfigError(
             f"{sources.get('index.languages', 'default')}: index.languages: {', '.join(map(repr, unknown))} "
-            f"{'is' if len(unknown) == 1 else 'are'} not a language the index parses (one of {', '.join(INDEX_LANGUAGES)})"
+            f"{'is' if len(unknown) == 1 else 'are'} not a language the index reads (one of {', '.join(INDEX_LANGUAGES)}, text)"
         )
     for pattern in config.tools.blocked_commands:
         try:
