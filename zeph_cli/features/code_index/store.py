@@ -132,7 +132,7 @@ class CodeStore:
             "update code_projects set vectors_version = vectors_version + 1 where id in ("
             " select distinct f.project_id from code_chunks c join code_files f on f.id = c.file_id"
             " where c.id in (select value from json_each(?)))",
-            (_json_ids(chunk_ids),),
+            (json_ids(chunk_ids),),
         )
 
     def _bump(self, project: Project) -> None:
@@ -211,7 +211,7 @@ class CodeStore:
         with write_transaction(self.db):
             cursor = self.db.execute(
                 "delete from code_files where project_id = ? and path in (select value from json_each(?))",
-                (project.id, _json_list(paths)),
+                (project.id, json_list(paths)),
             )
             removed = cursor.rowcount
             if removed:
@@ -280,7 +280,7 @@ class CodeStore:
         rows = self.db.execute(
             f"select {_CHUNK_COLUMNS} from code_chunks c join code_files f on f.id = c.file_id"
             " where c.id in (select value from json_each(?))",
-            (_json_ids(ids),),
+            (json_ids(ids),),
         )
         found = {row[0]: StoredChunk(*row) for row in rows}
         return [found[i] for i in ids if i in found]
@@ -291,7 +291,7 @@ class CodeStore:
             f"select {_CHUNK_COLUMNS} from code_chunks c join code_files f on f.id = c.file_id"
             " where f.project_id = ? and f.path in (select value from json_each(?))"
             " order by f.path, c.start_line",
-            (project.id, _json_list(list(paths))),
+            (project.id, json_list(list(paths))),
         )
         return [StoredChunk(*row) for row in rows]
 
@@ -330,11 +330,11 @@ class CodeStore:
         return None if row is None else Project(row["id"], row["root"], row["indexed_at"])
 
 
-def _json_ids(ids: Iterable[int]) -> str:
+def json_ids(ids: Iterable[int]) -> str:
     return "[" + ",".join(str(int(i)) for i in ids) + "]"
 
 
-def _json_list(values: Sequence[str]) -> str:
+def json_list(values: Sequence[str]) -> str:
     import json
 
     return json.dumps(list(values))
