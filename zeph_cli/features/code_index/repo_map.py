@@ -18,7 +18,6 @@ under its file's path, with its enclosing class's line where the language makes 
 from __future__ import annotations
 
 import builtins
-import math
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Sequence
@@ -192,36 +191,8 @@ class RepoGraph:
         definition_pair = np.array([pairs.setdefault((file_index[d.path], names[d.name]), len(pairs))
                                     for d in definitions], dtype=np.int64)
         uses = Counter((file_index[t.path], names[t.name]) for t in tags if t.role == "ref" and t.name in names)
-        src: list[int] = []
-        dst: list[int] = []
-        edge_pair: list[int] = []
-        edge_name: list[int] = []
-        base: list[float] = []
-        used: set[int] = set()
-        for (user, name_id), count in sorted(uses.items()):
-            used.add(name_id)
-            files = sorted(definers[name_id])
-            weight = math.sqrt(count)
-            for definer in files:
-                src.append(user)
-                dst.append(definer)
-                edge_pair.append(pairs[(definer, name_id)])
-                edge_name.append(name_id)
-                base.append(weight)
-        for (definer, name_id), pair in pairs.items():
-            if name_id not in used:
-                src.append(definer)
-                dst.append(definer)
-                edge_pair.append(pair)
-                edge_name.append(name_id)
-                base.append(UNUSED_WEIGHT)
-        by_name = {name_id: name_weight(name, len(definers[name_id])) for name, name_id in names.items()}
-        edge_name_array = np.array(edge_name, dtype=np.int64)
-        name_weights = np.array([by_name[i] for i in range(len(names))], dtype=np.float64)
-        edges = (np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(edge_pair, dtype=np.int64),
-                 edge_name_array, np.array(base, dtype=np.float64) * name_weights[edge_name_array]
-                 if len(edge_name) else np.zeros(0))
         name_definers = {name_id: np.array(sorted(files), dtype=np.int64) for name_id, files in definers.items()}
+        edges = _edges(uses, name_definers, pairs, [name_weight(name, len(definers[i])) for name, i in names.items()])
         return cls(paths, definitions, names, definition_pair, edges, _containers(definitions), name_definers)
 
     # -- ranking ---------------------------------------------------------------------------------------
@@ -427,16 +398,47 @@ def pagerank(edges: WeightedEdges, files: int, *, links: Links | None = None,
     return ranks / ranks.sum()
 
 
+def _edges(uses: Counter[tuple[int, int]], name_definers: dict[int, np.ndarray], pairs: dict[tuple[int, int], int],
+           name_weights: list[float]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The graph's edges (source file, destination file, (file, name) pair, name, weight): one from each file
+    using a name to each file defining it, weighted by the name and the square root of the uses; one from a
+    file to itself for each of its definitions that nothing uses."""
+    names = len(name_weights)
+    used = sorted(uses.items())
+    user = np.array([key[0] for key, _ in used], dtype=np.int64)
+    name = np.array([key[1] for key, _ in used], dtype=np.int64)
+    count = np.array([c for _, c in used], dtype=np.float64)
+    definers_of = [name_definers[i] for i in range(names)]
+    fanout = np.array([len(files) for files in definers_of], dtype=np.int64)[name] if names else name
+    definer = np.concatenate([definers_of[i] for i in name.tolist()]) if len(name) else name
+    src, edge_name = np.repeat(user, fanout), np.repeat(name, fanout)
+    base = np.repeat(np.sqrt(count), fanout)
+    used_names = set(name.tolist())
+    unused = sorted((pair, key) for key, pair in pairs.items() if key[1] not in used_names)
+    unused_file = np.array([key[0] for _, key in unused], dtype=np.int64)
+    unused_name = np.array([key[1] for _, key in unused], dtype=np.int64)
+    src = np.concatenate([src, unused_file])
+    dst = np.concatenate([definer, unused_file])
+    edge_name = np.concatenate([edge_name, unused_name])
+    base = np.concatenate([base, np.full(len(unused), UNUSED_WEIGHT)])
+    pair_keys = np.array([file * names + name_id for file, name_id in pairs], dtype=np.int64)
+    pair_ids = np.array(list(pairs.values()), dtype=np.int64)
+    by_key = np.argsort(pair_keys)
+    edge_pair = pair_ids[by_key][np.searchsorted(pair_keys[by_key], dst * names + edge_name)]
+    weight = base * np.array(name_weights, dtype=np.float64)[edge_name] if len(edge_name) else base
+    return src, dst, edge_pair, edge_name, weight
+
+
 def _containers(definitions: list[MapTag]) -> list[int]:
     """Each definition's enclosing class (its definition index), or -1: the nearest class-like definition
     above it in its file, for what its language's tags tell is a method."""
     containers = [-1] * len(definitions)
     last_container = -1
-    last_path = None
+    last_path, language = None, None
     for index, d in enumerate(definitions):
         if d.path != last_path:
-            last_path, last_container = d.path, -1
-        if last_container >= 0 and is_method(language_of(d.path), d.kind, d.code):
+            last_path, last_container, language = d.path, -1, language_of(d.path)
+        if last_container >= 0 and is_method(language, d.kind, d.code):
             containers[index] = last_container
         if d.kind in CONTAINER_KINDS:
             last_container = index
