@@ -175,3 +175,19 @@ def test_no_tags_and_names_without_definitions_give_an_empty_map():
     assert RepoGraph.build([]).render(budget_tokens=100, count_tokens=count_tokens) == RepoMap("", 0, 0, 0)
     only_refs = [t for t in tags_from(PROJECT) if t.role == "ref"]
     assert RepoGraph.build(only_refs).render(budget_tokens=100, count_tokens=count_tokens).text == ""
+
+
+def test_renders_from_many_threads_give_what_one_thread_gives():
+    from concurrent.futures import ThreadPoolExecutor
+
+    tags = sample_tags() + tags_from(PROJECT)
+    names = sorted({t.name for t in tags if t.role == "def"})
+    conversations = [{"chat_files": [sorted({t.path for t in tags})[i % 15]], "identifiers": names[i % len(names):][:3]}
+                     for i in range(40)]
+    alone = RepoGraph.build(tags)
+    expected = [alone.render(budget_tokens=150, count_tokens=count_tokens, **c) for c in conversations]
+    shared = RepoGraph.build(tags)
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda c: shared.render(budget_tokens=150, count_tokens=count_tokens, **c),
+                            conversations * 3))
+    assert got == expected * 3 and len({m.text for m in expected}) > 5

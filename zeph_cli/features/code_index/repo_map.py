@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import re
+import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -176,6 +177,7 @@ class RepoGraph:
             stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
             self.stems.setdefault(stem, []).append(index)
         self._rankings: OrderedDict[Conversation, Ranking] = OrderedDict()
+        self._lock = threading.RLock()
 
     @classmethod
     def build(cls, tags: Sequence[MapTag]) -> RepoGraph:
@@ -224,7 +226,7 @@ class RepoGraph:
         personal = np.zeros(files)
         for file in conversation.chat | conversation.named:
             personal[file] += 1.0
-        for name_id in conversation.mentioned:
+        for name_id in sorted(conversation.mentioned):  # sorted: the same sums in the same order
             definers = self.name_definers[name_id]
             personal[definers] += 1.0 / len(definers)
         uniform = np.full(files, 1.0 / files) if files else np.zeros(0)
@@ -238,27 +240,29 @@ class RepoGraph:
     def file_pagerank(self, edges: WeightedEdges) -> np.ndarray:
         """The files' PageRank for edges weighted by `weighted_edges`: iterated from the ranks without
         personalization (computed once), which a conversation's ranks are near."""
-        if self._uniform is None:
-            self._uniform = pagerank(self._weighted(NO_CONVERSATION), len(self.paths), links=self.links)
+        with self._lock:
+            uniform = self._uniform
+            if uniform is None:
+                uniform = self._uniform = pagerank(self._weighted(NO_CONVERSATION), len(self.paths), links=self.links)
         if not edges.personalized:
-            return self._uniform
-        return pagerank(edges, len(self.paths), links=self.links, start=self._uniform)
+            return uniform
+        return pagerank(edges, len(self.paths), links=self.links, start=uniform)
 
     def _ranking(self, conversation: Conversation) -> Ranking:
-        key = conversation
-        kept = self._rankings.get(key)
-        if kept is not None:
-            self._rankings.move_to_end(key)
-            return kept
-        edges = self._weighted(conversation)
-        file_ranks = self.file_pagerank(edges)
-        definition_ranks = self._spread(file_ranks, edges.all_weights)
-        order = np.argsort(-definition_ranks, kind="stable")  # definitions are in (path, line) order: ties so
-        ranking = Ranking(file_ranks, order, definition_ranks)
-        self._rankings[key] = ranking
-        if len(self._rankings) > RANKINGS_KEPT:
-            self._rankings.popitem(last=False)
-        return ranking
+        with self._lock:  # renders may come from more than one thread; the kept rankings are shared
+            kept = self._rankings.get(conversation)
+            if kept is not None:
+                self._rankings.move_to_end(conversation)
+                return kept
+            edges = self._weighted(conversation)
+            file_ranks = self.file_pagerank(edges)
+            definition_ranks = self._spread(file_ranks, edges.all_weights)
+            order = np.argsort(-definition_ranks, kind="stable")  # definitions are in (path, line) order: ties so
+            ranking = Ranking(file_ranks, order, definition_ranks)
+            self._rankings[conversation] = ranking
+            if len(self._rankings) > RANKINGS_KEPT:
+                self._rankings.popitem(last=False)
+            return ranking
 
     def _spread(self, file_ranks: np.ndarray, weight: np.ndarray) -> np.ndarray:
         """Each file's rank shared among its definitions: most of it by the rank the other files bring them
