@@ -48,6 +48,7 @@ def test_the_files_the_conversation_names_are_the_indexed_ones_most_recent_last(
 
 
 def test_identifiers_are_code_looking_words_only():
-    found = identifiers(["Why does parse_config call loadSettings in Agent.run_turn? The HTTPServer fails twice."])
-    assert {"parse_config", "loadSettings", "run_turn", "HTTPServer"} <= found
-    assert not {"Why", "does", "call", "fails", "Agent", "The"} & found
+    found = identifiers(["Why does parse_config call loadSettings in Agent.run_turn? The HTTPServer fails twice. "
+                         "Where does the Compactor keep summaries?"])
+    assert {"parse_config", "loadSettings", "run_turn", "HTTPServer", "Agent", "Compactor"} <= found
+    assert not {"Why", "does", "call", "fails", "The", "Where"} & found

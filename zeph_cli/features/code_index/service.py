@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from ...config import Config, IndexConfig
     from ...store.sqlite import Database
     from ..memory.embedders.base import Embedder
-    from .build import BuildReport, IndexSettings
+    from .build import BuildReport
+    from .scan import IndexSettings
     from .repo_map import RepoGraph, RepoMap
     from .search import Hit
     from .store import CodeStore, IndexStatus, Project
@@ -38,7 +39,7 @@ Progress = Callable[[str, int, int], None]
 
 
 def settings_of(config: IndexConfig) -> IndexSettings:
-    from .build import IndexSettings
+    from .scan import IndexSettings
 
     return IndexSettings(max_file_bytes=config.max_file_bytes, exclude=tuple(config.exclude),
                          languages=tuple(config.languages))
@@ -242,11 +243,11 @@ class CodeIndex:
             store = self._store(db)
             report = update(store, self.root, settings=self.settings, progress=step, cancel=self._cancel)
             state.report = report
-            self.holds_code = report.chunks > 0
+            project = store.project(self.root, create=False)
+            self.holds_code = project is not None and store.status(project).chunks > 0
             self._changed()
             if embed and not self._cancel.is_set():
                 embedder = self.embedder()
-                project = store.project(self.root, create=False)
                 if embedder is not None and project is not None:
                     state.embedded = embed_missing(store, self._vectors_for_build(db), project, embedder,
                                                    progress=step, cancel=self._cancel)

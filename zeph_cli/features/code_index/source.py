@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ...context.blocks import Block, Source, TurnInput
 from ...log import get_logger
 from ...messages import Message
+from ...tokens import exact_counter
 from .blocks import MAP_HEAD, REPO_MAP_SHARE, CodeEntries, code_context_block, repo_map_block
 
 if TYPE_CHECKING:
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 SEARCH_K = 12  # chunks retrieved; those that fit the slot are sent
+MAP_FROM_HITS = 3  # the files of the best retrieved chunks personalize the map too
 RECENT_MESSAGES = 12  # the recent messages whose files and identifiers personalize the map
 
 
@@ -75,8 +77,9 @@ class CodeIndexSource(Source):
         cap = self.agent.config.index.repo_map_tokens
         if cap:
             budget = min(cap, int(turn.available * REPO_MAP_SHARE)) if turn.available else cap
-            count = turn.counter.count if turn.counter is not None else _rough_count
+            count = exact_counter(turn.counter).count if turn.counter is not None else _rough_count
             files = conversation_files(recent, index.root, cwd, await index.paths())
+            files += [hit.path for hit in self.hits[:MAP_FROM_HITS] if hit.path not in files]  # what the message is about
             names = identifiers([m.content for m in recent if m.role in ("user", "assistant")])
             room = budget - count(MAP_HEAD) - 12  # the tags and the head ride on the map's lines
             if room > 0:

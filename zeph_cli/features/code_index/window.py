@@ -110,14 +110,23 @@ def _known_path(text: str, known: set[str], by_name: dict[str, list[str]]) -> li
 
 
 def identifiers(texts: Sequence[str]) -> set[str]:
-    """The identifier-looking words of `texts` (see `_IDENTIFIER`): each dotted part too."""
+    """The identifier-looking words of `texts` (see `_IDENTIFIER`), each dotted part too, as written (the
+    map matches names exactly): snake_case, camelCase and CamelCase, names with digits, and a capitalized
+    word inside a sentence (`the Compactor keeps…`: a class, most likely)."""
     found: set[str] = set()
     for text in texts:
-        for word in _IDENTIFIER.findall(text):
-            for part in word.split("."):
-                if _looks_like_code(part):
+        for match in _IDENTIFIER.finditer(text):
+            for part in match.group().split("."):
+                if _looks_like_code(part) or _named_mid_sentence(part, text, match.start()):
                     found.add(part)
     return found
+
+
+def _named_mid_sentence(word: str, text: str, at: int) -> bool:
+    if len(word) < 4 or not word[0].isupper() or not word[1:].islower():
+        return False
+    before = text[:at].rstrip()
+    return bool(before) and before[-1] not in ".!?:\n\"'`(#*-"
 
 
 def _looks_like_code(word: str) -> bool:
