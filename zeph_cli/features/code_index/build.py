@@ -119,10 +119,12 @@ def update(
     settings: IndexSettings = DEFAULT_SETTINGS,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
-    workers: int | None = None,
+    workers: int | None = 1,
 ) -> BuildReport:
     """Scan, parse what changed, store it, forget what is gone; no embedding. `workers`: processes to parse
-    in (None: the machine's cores when there are at least POOL_MIN_FILES files to parse; 1: this process)."""
+    in (1, the default: this process; None: the machine's cores when there are at least POOL_MIN_FILES files
+    to parse). On 1,000 files a pool of two was no faster than this process (benchmarks/code_index_speed.py)
+    on a machine whose two cores were busy with other work, and this process parses 1,000 files in ~3.5 s."""
     started = time.perf_counter()
     report_progress = progress or (lambda stage, done, total: None)
     project = store.project(root)
