@@ -168,6 +168,29 @@ def embedding_rows(bench: Bench) -> list[Row]:
     return rows
 
 
+def percentiles(seconds: list[float]) -> str:
+    ordered = sorted(seconds)
+    p50, p95 = ordered[len(ordered) // 2], ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))]
+    return f"p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms"
+
+
+@measurement
+def store_queries(bench: Bench) -> list[Row]:
+    """BM25 (`lexical`) and a warm vector search (wordllama's vectors) over the whole index, 50 queries."""
+    from zeph_cli.features.code_index.words import words
+    from zeph_cli.features.memory.embedders.embedded import EmbeddedEmbedder
+
+    queries = [tag.name.replace("_", " ") for tag in bench.store.tags(bench.project) if tag.role == "def"][::97][:50]
+    lexical = [timed(partial(bench.store.lexical, bench.project, words(q), 50))[0] for q in queries]
+    embedder = EmbeddedEmbedder()
+    vectors = embedder.embed(queries)
+    cold, _ = timed(partial(bench.vectors.search, bench.project, embedder.model, vectors[0], 50))
+    warm = [timed(partial(bench.vectors.search, bench.project, embedder.model, v, 50))[0] for v in vectors]
+    return [Row("store.lexical(), 50 hits", percentiles(lexical)),
+            Row("vectors.search(), first (reads the matrix)", f"{cold * 1000:.0f} ms"),
+            Row("vectors.search(), warm, 50 hits", percentiles(warm))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, default=1000)
@@ -188,7 +211,9 @@ def main() -> None:
         bench = Bench(root, store, project, SqliteCodeVectors(store.db), args)
         bench.rows += cold_and_update(bench, base)
         status = store.status(project)
-        print(f"index: {status.files} files, {status.chunks:,} chunks, {status.tags:,} tags")
+        definitions = sum(1 for tag in store.tags(project) if tag.role == "def" and tag.kind in ("function", "method"))
+        print(f"index: {status.files} files, {status.chunks:,} chunks, {status.tags:,} tags, "
+              f"{definitions:,} functions and methods defined")
         bench.rows += embedding_rows(bench)
         for fn in MEASUREMENTS:
             bench.rows += fn(bench)

@@ -126,6 +126,8 @@ def update(
     to parse). On 1,000 files a pool of two was no faster than this process (benchmarks/code_index_speed.py)
     on a machine whose two cores were busy with other work, and this process parses 1,000 files in ~3.5 s."""
     started = time.perf_counter()
+    if not Path(root).is_dir():  # a missing root is not a project whose files were all deleted
+        raise FileNotFoundError(f"no folder {root}")
     report_progress = progress or (lambda stage, done, total: None)
     project = store.project(root)
     assert project is not None
