@@ -7,7 +7,7 @@ index's size limit are left for others). It measures
 - cold `update()`: scan + parse + store of every file, in this process and in a pool of worker processes;
 - `update()` after one file changes (what a watcher runs after a save);
 - `embed_missing()` throughput with minilm (on a sample of `--sample` chunks, extrapolated to all of them,
-  with 1 and 2 onnxruntime threads) and with wordllama (all chunks).
+  on its one onnxruntime thread) and with wordllama (all chunks).
 Other measurements of the same index (query latency, the repo map) plug in with `measurement(...)`: each
 gets the built `Bench` and returns rows for the table.
 
@@ -154,8 +154,8 @@ def embedding_rows(bench: Bench) -> list[Row]:
         return rows
     from zeph_cli.features.memory.embedders.minilm import MiniLMEmbedder
 
-    for threads in (1, 2):
-        minilm = MiniLMEmbedder(threads=threads)
+    for threads in (1,):
+        minilm = MiniLMEmbedder()
         minilm.embed(["warm up"])
         stop = StopAfter(bench.args.sample)
         bench.store.db.execute("delete from code_vectors where model = ?", (minilm.model,))

@@ -103,3 +103,12 @@ def test_sqlite_matrix_is_read_once_per_version(store, tmp_path) -> None:
 def test_qdrant_collection_is_per_root_and_model() -> None:
     names = {collection_name(root, model) for root in ("/a/x", "/b/x") for model in ("m", "n")}
     assert len(names) == 4 and all(name.startswith("zeph_code_x_") for name in names)
+
+
+def test_vectors_of_chunks_replaced_while_embedding_are_dropped(store, vectors, tmp_path) -> None:
+    project, ids = _fill(store, tmp_path, files=2)
+    store.replace_file(project, "f0.py", language="python", sha="new", size=1, mtime_ns=2, imports="",
+                       chunks=[], tags=[])  # ids[0:4] gone between missing_vectors and add
+    vectors.add("m", ids, _unit(len(ids), 1))
+    assert {i for i, _ in vectors.search(project, "m", _unit(1, 2)[0], 50)} == set(ids[4:])
+    assert store.status(project).embedded == {"m": len(ids) - 4}
