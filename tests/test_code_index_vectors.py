@@ -89,6 +89,16 @@ def test_replaced_and_forgotten_chunks_leave_the_results(store, vectors, tmp_pat
     assert store.status(project).embedded == {}
 
 
+def test_clearing_the_store_with_its_vectors_drops_them_in_either_backend(store, vectors, tmp_path) -> None:
+    project, ids = _fill(store, tmp_path)
+    vectors.add("m", ids, _unit(len(ids), 1))
+    store.clear(project, vectors)
+    assert vectors.search(project, "m", _unit(1, 2)[0], 50) == []
+    assert store.status(project).chunks == 0
+    if isinstance(vectors, QdrantCodeVectors):
+        assert not vectors.client.collection_exists(collection_name(project.root, "m"))
+
+
 def test_sqlite_matrix_is_read_once_per_version(store, tmp_path) -> None:
     project, ids = _fill(store, tmp_path)
     vectors = SqliteCodeVectors(store.db)
