@@ -91,12 +91,13 @@ def test_second_update_reads_nothing_and_an_edit_parses_only_that_file(tmp_path:
 
     server = repo / "app" / "server.py"
     stat = server.stat()
-    os.utime(server, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # new stat, same content
+    os.utime(server, ns=(stat.st_atime_ns, stat.st_mtime_ns - 5_000_000_000))  # new stat, same content
     version = store.version(project)
     touched = update(store, repo, settings=SETTINGS)
     assert (touched.parsed, touched.unchanged) == (0, len(FILES))
-    assert store.files(project)["app/server.py"].mtime_ns == stat.st_mtime_ns + 5_000_000_000
+    assert store.files(project)["app/server.py"].mtime_ns == stat.st_mtime_ns - 5_000_000_000
     assert store.version(project) == version
+    assert store.files(project)["app/client.py"].mtime_ns == 0  # just written: read again next time
 
 
 def test_deleted_and_newly_left_out_files_are_forgotten(tmp_path: Path, repo: Path) -> None:
