@@ -122,3 +122,28 @@ def test_vectors_of_chunks_replaced_while_embedding_are_dropped(store, vectors, 
     vectors.add("m", ids, _unit(len(ids), 1))
     assert {i for i, _ in vectors.search(project, "m", _unit(1, 2)[0], 50)} == set(ids[4:])
     assert store.status(project).embedded == {"m": len(ids) - 4}
+
+
+def test_the_configuration_picks_the_backend_and_a_down_qdrant_is_one_line(store, tmp_path) -> None:
+    import socket
+
+    from zeph_cli.config import Config
+    from zeph_cli.features.code_index.vectors import open_code_vectors
+    from zeph_cli.features.memory.vectors import VectorIndexDown
+
+    pytest.importorskip("qdrant_client")
+    config = Config()
+    assert isinstance(open_code_vectors(config, store.db), SqliteCodeVectors)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config.memory.vector_backend = "qdrant"
+    config.memory.qdrant_url = f"http://127.0.0.1:{port}"
+    vectors = open_code_vectors(config, store.db)
+    assert isinstance(vectors, QdrantCodeVectors)
+    project, ids = _fill(store, tmp_path, files=1)
+    with pytest.raises(VectorIndexDown, match="not reachable"):
+        vectors.search(project, "m", _unit(1, 1)[0], 3)
+    with pytest.raises(VectorIndexDown):
+        vectors.add("m", ids, _unit(len(ids), 1))
+    assert store.status(project).embedded == {}  # nothing recorded for points never stored
