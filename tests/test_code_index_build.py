@@ -20,7 +20,7 @@ FILES = {
     "app/client.py": "class HttpClient:\n    def fetch(self, url):\n        return url\n",
     "lib/util.go": "package lib\n\nfunc Reverse(s string) string {\n\treturn s\n}\n",
     "README.md": "# demo\n\nA server and a client.\n",
-    ".gitignore": "secrets.py\n",
+    "Makefile": "test:\n\tpytest\n",
 }
 
 
@@ -34,6 +34,7 @@ def repo(tmp_path: Path) -> Path:
     for rel, text in FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+    (root / ".gitignore").write_text("secrets.py\n")
     (root / "secrets.py").write_text("TOKEN = 'x'\n")  # ignored by .gitignore
     (root / "logo.py").write_bytes(b"\x00\x01binary")  # a NUL: binary
     (root / "node_modules" / "pkg").mkdir(parents=True)
@@ -61,7 +62,7 @@ def test_first_update_stores_what_is_read_and_counts_what_is_not(tmp_path: Path,
     assert project is not None and project.indexed_at is not None
     assert sorted(store.files(project)) == sorted(FILES)
     assert report.files == len(FILES) and report.parsed == len(FILES) and report.unchanged == 0
-    assert report.skipped == {"binary": 1, "vendored": 1, "too large": 1, "generated": 2}
+    assert report.skipped == {"binary": 1, "vendored": 1, "too large": 1, "generated": 2, "not text": 1}
     assert report.chunks == store.status(project).chunks > 0 and not report.cancelled
     read = len(FILES) + 2  # and the binary file and the one marked generated, told by their content
     assert stages[0] == ("scanning", 0, 1) and stages[-1] == ("parsing", read, read)
