@@ -20,7 +20,7 @@ FILES = {
     "app/client.py": "class HttpClient:\n    def fetch(self, url):\n        return url\n",
     "lib/util.go": "package lib\n\nfunc Reverse(s string) string {\n\treturn s\n}\n",
     "README.md": "# demo\n\nA server and a client.\n",
-    ".gitignore": "secrets.py\n",
+    "Makefile": "test:\n\tpytest\n",
 }
 
 
@@ -34,6 +34,7 @@ def repo(tmp_path: Path) -> Path:
     for rel, text in FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
+    (root / ".gitignore").write_text("secrets.py\n")
     (root / "secrets.py").write_text("TOKEN = 'x'\n")  # ignored by .gitignore
     (root / "logo.py").write_bytes(b"\x00\x01binary")  # a NUL: binary
     (root / "node_modules" / "pkg").mkdir(parents=True)
@@ -61,7 +62,7 @@ def test_first_update_stores_what_is_read_and_counts_what_is_not(tmp_path: Path,
     assert project is not None and project.indexed_at is not None
     assert sorted(store.files(project)) == sorted(FILES)
     assert report.files == len(FILES) and report.parsed == len(FILES) and report.unchanged == 0
-    assert report.skipped == {"binary": 1, "vendored": 1, "too large": 1, "generated": 2}
+    assert report.skipped == {"binary": 1, "vendored": 1, "too large": 1, "generated": 2, "not text": 1}
     assert report.chunks == store.status(project).chunks > 0 and not report.cancelled
     read = len(FILES) + 2  # and the binary file and the one marked generated, told by their content
     assert stages[0] == ("scanning", 0, 1) and stages[-1] == ("parsing", read, read)
@@ -91,12 +92,13 @@ def test_second_update_reads_nothing_and_an_edit_parses_only_that_file(tmp_path:
 
     server = repo / "app" / "server.py"
     stat = server.stat()
-    os.utime(server, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # new stat, same content
+    os.utime(server, ns=(stat.st_atime_ns, stat.st_mtime_ns - 5_000_000_000))  # new stat, same content
     version = store.version(project)
     touched = update(store, repo, settings=SETTINGS)
     assert (touched.parsed, touched.unchanged) == (0, len(FILES))
-    assert store.files(project)["app/server.py"].mtime_ns == stat.st_mtime_ns + 5_000_000_000
+    assert store.files(project)["app/server.py"].mtime_ns == stat.st_mtime_ns - 5_000_000_000
     assert store.version(project) == version
+    assert store.files(project)["app/client.py"].mtime_ns == 0  # just written: read again next time
 
 
 def test_deleted_and_newly_left_out_files_are_forgotten(tmp_path: Path, repo: Path) -> None:

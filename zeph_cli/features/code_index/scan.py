@@ -77,7 +77,7 @@ TEXT_EXTENSIONS = frozenset({
 TEXT_NAMES = frozenset({
     "Makefile", "makefile", "GNUmakefile", "Dockerfile", "Containerfile", "Justfile", "justfile",
     "Rakefile", "Gemfile", "Procfile", "Vagrantfile", "CMakeLists.txt", "BUILD", "WORKSPACE", "README",
-    "CONTRIBUTING", "CHANGELOG", "Pipfile", "Brewfile", ".gitignore", ".dockerignore", ".env.example",
+    "CONTRIBUTING", "CHANGELOG", "Pipfile", "Brewfile", ".env.example",
 })
 
 

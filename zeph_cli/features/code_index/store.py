@@ -14,12 +14,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...store.sqlite import Database
 from ...store.transactions import write_transaction
 from .chunks import Chunk
 from .words import words
+
+if TYPE_CHECKING:
+    from .vectors import CodeVectors
 
 
 @dataclass(frozen=True)
@@ -221,9 +224,12 @@ class CodeStore:
                 self._bump(project)
         return removed
 
-    def clear(self, project: Project) -> None:
-        """Everything the project has (files, chunks, words, tags, vector rows); it is again never indexed. A
-        qdrant backend's points go with `CodeVectors.clear`."""
+    def clear(self, project: Project, vectors: CodeVectors | None = None) -> None:
+        """Everything the project has (files, chunks, words, tags, vector rows); it is again never indexed.
+        `vectors`: the backend to clear as well (qdrant's collections of the project are dropped; without it
+        their points are only filtered out, then dropped, as searches come across them)."""
+        if vectors is not None:
+            vectors.clear(project)
         with write_transaction(self.db):
             self.db.execute("delete from code_files where project_id = ?", (project.id,))
             self.db.execute(
