@@ -286,10 +286,9 @@ def index_clear() -> None:
             if project is None:
                 print(f"{index.root}: nothing indexed")
                 return
-            code.clear(project)
             from .vectors import open_code_vectors
 
-            open_code_vectors(index.config, store.db).clear(project)
+            code.clear(project, open_code_vectors(index.config, store.db))
         finally:
             index.close()
             store.close()
