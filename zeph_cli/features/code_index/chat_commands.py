@@ -91,14 +91,12 @@ def hits_markdown(query: str, hits: Any) -> str:
 
 
 async def map_markdown(index: Any, query: str) -> str:
-    from ...messages import Message
     from ...tokens import default_counter
-    from .window import conversation_files, identifiers
 
-    count = default_counter().count
-    files = conversation_files([Message.user(query)], index.root, index.root, await index.paths()) if query else []
-    rendered = await index.repo_map(chat_files=files, identifiers=identifiers([query]) if query else set(),
-                                    budget_tokens=index.config.index.repo_map_tokens, count_tokens=count)
+    code = await index.for_turn(query, [], index.root, k=8, map_tokens=index.config.index.repo_map_tokens,
+                                count_tokens=default_counter().count)
+    rendered = code.map
     if rendered is None or not rendered.text.strip():
         return "The repo map is empty (nothing indexed yet?)."
-    return f"**Repo map** ({rendered.files} files, {rendered.definitions} definitions, {rendered.tokens:,} tokens)\n\n```\n{rendered.text}\n```"
+    return (f"**Repo map** ({rendered.files} files, {rendered.definitions} definitions, {rendered.tokens:,} tokens)"
+            f"\n\n```\n{rendered.text}\n```")

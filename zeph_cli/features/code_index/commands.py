@@ -246,19 +246,16 @@ def index_map(
     def work() -> None:
         from ...tokens import default_counter
         from .blocks import MAP_HEAD, repo_map_text
-        from .window import conversation_files, identifiers
-        from ...messages import Message
+        from .source import MAP_FRAME_TOKENS
 
         _, store, index = _open()
         try:
             if asyncio.run(index.status()) is None:
                 raise IndexOff(f"{index.root} is not indexed yet: run zeph index first")
             count = default_counter().count
-            files = conversation_files([Message.user(query)], index.root, Path.cwd(), asyncio.run(index.paths())) if query else []
-            names = identifiers([query]) if query else set()
-            room = tokens - count(MAP_HEAD) - 12
-            rendered = asyncio.run(index.repo_map(chat_files=files, identifiers=names, budget_tokens=max(room, 0),
-                                                  count_tokens=count)) if room > 0 else None
+            room = tokens - count(MAP_HEAD) - MAP_FRAME_TOKENS
+            code = asyncio.run(index.for_turn(query, [], Path.cwd(), k=8, map_tokens=max(room, 0), count_tokens=count))
+            rendered = code.map
         finally:
             index.close()
             store.close()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,7 @@ from ..memory.reader import Reader
 
 if TYPE_CHECKING:
     from ...config import Config, IndexConfig
+    from ...messages import Message
     from ...store.sqlite import Database
     from ..memory.embedders.base import Embedder
     from .build import BuildReport
@@ -36,6 +37,18 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 Progress = Callable[[str, int, int], None]
+MAP_FROM_HITS = 3  # the files of the best retrieved chunks personalize the map too
+RECENT_MESSAGES = 12  # the recent messages whose files and identifiers personalize the map
+
+
+@dataclass
+class TurnCode:
+    """The code a turn gets: retrieved chunks, the map, and what the map was personalized to."""
+
+    hits: list[Hit]
+    map: RepoMap | None
+    files: list[str]
+    identifiers: set[str]
 
 
 def settings_of(config: IndexConfig) -> IndexSettings:
@@ -176,6 +189,26 @@ class CodeIndex:
                                 count_tokens=count_tokens)
 
         return await self._reader.run(run)
+
+    async def for_turn(self, query: str, messages: Sequence[Message], cwd: Path, *, k: int, map_tokens: int,
+                       count_tokens: Callable[[str], int]) -> TurnCode:
+        """What a turn with message `query`, after `messages`, gets: the `k` best chunks the messages do not
+        show yet, and the map within `map_tokens`, personalized to the files and identifiers of the recent
+        messages and the query, and to the files of the best chunks."""
+        from ...messages import Message
+        from .window import conversation_files, identifiers, window_of
+
+        window = window_of(messages, self.root, cwd)
+        hits = await self.search(query, k, exclude=window.holds) if query.strip() else []
+        recent = [*messages[-RECENT_MESSAGES:], *([Message.user(query)] if query else [])]
+        files = conversation_files(recent, self.root, cwd, await self.paths())
+        files += [hit.path for hit in hits[:MAP_FROM_HITS] if hit.path not in files]
+        names = identifiers([m.content for m in recent if m.role in ("user", "assistant")])
+        rendered = None
+        if map_tokens > 0:
+            rendered = await self.repo_map(chat_files=files, identifiers=names, budget_tokens=map_tokens,
+                                           count_tokens=count_tokens)
+        return TurnCode(hits, rendered, files, names)
 
     async def paths(self) -> list[str]:
         def run(db: Database) -> list[str]:

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 from ...context.blocks import Block, Source, TurnInput
 from ...log import get_logger
-from ...messages import Message
 from ...tokens import exact_counter
 from .blocks import MAP_HEAD, REPO_MAP_SHARE, CodeEntries, code_context_block, repo_map_block
 
 if TYPE_CHECKING:
     from ...agent.source_host import SourceHost
     from ...context.report import ContextReport
+    from ...messages import Message
     from .repo_map import RepoMap
     from .search import Hit
     from .service import CodeIndex
@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 log = get_logger(__name__)
 
 SEARCH_K = 12  # chunks retrieved; those that fit the slot are sent
-MAP_FROM_HITS = 3  # the files of the best retrieved chunks personalize the map too
-RECENT_MESSAGES = 12  # the recent messages whose files and identifiers personalize the map
+MAP_FRAME_TOKENS = 12  # the <repo_map> tags and a message's framing, beside the map's lines
 
 
 class CodeIndexSource(Source):
@@ -59,32 +58,22 @@ class CodeIndexSource(Source):
         return self.blocks(turn)
 
     async def _gather(self, index: CodeIndex, turn: TurnInput) -> None:
-        from .window import conversation_files, identifiers, window_of
-
         status = await index.status()
         if status is None or not status.chunks:
             building = " (being built now)" if index.state.running else ""
             self.said.append(f"the code index of {index.root} is empty{building}: `zeph index` builds it")
             return
         messages = [item.message for item in turn.history]
-        query = turn.prompt or _last_user_text(messages)
-        self.query = query
-        cwd = self.agent.cwd
-        recent = messages[-RECENT_MESSAGES:] + ([Message.user(query)] if query else [])
-        window = window_of(messages, index.root, cwd)
-        if query:
-            self.hits = await index.search(query, SEARCH_K, exclude=window.holds)
+        self.query = turn.prompt or _last_user_text(messages)
         cap = self.agent.config.index.repo_map_tokens
-        if cap:
-            budget = min(cap, int(turn.available * REPO_MAP_SHARE)) if turn.available else cap
-            count = exact_counter(turn.counter).count if turn.counter is not None else _rough_count
-            files = conversation_files(recent, index.root, cwd, await index.paths())
-            files += [hit.path for hit in self.hits[:MAP_FROM_HITS] if hit.path not in files]  # what the message is about
-            names = identifiers([m.content for m in recent if m.role in ("user", "assistant")])
-            room = budget - count(MAP_HEAD) - 12  # the tags and the head ride on the map's lines
-            if room > 0:
-                self.map = await index.repo_map(chat_files=files, identifiers=names, budget_tokens=room,
-                                                count_tokens=count)
+        budget = min(cap, int(turn.available * REPO_MAP_SHARE)) if turn.available else cap
+        count = exact_counter(turn.counter).count if turn.counter is not None else _rough_count
+        room = budget - count(MAP_HEAD) - MAP_FRAME_TOKENS if cap else 0
+        code = await index.for_turn(self.query, messages, self.agent.cwd, k=SEARCH_K, map_tokens=max(room, 0),
+                                    count_tokens=count)
+        self.hits, self.map = code.hits, code.map
+        if not self.query:
+            self.said.append("code index: no message to retrieve code for yet")
 
     def blocks(self, turn: TurnInput) -> list[Block]:
         index = self.index
