@@ -88,3 +88,11 @@ def m016_code_index(db: Database) -> None:
         "create trigger code_chunks_words_ad after delete on code_chunks "
         "begin delete from code_chunk_words where rowid = old.id; end"
     )
+
+
+@migration
+def m017_code_index_versions(db: Database) -> None:
+    # Counters a reader keys its caches by: `version` moves whenever a project's chunks change (the repo map,
+    # the chunks' matrix), `vectors_version` whenever its vectors do (the matrix of an embedding model).
+    db.execute("alter table code_projects add column version integer not null default 0")
+    db.execute("alter table code_projects add column vectors_version integer not null default 0")
