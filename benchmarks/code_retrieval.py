@@ -60,8 +60,8 @@ def git(*args: str) -> str:
     return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout
 
 
-def commits() -> list[tuple[str, str]]:
-    out = git("log", "--no-merges", "--format=%H%x00%s", "--", f"{SOURCE}*.py")
+def commits(rev: str = "HEAD") -> list[tuple[str, str]]:
+    out = git("log", "--no-merges", "--format=%H%x00%s", rev, "--", f"{SOURCE}*.py")
     return [tuple(line.split("\0", 1)) for line in out.splitlines() if "\0" in line]  # type: ignore[misc]
 
 
@@ -102,8 +102,8 @@ def snapshot(commit: str, cache: dict[tuple[str, str], tuple[list[Chunk], str]])
     return out
 
 
-def build_cases(limit: int, seed: int) -> list[Case]:
-    history = commits()
+def build_cases(limit: int, seed: int, rev: str = "HEAD") -> list[Case]:
+    history = commits(rev)
     random.Random(seed).shuffle(history)
     cache: dict[tuple[str, str], tuple[list[Chunk], str]] = {}
     cases: list[Case] = []
@@ -255,6 +255,40 @@ def hybrid(first: Callable[[Case], list[int]], second: Callable[[Case], list[int
     return rank
 
 
+def routed(lexical: Callable[[Case], list[int]], dense: Callable[[Case], list[int]], *, dense_weight: float = 0.5,
+           code_dense_weight: float = 0.5, symbols: float = 0.0, files: float = 0.0,
+           symbols_first: bool = False) -> Callable[[Case], list[int]]:
+    """The hybrid (lexical + dense at `dense_weight`), and for a query that names code (`is_code_query`):
+    the dense ranking at `code_dense_weight`, the chunks whose symbol the query names (and those of the
+    files it names) fused as one more ranking at weight `symbols` (`files`), or the named symbols first."""
+    from zeph_cli.features.code_index.search import code_names, names_file, names_symbol
+
+    def rank(case: Case) -> list[int]:
+        names = code_names(case.query)
+        weight = code_dense_weight if names else dense_weight
+        rankings = [(lexical(case)[:200], 1.0), *([(dense(case)[:200], weight)] if weight else [])]
+        fused = reciprocal_rank_fusion(rankings)
+        order = sorted(fused, key=lambda i: -fused[i])
+        if not names:
+            return order
+        chunks = case.chunks
+        named = [i for i in range(len(chunks)) if names_symbol(names, chunks[i].symbol)]
+        if symbols_first:
+            first = sorted(named, key=lambda i: -fused.get(i, 0.0))
+            return first + [i for i in order if i not in set(first)]
+        extra = []
+        if symbols and named:
+            extra.append((sorted(named, key=lambda i: -fused.get(i, 0.0)), symbols))
+        in_files = [i for i in order if names_file(names, chunks[i].path)]
+        if files and in_files:
+            extra.append((in_files, files))
+        if not extra:
+            return order
+        fused = reciprocal_rank_fusion([*rankings, *extra])
+        return sorted(fused, key=lambda i: -fused[i])
+    return rank
+
+
 def _memo(rank: Callable[[Case], list[int]]) -> Callable[[Case], list[int]]:
     """`rank`, each case ranked once (the hybrids reuse their parts' rankings)."""
     done: dict[str, list[int]] = {}
@@ -299,9 +333,12 @@ def main() -> None:
                         help=f"what minilm embeds of each chunk, comma-separated: {', '.join(TEXT_VARIANTS)}")
     parser.add_argument("--vector-cache", type=Path, default=None,
                         help="a folder keeping the vectors between runs (each text embedded once)")
+    parser.add_argument("--rev", default="HEAD", help="the history sampled: commits up to this one")
+    parser.add_argument("--router", action="store_true",
+                        help="also compare what a code-looking query could change (on the first --texts)")
     args = parser.parse_args()
     started = time.monotonic()
-    cases = build_cases(args.commits, args.seed)
+    cases = build_cases(args.commits, args.seed, args.rev)
     built = time.monotonic() - started
     print(f"{len(cases)} commits of this repository ({sum(len(c.gold) for c in cases)} gold functions, "
           f"{sum(len(c.chunks) for c in cases) // max(len(cases), 1):,} chunks a snapshot); built in {built:.1f} s")
@@ -315,7 +352,7 @@ def main() -> None:
             ("hybrid: BM25 (identifiers) + wordllama, RRF", hybrid(ident, wordllama.rank)),
         ]
         minilms = []
-        for variant in args.texts.split(","):
+        for variant in filter(None, args.texts.split(",")):
             minilm = Dense("minilm", cache, variant)
             minilms.append((variant, minilm))
             rank = _memo(minilm.rank)
@@ -325,6 +362,27 @@ def main() -> None:
                 (f"hybrid: BM25 (id.) + minilm {variant} x0.5", hybrid(ident, rank, 0.5)),
             ]
         table(cases, retrievers)
+        if args.router:
+            from zeph_cli.features.code_index.search import is_code_query
+
+            code = [case for case in cases if is_code_query(case.query)]
+            prose = [case for case in cases if not is_code_query(case.query)]
+            rank = minilms[0][1].rank if minilms else wordllama.rank
+            variants: list[tuple[str, Callable[[Case], list[int]]]] = [
+                ("BM25 (plain): baseline", plain),
+                ("hybrid x0.5 (as for prose)", routed(ident, rank)),
+                ("dense x0.25", routed(ident, rank, code_dense_weight=0.25)),
+                ("dense off", routed(ident, rank, code_dense_weight=0.0)),
+                ("named symbols first", routed(ident, rank, symbols_first=True)),
+                ("+ named symbols, RRF x1", routed(ident, rank, symbols=1.0)),
+                ("+ named symbols, RRF x2", routed(ident, rank, symbols=2.0)),
+                ("+ named files, RRF x0.5", routed(ident, rank, files=0.5)),
+                ("+ named symbols x1, files x0.5", routed(ident, rank, symbols=1.0, files=0.5)),
+                ("+ symbols x1, files x0.5, dense x0.25", routed(ident, rank, symbols=1.0, files=0.5,
+                                                                code_dense_weight=0.25)),
+            ]
+            table(code, variants, f"code-looking queries ({len(code)})")
+            table(prose, variants[:2], f"prose queries ({len(prose)})")
     finally:
         cache.save()
     for variant, minilm in minilms:
