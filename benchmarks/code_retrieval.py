@@ -51,7 +51,7 @@ class Case:
     commit: str
     query: str
     chunks: list[Chunk]
-    texts: list[str]  # each chunk's embedding text
+    imports: list[str]  # each chunk's file's imports (for its embedding text)
     gold: set[tuple[str, str]]  # (path, symbol)
     gold_files: set[str]
 
@@ -60,8 +60,8 @@ def git(*args: str) -> str:
     return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True).stdout
 
 
-def commits() -> list[tuple[str, str]]:
-    out = git("log", "--no-merges", "--format=%H%x00%s", "--", f"{SOURCE}*.py")
+def commits(rev: str = "HEAD") -> list[tuple[str, str]]:
+    out = git("log", "--no-merges", "--format=%H%x00%s", rev, "--", f"{SOURCE}*.py")
     return [tuple(line.split("\0", 1)) for line in out.splitlines() if "\0" in line]  # type: ignore[misc]
 
 
@@ -86,7 +86,7 @@ def changed_rows(parent: str, commit: str) -> dict[str, list[tuple[int, int]]]:
 
 
 def snapshot(commit: str, cache: dict[tuple[str, str], tuple[list[Chunk], str]]) -> list[tuple[Chunk, str]]:
-    """Every chunk of the `zeph_cli/` Python files at `commit`, with its embedding text (chunked once per blob)."""
+    """Every chunk of the `zeph_cli/` Python files at `commit`, with its file's imports (chunked once per blob)."""
     listing = git("ls-tree", "-r", commit, "--", SOURCE)
     out: list[tuple[Chunk, str]] = []
     for line in listing.splitlines():
@@ -98,12 +98,12 @@ def snapshot(commit: str, cache: dict[tuple[str, str], tuple[list[Chunk], str]])
         if key not in cache:
             cache[key] = chunk_file(path, git("cat-file", "blob", blob))
         chunks, imports = cache[key]
-        out += [(chunk, chunk.embedding_text(imports)) for chunk in chunks]
+        out += [(chunk, imports) for chunk in chunks]
     return out
 
 
-def build_cases(limit: int, seed: int) -> list[Case]:
-    history = commits()
+def build_cases(limit: int, seed: int, rev: str = "HEAD") -> list[Case]:
+    history = commits(rev)
     random.Random(seed).shuffle(history)
     cache: dict[tuple[str, str], tuple[list[Chunk], str]] = {}
     cases: list[Case] = []
@@ -122,7 +122,7 @@ def build_cases(limit: int, seed: int) -> list[Case]:
             a <= c.end_line and b >= c.start_line for a, b in rows.get(c.path, ()))}
         if not 1 <= len(gold) <= MAX_GOLD:
             continue
-        cases.append(Case(commit[:10], query_of(subject), [c for c, _ in pairs], [t for _, t in pairs], gold,
+        cases.append(Case(commit[:10], query_of(subject), [c for c, _ in pairs], [i for _, i in pairs], gold,
                           {path for path, _ in gold}))
     return cases
 
@@ -150,8 +150,68 @@ def _ids(corpus: list[list[str]]) -> tuple[list[list[int]], dict[str, int]]:
     return ids, vocab
 
 
+def shortened(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters at a line boundary (its first line cut if that is longer)."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", 0, limit + 1)
+    return text[:cut] if cut > 0 else text[:limit]
+
+
+# What each chunk's vector is made of: its whole embedding text (path, scope, signature, imports, code;
+# minilm reads its first 256 word pieces), or that text cut shorter (faster to embed).
+TEXT_VARIANTS: dict[str, Callable[[Chunk, str], str]] = {
+    "full": lambda chunk, imports: chunk.embedding_text(imports),
+    "800": lambda chunk, imports: shortened(chunk.embedding_text(imports), 800),
+    "500": lambda chunk, imports: shortened(chunk.embedding_text(imports), 500),
+    "300": lambda chunk, imports: shortened(chunk.embedding_text(imports), 300),
+    "500-noimports": lambda chunk, imports: shortened(chunk.embedding_text(""), 500),
+    "300-noimports": lambda chunk, imports: shortened(chunk.embedding_text(""), 300),
+}
+
+
+class VectorCache:
+    """Vectors by (model, text), kept in files of a folder between runs (each process writes its own file)."""
+
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self.vectors: dict[str, np.ndarray] = {}
+        self.new: dict[str, np.ndarray] = {}
+        self.saved = time.monotonic()
+        if folder is not None:
+            import pickle
+
+            folder.mkdir(parents=True, exist_ok=True)
+            for file in sorted(folder.glob("*.pickle")):
+                self.vectors.update(pickle.loads(file.read_bytes()))
+
+    @staticmethod
+    def key(model: str, text: str) -> str:
+        import hashlib
+
+        return hashlib.sha1(f"{model}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+    def get(self, key: str) -> np.ndarray | None:
+        return self.vectors.get(key)
+
+    def put(self, key: str, vector: np.ndarray) -> None:
+        self.vectors[key] = self.new[key] = vector
+        if time.monotonic() - self.saved > 60:
+            self.save()
+
+    def save(self) -> None:
+        if self.folder is None or not self.new:
+            return
+        import os
+        import pickle
+
+        file = self.folder / f"{os.getpid()}-{int(time.time() * 1000)}.pickle"
+        file.write_bytes(pickle.dumps(self.new))
+        self.new, self.saved = {}, time.monotonic()
+
+
 class Dense:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, cache: VectorCache, variant: str = "full") -> None:
         if name == "minilm":
             from zeph_cli.features.memory.embedders.minilm import MiniLMEmbedder
 
@@ -160,15 +220,28 @@ class Dense:
             from zeph_cli.features.memory.embedders.embedded import shared_embedded
 
             self.embedder = shared_embedded()
-        self.vectors: dict[str, np.ndarray] = {}
+        self.cache, self.text_of = cache, TEXT_VARIANTS[variant]
+        self.embed_seconds, self.embedded = 0.0, 0
 
-    def rank(self, case: Case) -> list[int]:
-        missing = [t for t in dict.fromkeys(case.texts) if t not in self.vectors]
+    def texts(self, case: Case) -> list[str]:
+        return [self.text_of(chunk, imports) for chunk, imports in zip(case.chunks, case.imports)]
+
+    def matrix(self, texts: list[str]) -> np.ndarray:
+        """Each text's vector (embedded once, across cases and runs)."""
+        keys = [self.cache.key(self.embedder.model, t) for t in texts]
+        missing = list({k: t for k, t in zip(keys, texts) if self.cache.get(k) is None}.items())
         for start in range(0, len(missing), 256):
             batch = missing[start:start + 256]
-            for text, vector in zip(batch, self.embedder.embed(batch)):
-                self.vectors[text] = vector
-        matrix = np.stack([self.vectors[t] for t in case.texts])
+            began = time.monotonic()
+            vectors = self.embedder.embed([t for _, t in batch])
+            self.embed_seconds += time.monotonic() - began
+            self.embedded += len(batch)
+            for (key, _), vector in zip(batch, vectors):
+                self.cache.put(key, vector)
+        return np.stack([self.cache.vectors[k] for k in keys])
+
+    def rank(self, case: Case) -> list[int]:
+        matrix = self.matrix(self.texts(case))
         query = self.embedder.embed([case.query])[0]
         return list(np.argsort(-(matrix @ query), kind="stable"))
 
@@ -178,6 +251,40 @@ def hybrid(first: Callable[[Case], list[int]], second: Callable[[Case], list[int
     """Reciprocal rank fusion of two rankings, the second weighted `weight` against the first's 1."""
     def rank(case: Case) -> list[int]:
         fused = reciprocal_rank_fusion([(first(case)[:200], 1.0), (second(case)[:200], weight)])
+        return sorted(fused, key=lambda i: -fused[i])
+    return rank
+
+
+def routed(lexical: Callable[[Case], list[int]], dense: Callable[[Case], list[int]], *, dense_weight: float = 0.5,
+           code_dense_weight: float = 0.5, symbols: float = 0.0, files: float = 0.0,
+           symbols_first: bool = False) -> Callable[[Case], list[int]]:
+    """The hybrid (lexical + dense at `dense_weight`), and for a query that names code (`is_code_query`):
+    the dense ranking at `code_dense_weight`, the chunks whose symbol the query names (and those of the
+    files it names) fused as one more ranking at weight `symbols` (`files`), or the named symbols first."""
+    from zeph_cli.features.code_index.search import code_names, names_file, names_symbol
+
+    def rank(case: Case) -> list[int]:
+        names = code_names(case.query)
+        weight = code_dense_weight if names else dense_weight
+        rankings = [(lexical(case)[:200], 1.0), *([(dense(case)[:200], weight)] if weight else [])]
+        fused = reciprocal_rank_fusion(rankings)
+        order = sorted(fused, key=lambda i: -fused[i])
+        if not names:
+            return order
+        chunks = case.chunks
+        named = [i for i in range(len(chunks)) if names_symbol(names, chunks[i].symbol)]
+        if symbols_first:
+            first = sorted(named, key=lambda i: -fused.get(i, 0.0))
+            return first + [i for i in order if i not in set(first)]
+        extra = []
+        if symbols and named:
+            extra.append((sorted(named, key=lambda i: -fused.get(i, 0.0)), symbols))
+        in_files = [i for i in order if names_file(names, chunks[i].path)]
+        if files and in_files:
+            extra.append((in_files, files))
+        if not extra:
+            return order
+        fused = reciprocal_rank_fusion([*rankings, *extra])
         return sorted(fused, key=lambda i: -fused[i])
     return rank
 
@@ -206,33 +313,82 @@ def scores(case: Case, ranking: Sequence[int]) -> tuple[float, float]:
     return len(found) / len(case.gold), len(set(files) & case.gold_files) / len(case.gold_files)
 
 
+def table(cases: list[Case], retrievers: list[tuple[str, Callable[[Case], list[int]]]], title: str = "") -> None:
+    print(f"\n{title or 'retriever':44} {'functions@5':>12} {'files@5':>9}   vs baseline")
+    base: tuple[float, float] | None = None
+    for name, rank in retrievers:
+        results = [scores(case, rank(case)) for case in cases]
+        functions = sum(r[0] for r in results) / max(len(results), 1)
+        files = sum(r[1] for r in results) / max(len(results), 1)
+        base = base or (functions, files)
+        print(f"{name:44} {functions:12.1%} {files:9.1%}   {100 * (functions - base[0]):+.1f} / "
+              f"{100 * (files - base[1]):+.1f} points", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--commits", type=int, default=80)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--texts", default="full",
+                        help=f"what minilm embeds of each chunk, comma-separated: {', '.join(TEXT_VARIANTS)}")
+    parser.add_argument("--vector-cache", type=Path, default=None,
+                        help="a folder keeping the vectors between runs (each text embedded once)")
+    parser.add_argument("--rev", default="HEAD", help="the history sampled: commits up to this one")
+    parser.add_argument("--router", action="store_true",
+                        help="also compare what a code-looking query could change (on the first --texts)")
     args = parser.parse_args()
     started = time.monotonic()
-    cases = build_cases(args.commits, args.seed)
+    cases = build_cases(args.commits, args.seed, args.rev)
     built = time.monotonic() - started
     print(f"{len(cases)} commits of this repository ({sum(len(c.gold) for c in cases)} gold functions, "
           f"{sum(len(c.chunks) for c in cases) // max(len(cases), 1):,} chunks a snapshot); built in {built:.1f} s")
-    wordllama, minilm = Dense("wordllama"), Dense("minilm")
-    plain, ident = _memo(bm25_ranking(plain_words)), _memo(bm25_ranking(words))
-    retrievers: list[tuple[str, Callable[[Case], list[int]]]] = [
-        ("BM25 (plain): baseline", plain), ("BM25 (identifiers)", ident),
-        ("dense (wordllama)", _memo(wordllama.rank)), ("dense (minilm)", _memo(minilm.rank)),
-        ("hybrid: BM25 (identifiers) + wordllama, RRF", hybrid(ident, wordllama.rank)),
-        ("hybrid: BM25 (identifiers) + minilm, RRF", hybrid(ident, minilm.rank)),
-        ("hybrid: BM25 (identifiers) + minilm x0.5", hybrid(ident, minilm.rank, 0.5)),
-    ]
-    print(f"\n{'retriever':44} {'functions@5':>12} {'files@5':>9}   vs baseline")
-    base: tuple[float, float] | None = None
-    for name, rank in retrievers:
-        results = [scores(case, rank(case)) for case in cases]
-        functions = sum(r[0] for r in results) / len(results)
-        files = sum(r[1] for r in results) / len(results)
-        base = base or (functions, files)
-        print(f"{name:44} {functions:12.1%} {files:9.1%}   {100 * (functions - base[0]):+.1f} / {100 * (files - base[1]):+.1f} points")
+    cache = VectorCache(args.vector_cache)
+    try:
+        wordllama = Dense("wordllama", cache)
+        plain, ident = _memo(bm25_ranking(plain_words)), _memo(bm25_ranking(words))
+        retrievers: list[tuple[str, Callable[[Case], list[int]]]] = [
+            ("BM25 (plain): baseline", plain), ("BM25 (identifiers)", ident),
+            ("dense (wordllama)", _memo(wordllama.rank)),
+            ("hybrid: BM25 (identifiers) + wordllama, RRF", hybrid(ident, wordllama.rank)),
+        ]
+        minilms = []
+        for variant in filter(None, args.texts.split(",")):
+            minilm = Dense("minilm", cache, variant)
+            minilms.append((variant, minilm))
+            rank = _memo(minilm.rank)
+            retrievers += [
+                (f"dense (minilm, {variant})", rank),
+                (f"hybrid: BM25 (id.) + minilm {variant}, RRF", hybrid(ident, rank)),
+                (f"hybrid: BM25 (id.) + minilm {variant} x0.5", hybrid(ident, rank, 0.5)),
+            ]
+        table(cases, retrievers)
+        if args.router:
+            from zeph_cli.features.code_index.search import is_code_query
+
+            code = [case for case in cases if is_code_query(case.query)]
+            prose = [case for case in cases if not is_code_query(case.query)]
+            rank = minilms[0][1].rank if minilms else wordllama.rank
+            variants: list[tuple[str, Callable[[Case], list[int]]]] = [
+                ("BM25 (plain): baseline", plain),
+                ("hybrid x0.5 (as for prose)", routed(ident, rank)),
+                ("dense x0.25", routed(ident, rank, code_dense_weight=0.25)),
+                ("dense off", routed(ident, rank, code_dense_weight=0.0)),
+                ("named symbols first", routed(ident, rank, symbols_first=True)),
+                ("+ named symbols, RRF x1", routed(ident, rank, symbols=1.0)),
+                ("+ named symbols, RRF x2", routed(ident, rank, symbols=2.0)),
+                ("+ named files, RRF x0.5", routed(ident, rank, files=0.5)),
+                ("+ named symbols x1, files x0.5", routed(ident, rank, symbols=1.0, files=0.5)),
+                ("+ symbols x1, files x0.5, dense x0.25", routed(ident, rank, symbols=1.0, files=0.5,
+                                                                code_dense_weight=0.25)),
+            ]
+            table(code, variants, f"code-looking queries ({len(code)})")
+            table(prose, variants[:2], f"prose queries ({len(prose)})")
+    finally:
+        cache.save()
+    for variant, minilm in minilms:
+        if minilm.embedded:
+            print(f"minilm, {variant}: {minilm.embedded:,} texts embedded in {minilm.embed_seconds:.0f} s "
+                  f"({minilm.embedded / max(minilm.embed_seconds, 1e-9):.1f} a second)")
     print(f"\n{time.monotonic() - started:.1f} s in all")
 
 

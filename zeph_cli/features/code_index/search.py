@@ -1,0 +1,195 @@
+"""Code search: the chunks of a project that answer a question, BM25 over identifier words fused with vectors.
+
+Invariant: reads only (the store, the vectors, the embedder the caller gives). The lexical ranking is the
+store's FTS5 BM25 over the query's `words` (identifiers split as the index splits them); the dense ranking
+is the chunks' vectors by cosine to the query's; the two are fused by reciprocal rank fusion, the dense one
+at `DENSE_WEIGHT`, so a chunk without a vector still ranks by its words and a search with no vectors or
+no embedder is lexical alone. A query that names code (`is_code_query`: an identifier with `_` or
+camelCase humps, a dotted name, a call, a path, a file name) also ranks the chunks that define a name it
+names, or are in a file it names, first. Chunks the caller excludes (already in its window) are not hits.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..memory.embedders.base import EmbeddingError
+from ..memory.fusion import reciprocal_rank_fusion
+from .words import words
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ..memory.embedders.base import Embedder
+    from .store import CodeStore, Project
+    from .vectors import CodeVectors
+
+DENSE_WEIGHT = 0.5  # the dense ranking's weight in the fusion, against the lexical one's 1
+CODE_DENSE_WEIGHT = 0.5  # the same for a query that names code
+NAMED_SYMBOLS_WEIGHT = 1.0  # the chunks defining a name the query names, as one more ranking (0: not looked up)
+LEXICAL_LIMIT = 100  # chunks each ranking brings to the fusion
+DENSE_LIMIT = 100
+NAMED_LIMIT = 20
+
+# A name people write only for code: snake_case (or _private, CONSTANT_CASE), camelCase, PascalCase with two
+# humps (CodeStore, HTTPServer), a dotted name (store.lexical, os.path), a call (run(), load(path)), a path
+# (src/main.rs, ./x), or a name in backticks.
+_SNAKE = r"\b_*[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]*\b|\b_[A-Za-z][A-Za-z0-9]+\b"
+_CAMEL = r"\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z][A-Za-z0-9]*\b"
+_DOTTED = r"\b[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b"
+_CALL = r"\b[A-Za-z_][A-Za-z0-9_.]*\((?=[^()]{0,40}\))"
+_PATH = r"(?:\.{0,2}/)?(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+"
+_TICKED = r"`[^`\s]+`"
+_CODE = re.compile("|".join(f"(?:{p})" for p in (_TICKED, _PATH, _CALL, _DOTTED, _SNAKE, _CAMEL)))
+# A dotted "name" that is prose: abbreviations and version-like words.
+_PROSE_DOTTED = frozenset({"e.g", "i.e", "etc", "vs", "a.k.a", "cf"})
+
+
+def code_names(query: str) -> list[str]:
+    """The names in `query` written as code, as written (backticks, a call's parentheses and a leading ./
+    dropped), in order, each once."""
+    found: list[str] = []
+    for match in _CODE.finditer(query):
+        name = match.group().strip("`").rstrip("(").removeprefix("./").strip(".")
+        if len(name) > 1 and name.lower() not in _PROSE_DOTTED and name not in found:
+            found.append(name)
+    return found
+
+
+def is_code_query(query: str) -> bool:
+    """Whether `query` names code (an identifier, dotted name, call, path or file name), not only prose."""
+    return bool(code_names(query))
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    kind: str
+    signature: str
+    text: str
+    score: float
+    chunk_id: int
+
+
+def names_symbol(names: Sequence[str], symbol: str) -> bool:
+    """Whether one of `names` names this qualified symbol: itself, its last part (`lexical` for
+    `CodeStore.lexical`), its qualified tail, or a dotted name ending with it (`store.CodeStore.lexical`)."""
+    if not symbol:
+        return False
+    last = symbol.rsplit(".", 1)[-1]
+    return any(name == symbol or name == last or symbol.endswith("." + name) or name.endswith("." + symbol)
+               for name in names)
+
+
+def holds_symbol(names: Sequence[str], symbol: str) -> bool:
+    """Whether this symbol's chunk holds what a dotted name names (`Store.save` in a `Store` chunk)."""
+    return bool(symbol) and any(name.startswith(symbol + ".") or f".{symbol}." in name for name in names)
+
+
+def names_file(names: Sequence[str], path: str) -> bool:
+    """Whether one of `names` names this file or a folder it is in: its path or a tail of it (`agent.py`,
+    `context/agent.py`), a folder (`zeph_cli/agent`), or its module's dotted name (`zeph_cli.agent`)."""
+    stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
+    for name in names:
+        if "/" not in name and "." not in name:
+            continue
+        for form in {name, name.replace(".", "/")} if "/" not in name else {name}:
+            form = form.strip("/")
+            if form and (path == form or path.endswith("/" + form) or stem == form or stem.endswith("/" + form)
+                         or path.startswith(form + "/") or f"/{form}/" in path):
+                return True
+    return False
+
+
+class CodeSearch:
+    """Searches one store's projects; `vectors` and `embedder` None (or failing): lexical alone."""
+
+    def __init__(self, store: CodeStore, vectors: CodeVectors | None, embedder: Embedder | None) -> None:
+        self.store, self.vectors, self.embedder = store, vectors, embedder
+        self.dense_failure: str | None = None  # why the last search went without vectors, when it did
+
+    def search(self, project: Project, query: str, k: int = 8, *,
+               exclude: Callable[[str, int, int], bool] | None = None,
+               query_vector: np.ndarray | None = None) -> list[Hit]:
+        """The `k` chunks that best answer `query`, best first (none excluded by `exclude(path, start, end)`);
+        `query_vector`, when given, is the query's vector of the embedder's model (not embedded again)."""
+        if k <= 0 or not query.strip():
+            return []
+        names = code_names(query)
+        lexical = [chunk_id for chunk_id, _ in self.store.lexical(project, words(query), LEXICAL_LIMIT)]
+        rankings: list[tuple[Sequence[int], float]] = [(lexical, 1.0)]
+        weight = CODE_DENSE_WEIGHT if names else DENSE_WEIGHT
+        if weight > 0:
+            dense = self._dense(project, query, query_vector)
+            if dense:
+                rankings.append((dense, weight))
+        fused = reciprocal_rank_fusion(rankings)
+        if names and NAMED_SYMBOLS_WEIGHT > 0:
+            named = self.named_symbols(project, names)
+            if named:
+                named.sort(key=lambda i: -fused.get(i, 0.0))
+                fused = reciprocal_rank_fusion([*rankings, (named, NAMED_SYMBOLS_WEIGHT)])
+        order = sorted(fused, key=lambda i: -fused[i])
+        return self._hits(order, fused, k, exclude)
+
+    def _dense(self, project: Project, query: str, query_vector: np.ndarray | None) -> list[int]:
+        """The chunks by cosine to the query, best first; [] without vectors or an embedder, or when they fail."""
+        self.dense_failure = None
+        if self.vectors is None or self.embedder is None:
+            return []
+        from ..memory.vectors.base import VectorIndexDown
+
+        try:
+            vector = query_vector if query_vector is not None else self.embedder.embed([query])[0]
+            return [chunk_id for chunk_id, _ in self.vectors.search(project, self.embedder.model, vector,
+                                                                      DENSE_LIMIT)]
+        except (EmbeddingError, VectorIndexDown, ValueError) as exc:
+            self.dense_failure = str(exc)
+            return []
+
+    def named_symbols(self, project: Project, names: Sequence[str]) -> list[int]:
+        """The chunks of the definitions `names` name (`names_symbol`), at most `NAMED_LIMIT`; if none, the
+        chunks that hold them (`holds_symbol`: a class kept whole holds its methods)."""
+        candidates = {part for name in names for part in name.split(".")
+                      if part.replace("_", "").isalnum()}
+        if not candidates:
+            return []
+        rows = self.store.db.execute(
+            "select c.id, c.symbol from code_chunks c join code_files f on f.id = c.file_id"
+            " where f.project_id = ? and c.symbol != '' and"
+            " (c.symbol in (select value from json_each(?)) or exists (select 1 from json_each(?) p"
+            " where c.symbol like p.value escape '\\')) order by c.id",
+            (project.id, json.dumps(sorted(candidates)), json.dumps([_like(f"%.{c}") for c in sorted(candidates)])),
+        ).fetchall()
+        named = [int(chunk_id) for chunk_id, symbol in rows if names_symbol(names, symbol)]
+        if not named:
+            named = [int(chunk_id) for chunk_id, symbol in rows if holds_symbol(names, symbol)]
+        return named[:NAMED_LIMIT]
+
+    def _hits(self, order: list[int], fused: dict[int, float], k: int,
+              exclude: Callable[[str, int, int], bool] | None) -> list[Hit]:
+        hits: list[Hit] = []
+        start, batch = 0, k if exclude is None else 2 * k
+        while len(hits) < k and start < len(order):
+            ids = order[start:start + batch]
+            for chunk in self.store.chunks(ids):
+                if exclude is not None and exclude(chunk.path, chunk.start_line, chunk.end_line):
+                    continue
+                hits.append(Hit(chunk.path, chunk.start_line, chunk.end_line, chunk.symbol, chunk.kind,
+                                chunk.signature, chunk.text, fused[chunk.id], chunk.id))
+                if len(hits) == k:
+                    break
+            start, batch = start + len(ids), batch * 2
+        return hits
+
+
+def _like(pattern: str) -> str:
+    """A LIKE pattern matching `pattern`'s `%` and the rest literally (`_` escaped)."""
+    return pattern.replace("\\", "\\\\").replace("_", "\\_")
