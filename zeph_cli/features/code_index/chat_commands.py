@@ -82,11 +82,11 @@ async def status_markdown(index: Any) -> str:
 def hits_markdown(query: str, hits: Any) -> str:
     if not hits:
         return f"No indexed code matches {query!r}."
-    from .pack import fence
+    from .pack import render
 
     parts = [f"**{len(hits)} results for** {query!r}"]
     for hit in hits:
-        parts.append(f"`{hit.path}:{hit.start_line}-{hit.end_line}` {hit.symbol} · {hit.score:.3f}\n\n{fence(hit.path, hit.text)}")
+        parts.append(f"score {hit.score:.3f}\n\n{render(hit)}")
     return "\n\n".join(parts)
 
 

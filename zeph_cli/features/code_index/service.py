@@ -110,6 +110,7 @@ class CodeIndex:
         self._closing = threading.Event()  # set once by close(): no build starts after it, the watcher ends
         self.state = BuildState()
         self.holds_code = False  # the index had chunks when last looked at (a status read, a build)
+        self.dense_failure = ""  # why the last search went without vectors ("" = it did not, or had none)
 
     # ---- reading (the reader thread) ------------------------------------------------
 
@@ -173,7 +174,18 @@ class CodeIndex:
             model = self._embedded_model(status)
             embedder = self._embedder if model else None
             vectors = self._vectors_for(db) if model else None
-            return CodeSearch(store, vectors, embedder).search(project, query, k, exclude=exclude)
+            vector = None
+            if embedder is not None:
+                from ..memory.text_vectors import prompt_vector
+
+                try:  # the turn's message: embedded once for recall, memories, skills and code
+                    vector = prompt_vector(embedder, query)
+                except Exception:  # noqa: BLE001 - the search says why it went without vectors
+                    vector = None
+            search = CodeSearch(store, vectors, embedder)
+            hits = search.search(project, query, k, exclude=exclude, query_vector=vector)
+            self.dense_failure = search.dense_failure or ""
+            return hits
 
         return await self._reader.run(run)
 

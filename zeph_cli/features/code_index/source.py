@@ -9,7 +9,7 @@ conversation and the message, rendered for the most room the block can have and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from ...context.blocks import Block, Source, TurnInput
@@ -81,7 +81,7 @@ class CodeIndexSource(Source):
             return []
         from .pack import pack
 
-        def packed(hits: Sequence[Hit], budget: int, count) -> tuple[str, tuple[Hit, ...]]:  # type: ignore[no-untyped-def]
+        def packed(hits: Sequence[Hit], budget: int, count: Callable[[str], int]) -> tuple[str, tuple[Hit, ...]]:
             result = pack(list(hits), budget, count)
             return result.text, tuple(result.hits)
 

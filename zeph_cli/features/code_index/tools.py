@@ -8,11 +8,16 @@ stored: a file changed since it was indexed is said to be (the model reads it fo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 from ...tools.base import Tool, ToolContext, ToolResult
 from ...tools.failures import ToolFailure
 from .tool_specs import DEFAULT_RESULTS, MAX_RESULTS, SEARCH_CODE
+
+if TYPE_CHECKING:
+    from ...tools.code_access import CodeHit
+    from .search import Hit
 
 
 class SearchCodeTool(Tool, declared=SEARCH_CODE):
@@ -35,16 +40,18 @@ class SearchCodeTool(Tool, declared=SEARCH_CODE):
                 "No indexed code matches. The index may not be built yet (`zeph index`); grep searches the files.",
                 summary="no matches",
             )
-        from .pack import fence
+        from .pack import render
 
         parts = []
         for hit in hits:
-            changed = "" if _current(index.root / hit.path, hit) else "  (the file changed since it was indexed)"
-            parts.append(f"{hit.path}:{hit.start_line}-{hit.end_line}  {hit.symbol}{changed}\n{fence(hit.path, hit.text)}")
+            shown = render(cast("Hit", hit))  # the feature's own index gives its own hits
+            if not _current(index.root / hit.path, hit):
+                shown = f"(the file changed since it was indexed: read it for its current text)\n{shown}"
+            parts.append(shown)
         return ToolResult("\n\n".join(parts), summary=f"{len(hits)} results · best {hits[0].path}:{hits[0].start_line}")
 
 
-def _current(path, hit) -> bool:  # type: ignore[no-untyped-def]
+def _current(path: Path, hit: CodeHit) -> bool:
     """Whether the file still has the chunk's text at its lines."""
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:

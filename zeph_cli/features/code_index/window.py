@@ -88,10 +88,10 @@ def conversation_files(messages: Iterable[Message], root: Path, cwd: Path, known
     for message in messages:
         for call in message.tool_calls:
             if call.name in FILE_TOOLS:
-                path = relative(str(call.arguments.get("path", "")), root, cwd)
-                if path is not None:
-                    seen.pop(path, None)
-                    seen[path] = None
+                used = relative(str(call.arguments.get("path", "")), root, cwd)
+                if used is not None:
+                    seen.pop(used, None)
+                    seen[used] = None
         if message.role in ("user", "assistant"):
             for found in _PATHLIKE.findall(message.content):
                 for path in _known_path(found, known_set, by_name):
