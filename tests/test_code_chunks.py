@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from zeph_cli.features.code_index.chunks import Chunk, chunk_file
+from zeph_cli.features.code_index.chunks import SMALL_LINES, Chunk, chunk_file
 from zeph_cli.features.code_index.languages import SPECS, language_of, load
 
 SAMPLES = Path(__file__).parent / "data" / "code_samples"
@@ -60,7 +60,25 @@ EXPECTED = {  # a definition of each sample, whole in one chunk: (symbol, kind, 
 def test_a_definition_that_fits_is_one_chunk_named_by_its_symbol(sample):
     chunks, _ = chunk_file(sample, (SAMPLES / sample).read_text())
     symbol, kind, first, last = EXPECTED[sample]
-    assert (symbol, kind, first, last) in [(c.symbol, c.kind, c.start_line, c.end_line) for c in chunks]
+    [chunk] = [c for c in chunks if (c.symbol, c.kind) == (symbol, kind)]
+    # the definition whole, with at most a few lines of code outside definitions before or after it
+    assert chunk.start_line <= first and last <= chunk.end_line
+    assert (first - chunk.start_line) + (chunk.end_line - last) < 2 * SMALL_LINES
+
+
+def test_a_lone_comment_or_constant_joins_the_definition_next_to_it():
+    text = ("def zero():\n    return 0\n\n\n# ---- helpers ----\n\n\ndef one():\n    return 1\n\nprint(2)\n\n"
+            "def two():\n    return 2\n")
+    chunks, _ = chunk_file("m.py", text)
+    assert [(c.symbol, c.start_line, c.end_line) for c in chunks] == [("zero", 1, 2), ("one", 5, 9), ("two", 11, 14)]
+    assert chunks[1].text.startswith("# ---- helpers ----\n\n\ndef one") and chunks[2].text.startswith("print(2)")
+
+
+def test_a_small_run_joins_nothing_that_would_grow_past_the_limit():
+    body = "\n".join(f"    x{n} = {n}" for n in range(59))
+    text = f"# a comment\ndef big():\n{body}\n"
+    chunks, _ = chunk_file("m.py", text, max_lines=60)
+    assert [(c.symbol, c.start_line, c.end_line) for c in chunks] == [("", 1, 1), ("big", 2, 61)]
 
 
 def test_a_class_too_long_for_one_chunk_gives_its_methods_qualified_and_its_head_apart():

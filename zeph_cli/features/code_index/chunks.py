@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 MAX_LINES = 60  # a chunk's most lines (a definition longer than this is split)
 TEXT_LINES = 40  # lines per chunk of a file that is not parsed
+SMALL_LINES = 4  # code outside definitions shorter than this joins a neighbouring chunk
 MAX_IMPORT_LINES = 8  # of the file's imports, put in front of each chunk for its embedding
 
 
@@ -86,8 +87,39 @@ def chunk_file(path: str, text: str, *, max_lines: int = MAX_LINES) -> tuple[lis
     for definition in top:
         chunker.definition(definition, "")
     chunker.between(root, top, "", "code", "")
-    chunks = sorted(chunker.chunks, key=lambda c: c.start_line)
+    chunks = _merged_small(sorted(chunker.chunks, key=lambda c: c.start_line), lines, max_lines)
     return chunks, _imports(root, lines)
+
+
+def _merged_small(chunks: list[Chunk], lines: list[str], max_lines: int) -> list[Chunk]:
+    """`chunks` with each run of code outside definitions shorter than `SMALL_LINES` merged into its next
+    neighbour (a comment above a function belongs to it), or else its previous one, where the two span at
+    most `max_lines`: a lone comment or constant says too little to be retrieved alone."""
+    merged: list[Chunk] = []
+    pending: Chunk | None = None  # a small run waiting for its next neighbour
+    for chunk in chunks:
+        if pending is not None:
+            if chunk.end_line - pending.start_line + 1 <= max_lines:
+                chunk = _spanning(chunk, pending.start_line, chunk.end_line, lines)
+            elif merged and pending.end_line - merged[-1].start_line + 1 <= max_lines:
+                merged[-1] = _spanning(merged[-1], merged[-1].start_line, pending.end_line, lines)
+            else:
+                merged.append(pending)
+            pending = None
+        if chunk.kind == "code" and chunk.end_line - chunk.start_line + 1 < SMALL_LINES:
+            pending = chunk
+        else:
+            merged.append(chunk)
+    if pending is not None:
+        if merged and pending.end_line - merged[-1].start_line + 1 <= max_lines:
+            merged[-1] = _spanning(merged[-1], merged[-1].start_line, pending.end_line, lines)
+        else:
+            merged.append(pending)
+    return merged
+
+
+def _spanning(chunk: Chunk, start: int, end: int, lines: list[str]) -> Chunk:
+    return Chunk(chunk.path, start, end, chunk.symbol, chunk.kind, chunk.signature, "\n".join(lines[start - 1:end]))
 
 
 def text_chunks(path: str, lines: Sequence[str], size: int = TEXT_LINES) -> list[Chunk]:

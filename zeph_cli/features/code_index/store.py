@@ -14,15 +14,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ...store.sqlite import Database
 from ...store.transactions import write_transaction
 from .chunks import Chunk
 from .words import words
 
-if TYPE_CHECKING:
-    from .vectors import CodeVectors
 
 
 @dataclass(frozen=True)
@@ -93,6 +91,13 @@ def fts_query(query_words: Iterable[str]) -> str:
         if word:
             seen.setdefault(word, None)
     return " OR ".join('"' + word.replace('"', '""') + '"' for word in seen)
+
+
+
+class ClearsProject(Protocol):
+    """A vectors backend, as `CodeStore.clear` uses it (`vectors.CodeVectors` is one)."""
+
+    def clear(self, project: Project) -> None: ...
 
 
 class CodeStore:
@@ -224,7 +229,7 @@ class CodeStore:
                 self._bump(project)
         return removed
 
-    def clear(self, project: Project, vectors: CodeVectors | None = None) -> None:
+    def clear(self, project: Project, vectors: ClearsProject | None = None) -> None:
         """Everything the project has (files, chunks, words, tags, vector rows); it is again never indexed.
         `vectors`: the backend to clear as well (qdrant's collections of the project are dropped; without it
         their points are only filtered out, then dropped, as searches come across them)."""
