@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from zeph_cli.features.code_index.window import conversation_files, identifiers, relative, window_of
 from zeph_cli.messages import Message, ToolCallPart, ToolResultPart
