@@ -186,3 +186,20 @@ def test_embed_missing_embeds_every_chunk_once_and_honors_cancel(tmp_path: Path,
     query = wordllama.embed(["http client fetch url"])[0]
     hits = store.chunks([i for i, _ in vectors.search(project, wordllama.model, query, 3)])
     assert len(hits) == 3
+
+
+def test_files_stored_by_an_earlier_format_are_parsed_again_whatever_their_stat(tmp_path: Path) -> None:
+    from zeph_cli.features.code_index import build
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "a.py").write_text("def a():\n    return 1\n")
+    store = CodeStore(open_database(tmp_path / "zeph.db"))
+    first = update(store, root, settings=IndexSettings())
+    assert first.parsed == 1
+    project = store.project(root)
+    assert project is not None and store.files(project)["a.py"].sha.startswith(build.FORMAT + ":")
+    store.db.execute("update code_files set sha = 'f1:' || substr(sha, 4)")  # as an earlier zeph stored it
+    again = update(store, root, settings=IndexSettings())
+    assert (again.parsed, again.unchanged) == (1, 0)
+    assert update(store, root, settings=IndexSettings()).parsed == 0

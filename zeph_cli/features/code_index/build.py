@@ -73,8 +73,13 @@ class Parsed:
     words: tuple[str, ...] = ()  # each chunk's words for BM25 (`store.chunk_words`)
 
 
+# The chunks' and tags' format: part of every stored hash, so a file stored by an earlier format is read
+# and parsed again whatever its stat (bump it when chunking, tags or words change).
+FORMAT = "f2"
+
+
 def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    return f"{FORMAT}:{hashlib.blake2b(data, digest_size=16).hexdigest()}"
 
 
 def parse_source(path: str, data: bytes, language: str) -> tuple[str, tuple[Chunk, ...], tuple[StoredTag, ...]]:
@@ -200,7 +205,7 @@ def _write(store: CodeStore, project: Project, parsed: Parsed, known: StoredFile
 
 def _same_stat(known: StoredFile | None, file: ScannedFile) -> bool:
     return (known is not None and known.size == file.size and known.mtime_ns == file.mtime_ns
-            and known.language == file.language)
+            and known.language == file.language and known.sha.startswith(FORMAT + ":"))
 
 
 def _parsed(
