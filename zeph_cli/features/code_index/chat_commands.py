@@ -64,11 +64,9 @@ async def status_markdown(index: Any) -> str:
     if status is None:
         lines.append("Not indexed yet: `/index update` or `zeph index` builds it.")
     else:
-        lines.append(f"{status.files:,} files, {status.chunks:,} chunks, {status.tags:,} tags")
-        embedded = ", ".join(f"{n:,} with {model}" for model, n in status.embedded.items() if n)
-        lines.append(f"Vectors: {embedded or 'none yet (search by words only)'}")
-        if getattr(status, "indexed_at", None):
-            lines.append(f"Last built: {status.indexed_at}")
+        from .describe import status_lines
+
+        lines += [line.strip() for line in status_lines(str(index.root), status)]
     state = index.state
     if state.running:
         lines.append(f"Building now: {state.stage} {state.done:,}/{state.total:,}")
