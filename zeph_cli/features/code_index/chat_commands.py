@@ -78,14 +78,14 @@ async def status_markdown(index: Any) -> str:
 
 
 def hits_markdown(query: str, hits: Any) -> str:
+    """The hits as a table (where, what, score): the code itself is a read away."""
     if not hits:
         return f"No indexed code matches {query!r}."
-    from .pack import render
-
-    parts = [f"**{len(hits)} results for** {query!r}"]
+    lines = [f"**{len(hits)} results for** {query!r}", "", "| score | where | what |", "|---|---|---|"]
     for hit in hits:
-        parts.append(f"score {hit.score:.3f}\n\n{render(hit)}")
-    return "\n\n".join(parts)
+        what = f"{hit.kind} `{hit.symbol}`" if hit.symbol else hit.kind
+        lines.append(f"| {hit.score:.4f} | `{hit.path}:{hit.start_line}-{hit.end_line}` | {what} |")
+    return "\n".join(lines)
 
 
 async def map_markdown(index: Any, query: str) -> str:
