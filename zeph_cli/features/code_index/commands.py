@@ -66,7 +66,7 @@ def _run(work: Any) -> None:
     try:
         work()
     except IndexOff as exc:
-        eprint(f"zeph index: {exc}")
+        eprint(f"zeph: error: {exc}")
         raise typer.Exit(1) from None
 
 
@@ -109,7 +109,7 @@ def _build(json_output: bool, *, embed: bool) -> None:
         index.close()
         store.close()
     if report is None and not interrupted:
-        eprint(f"zeph index: the build failed: {index.state.problem}")
+        eprint(f"zeph: error: the index build failed: {index.state.problem}")
         raise typer.Exit(1)
     elapsed = time.perf_counter() - started
     summary = _summary(index, report, status, elapsed, interrupted)
@@ -260,7 +260,7 @@ def index_map(
             index.close()
             store.close()
         if rendered is None or not rendered.text.strip():
-            eprint(f"zeph index map: nothing fits {tokens:,} tokens")
+            eprint(f"zeph: error: no repo map fits {tokens:,} tokens")
             raise typer.Exit(1)
         text = repo_map_text(rendered.text)
         print(text)
