@@ -403,6 +403,15 @@ def test_a_turn_gets_the_described_code_the_map_and_search_code(indexed, fake_se
     assert best["symbol"] == "read_rows" and header in result, result
     assert _lines_of(indexed.root, best) in result  # the chunk's code, as stored
 
+    # the next turn asks for that code: it is in the conversation already, so <code_context> leaves it out
+    queue_reply(fake_server, "read_rows parses it.")
+    again = run_zeph("ask", "--continue", f"Where do we {csv_parser[0]}?", env=env, cwd=indexed.root)
+    assert again.returncode == 0, err(again)
+    third = chat_requests(fake_server)[-1]
+    assert any(header in r for r in tool_results(third))  # still in the history sent
+    _, code = _block(third, "code_context")
+    assert header not in code and "def read_rows(" not in code, code
+
     shown = run_zeph("context", "--json", env=env, cwd=indexed.root)
     assert shown.returncode == 0, err(shown)
     report = json.loads(out(shown))["context"]
