@@ -306,8 +306,8 @@ def test_each_bad_option_is_one_error_line_with_exit_2(indexed):
     here = {"env": indexed.env, "cwd": indexed.root}
     zero = run_zeph("index", "search", "retry", "-k", "0", **here)
     assert zero.returncode == 2 and "Traceback" not in err(zero), err(zero)
-    assert [line for line in err(zero).splitlines() if line.startswith("Error:")] == \
-        ["Error: Invalid value for '-k': 0 is not in the range 1<=x<=100."], err(zero)  # click's usage error
+    [error] = [line for line in err(zero).splitlines() if line.startswith("Error:")]  # click's usage error
+    assert error.startswith("Error: Invalid value for '-k': 0 is not in the range"), err(zero)
     assert_one_line_error(run_zeph("index", "search", "--json", input="", **here), 2, "give a QUERY")
     assert_one_line_error(run_zeph("index", "search", input="\n  \n", **here), 2, "give a QUERY")
     cobol = run_zeph("index", env={**indexed.env, "ZEPH_INDEX_LANGUAGES": "cobol"}, cwd=indexed.root)
