@@ -149,7 +149,9 @@ def code_index(
             return memory.embedder_in_thread()
         return memory_feature.embedder_for(loaded.config, settings, sources=loaded.sources)
 
-    return CodeIndex(loaded.config, store.db, path, root, make_embedder=make_embedder)
+    index = CodeIndex(loaded.config, store.db, path, root, make_embedder=make_embedder)
+    index.warm()  # the map's graph and the embedder load while the provider starts
+    return index
 
 
 async def close_agent(agent: Agent) -> None:

@@ -64,11 +64,9 @@ async def status_markdown(index: Any) -> str:
     if status is None:
         lines.append("Not indexed yet: `/index update` or `zeph index` builds it.")
     else:
-        lines.append(f"{status.files:,} files, {status.chunks:,} chunks, {status.tags:,} tags")
-        embedded = ", ".join(f"{n:,} with {model}" for model, n in status.embedded.items() if n)
-        lines.append(f"Vectors: {embedded or 'none yet (search by words only)'}")
-        if getattr(status, "indexed_at", None):
-            lines.append(f"Last built: {status.indexed_at}")
+        from .describe import status_lines
+
+        lines += [line.strip() for line in status_lines(str(index.root), status)]
     state = index.state
     if state.running:
         lines.append(f"Building now: {state.stage} {state.done:,}/{state.total:,}")
@@ -80,14 +78,14 @@ async def status_markdown(index: Any) -> str:
 
 
 def hits_markdown(query: str, hits: Any) -> str:
+    """The hits as a table (where, what, score): the code itself is a read away."""
     if not hits:
         return f"No indexed code matches {query!r}."
-    from .pack import render
-
-    parts = [f"**{len(hits)} results for** {query!r}"]
+    lines = [f"**{len(hits)} results for** {query!r}", "", "| score | where | what |", "|---|---|---|"]
     for hit in hits:
-        parts.append(f"score {hit.score:.3f}\n\n{render(hit)}")
-    return "\n\n".join(parts)
+        what = f"{hit.kind} `{hit.symbol}`" if hit.symbol else hit.kind
+        lines.append(f"| {hit.score:.4f} | `{hit.path}:{hit.start_line}-{hit.end_line}` | {what} |")
+    return "\n".join(lines)
 
 
 async def map_markdown(index: Any, query: str) -> str:

@@ -175,10 +175,10 @@ def index_status(json_output: bool = typer.Option(False, "--json", help="Print J
         if json_output:
             print(json.dumps(data, ensure_ascii=False))
             return
-        print(f"{index.root}: {status.files:,} files, {status.chunks:,} chunks, {status.tags:,} tags")
-        for key, value in data.items():
-            if key not in ("root", "indexed", "files", "chunks", "tags"):
-                print(f"  {key}: {value}")
+        from .describe import status_lines
+
+        for line in status_lines(str(index.root), status):
+            print(line)
 
     _run(work)
 

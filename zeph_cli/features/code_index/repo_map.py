@@ -23,7 +23,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -177,6 +177,17 @@ class RepoGraph:
             stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
             self.stems.setdefault(stem, []).append(index)
         self._rankings: OrderedDict[Conversation, Ranking] = OrderedDict()
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The graph alone (pickled to a cache): no kept rankings, no lock."""
+        state = dict(self.__dict__)
+        del state["_rankings"], state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._rankings = OrderedDict()
         self._lock = threading.RLock()
 
     @classmethod

@@ -7,12 +7,15 @@ thread with its own connection, one at a time per process (a second request whil
 its end and then runs once more, so a change made meanwhile is picked up). A turn uses what is indexed
 and never waits for a build. The repo map's graph is built once per version of the index and kept. The
 embedder is asked for only when the project has vectors to compare with (or a build embeds), so a
-project indexed without vectors costs no model load.
+project indexed without vectors costs no model load. The graph is also cached on disk (the cache dir, by
+database, project and version), so a new process (`zeph ask`) reads it back instead of building it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
 import threading
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -101,6 +104,8 @@ class CodeIndex:
         self._embedder: Embedder | None = None
         self._embedder_tried = False
         self._graph: tuple[int, RepoGraph] | None = None
+        self._graph_lock = threading.Lock()
+        self._embedder_lock = threading.Lock()
         self._vectors: Any = None
         self._build_lock = threading.Lock()
         self._again = threading.Event()
@@ -115,13 +120,49 @@ class CodeIndex:
     # ---- reading (the reader thread) ------------------------------------------------
 
     def embedder(self) -> Embedder | None:
-        if not self._embedder_tried and self._make_embedder is not None:
-            self._embedder_tried = True
-            try:
-                self._embedder = self._make_embedder()
-            except Exception as exc:  # noqa: BLE001 - no embedder: lexical search still works
-                log.warning("code index: no embedder (%s); searching by words only", exc)
-        return self._embedder
+        """The embedder, made and loaded on first use (once, whichever thread asks first; the others wait)."""
+        with self._embedder_lock:
+            if not self._embedder_tried and self._make_embedder is not None:
+                self._embedder_tried = True
+                try:
+                    embedder = self._make_embedder()
+                    load = getattr(embedder, "load", None)
+                    if embedder is not None and load is not None:
+                        load()
+                    self._embedder = embedder
+                except Exception as exc:  # noqa: BLE001 - no embedder: lexical search still works
+                    log.warning("code index: no embedder (%s); searching by words only", exc)
+            return self._embedder
+
+    def warm(self) -> None:
+        """Get what a turn will read ready now, each on a thread of its own with its own connection: the
+        map's graph, and the embedder when the project has vectors of it (as the provider starts)."""
+        if self.db_path is None or self._closing.is_set():
+            return
+        threading.Thread(target=self._warm, name="zeph-code-warm", daemon=True).start()
+
+    def _warm(self) -> None:
+        from ...store import open_database
+
+        try:
+            db = open_database(self.db_path)
+        except Exception:  # noqa: BLE001 - the turn reads the index itself, and says what fails
+            return
+        try:
+            store = self._store(db)
+            project = store.project(self.root, create=False)
+            if project is None:
+                return
+            status = store.status(project)
+            self.holds_code = status.chunks > 0
+            if any(status.embedded.values()):
+                threading.Thread(target=self.embedder, name="zeph-code-embedder", daemon=True).start()
+            if status.chunks:
+                self._graph_for(db)
+        except Exception:
+            log.debug("code index warm-up failed", exc_info=True)
+        finally:
+            db.close()
 
     def _store(self, db: Database) -> CodeStore:
         from .store import CodeStore
@@ -143,7 +184,8 @@ class CodeIndex:
 
         def read(db: Database) -> IndexStatus | None:
             project = self._project(db)
-            return self._store(db).status(project) if project is not None else None
+            status = self._store(db).status(project) if project is not None else None
+            return None if status is None or (not status.files and status.indexed_at is None) else status
 
         status = await self._reader.run(read)
         self.holds_code = status is not None and status.chunks > 0
@@ -238,9 +280,25 @@ class CodeIndex:
         if project is None:
             return None
         version = store.version(project)
-        if self._graph is None or self._graph[0] != version:
-            self._graph = (version, RepoGraph.build(store.tags(project)))
-        return self._graph[1]
+        with self._graph_lock:  # a warm-up building it meanwhile: wait for it rather than build it twice
+            if self._graph is None or self._graph[0] != version:
+                cached = self._graph_file(db, project, version)
+                graph = _read_graph(cached)
+                if graph is None:
+                    graph = RepoGraph.build(store.tags(project))
+                    _keep_graph(graph, cached)
+                self._graph = (version, graph)
+            return self._graph[1]
+
+    def _graph_file(self, db: Database, project: Project, version: int) -> Path:
+        """Where the graph of this version of the project's index is cached: keyed by the database (its
+        file and when it was created, so a database made again at the same path is another), the project
+        and the version."""
+        from ...paths import cache_dir
+
+        stamp = next(iter(db.execute("select min(applied_at) from _zeph_migrations").fetchone() or ("",)))
+        key = hashlib.sha256(f"{self.db_path}\0{stamp}\0{project.id}\0{project.root}".encode()).hexdigest()[:16]
+        return cache_dir() / "code-index" / f"{key}-{version}.graph"
 
     # ---- building (a thread of its own) --------------------------------------------
 
@@ -356,3 +414,34 @@ class CodeIndex:
         if thread is not None and thread.is_alive():
             thread.join(timeout)
         self._reader.close(timeout)
+
+
+def _read_graph(path: Path) -> RepoGraph | None:
+    """The graph a process built for this version of the index, read back (a third of the time building it
+    takes); None when there is none or it cannot be read."""
+    import pickle
+
+    from .repo_map import RepoGraph
+
+    try:
+        with path.open("rb") as handle:
+            graph = pickle.load(handle)  # zeph's own cache, in the user's own cache dir
+    except (OSError, pickle.PickleError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        return None
+    return graph if isinstance(graph, RepoGraph) else None
+
+
+def _keep_graph(graph: RepoGraph, path: Path) -> None:
+    """Save the graph for the next process (best effort); the project's older versions go."""
+    import pickle
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for old in path.parent.glob(path.name.rsplit("-", 1)[0] + "-*.graph"):
+            old.unlink(missing_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        with temporary.open("wb") as handle:
+            pickle.dump(graph, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(temporary, path)
+    except OSError:
+        log.debug("code index: the map's graph was not cached", exc_info=True)
