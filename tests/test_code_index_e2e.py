@@ -220,8 +220,6 @@ def test_an_update_reads_only_what_changed_and_the_summary_is_one_line(tmp_path)
     assert rebuilt["chunks"] == chunks  # main.py's chunk went with the file, column_mean's came
 
 
-@pytest.mark.xfail(strict=True, reason="CodeStore.clear keeps the project's row, so CodeIndex.status() is not None: "
-                   "status shows 0 files and search answers 'no matches' (exit 0) where 'not indexed yet' is due")
 def test_after_clear_the_project_is_not_indexed(tmp_path):
     project = tmp_path / "project"
     project.mkdir()
@@ -247,7 +245,8 @@ def test_status_says_what_the_build_stored(indexed):
     assert data["languages"]["python"] == 6 and {"go", "rust", "java", "typescript", "bash"} <= set(data["languages"])
     assert data["tags"] > 0 and data["indexed_at"]
     text = run_zeph("index", "status", env=indexed.env, cwd=indexed.root)
-    assert out(text).splitlines()[0] == f"{summary['root']}: {summary['files']} files, {summary['chunks']} chunks, {data['tags']} tags"
+    first = out(text).splitlines()[0]
+    assert first.startswith(f"{summary['root']}: {summary['files']} files, {summary['chunks']} chunks, {data['tags']} tags"), first
 
 
 @pytest.mark.parametrize("described, path, symbol, code", DESCRIBED, ids=[d[2] for d in DESCRIBED])
