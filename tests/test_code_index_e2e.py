@@ -245,8 +245,8 @@ def test_status_says_what_the_build_stored(indexed):
     assert data["languages"]["python"] == 6 and {"go", "rust", "java", "typescript", "bash"} <= set(data["languages"])
     assert data["tags"] > 0 and data["indexed_at"]
     text = run_zeph("index", "status", env=indexed.env, cwd=indexed.root)
-    assert out(text).splitlines()[0] == (f"{summary['root']}: {summary['files']} files, {summary['chunks']} chunks, "
-                                         f"{data['tags']} tags; built {data['indexed_at']}")
+    first = out(text).splitlines()[0]
+    assert first.startswith(f"{summary['root']}: {summary['files']} files, {summary['chunks']} chunks, {data['tags']} tags"), first
 
 
 @pytest.mark.parametrize("described, path, symbol, code", DESCRIBED, ids=[d[2] for d in DESCRIBED])
@@ -305,8 +305,8 @@ def test_each_bad_option_is_one_error_line_with_exit_2(indexed):
     here = {"env": indexed.env, "cwd": indexed.root}
     zero = run_zeph("index", "search", "retry", "-k", "0", **here)
     assert zero.returncode == 2 and "Traceback" not in err(zero), err(zero)
-    assert [line for line in err(zero).splitlines() if line.startswith("Error:")] == \
-        ["Error: Invalid value for '-k': 0 is not in the range 1<=x<=100."], err(zero)  # click's usage error
+    [error] = [line for line in err(zero).splitlines() if line.startswith("Error:")]  # click's usage error
+    assert error.startswith("Error: Invalid value for '-k': 0 is not in the range"), err(zero)
     assert_one_line_error(run_zeph("index", "search", "--json", input="", **here), 2, "give a QUERY")
     assert_one_line_error(run_zeph("index", "search", input="\n  \n", **here), 2, "give a QUERY")
     cobol = run_zeph("index", env={**indexed.env, "ZEPH_INDEX_LANGUAGES": "cobol"}, cwd=indexed.root)
@@ -401,6 +401,15 @@ def test_a_turn_gets_the_described_code_the_map_and_search_code(indexed, fake_se
     header = f"{best['path']}:{best['start_line']}-{best['end_line']}"
     assert best["symbol"] == "read_rows" and header in result, result
     assert _lines_of(indexed.root, best) in result  # the chunk's code, as stored
+
+    # the next turn asks for that code: it is in the conversation already, so <code_context> leaves it out
+    queue_reply(fake_server, "read_rows parses it.")
+    again = run_zeph("ask", "--continue", f"Where do we {csv_parser[0]}?", env=env, cwd=indexed.root)
+    assert again.returncode == 0, err(again)
+    third = chat_requests(fake_server)[-1]
+    assert any(header in r for r in tool_results(third))  # still in the history sent
+    _, code = _block(third, "code_context")
+    assert header not in code and "def read_rows(" not in code, code
 
     shown = run_zeph("context", "--json", env=env, cwd=indexed.root)
     assert shown.returncode == 0, err(shown)
