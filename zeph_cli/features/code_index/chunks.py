@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 MAX_LINES = 60  # a chunk's most lines (a definition longer than this is split)
 TEXT_LINES = 40  # lines per chunk of a file that is not parsed
-SMALL_LINES = 4  # code outside definitions shorter than this joins a neighbouring chunk
+SMALL_LINES = 4  # code outside definitions (or a constant's) shorter than this joins a neighbouring chunk
+MERGED_KINDS = frozenset({"code", "constant", "macro", "type"})  # what a small chunk may be merged as
 MAX_IMPORT_LINES = 8  # of the file's imports, put in front of each chunk for its embedding
 
 
@@ -92,12 +93,25 @@ def chunk_file(path: str, text: str, *, max_lines: int = MAX_LINES) -> tuple[lis
 
 
 def _merged_small(chunks: list[Chunk], lines: list[str], max_lines: int) -> list[Chunk]:
-    """`chunks` with each run of code outside definitions shorter than `SMALL_LINES` merged into its next
-    neighbour (a comment above a function belongs to it), or else its previous one, where the two span at
-    most `max_lines`: a lone comment or constant says too little to be retrieved alone."""
+    """`chunks` with the small ones that say little alone merged (the cAST idea): a run of consecutive small
+    chunks of code outside definitions or of one-line definitions (`MERGED_KINDS`: constants, macros,
+    type aliases) becomes one chunk, up to `max_lines`; a run still shorter than `SMALL_LINES` joins its
+    next neighbour (a comment above a function belongs to it), or else its previous one, where the two span
+    at most `max_lines`. Functions, methods and classes stay chunks of their own, however short."""
+    runs: list[Chunk] = []
+    open_run = False  # runs[-1] is made of small chunks only, and may take the next
+    for chunk in chunks:
+        small = _mergeable(chunk)
+        if open_run and small and chunk.end_line - runs[-1].start_line + 1 <= max_lines:
+            last = runs[-1]
+            runs[-1] = Chunk(chunk.path, last.start_line, chunk.end_line, "", "code", "",
+                             "\n".join(lines[last.start_line - 1:chunk.end_line]))
+        else:
+            runs.append(chunk)
+            open_run = small
     merged: list[Chunk] = []
     pending: Chunk | None = None  # a small run waiting for its next neighbour
-    for chunk in chunks:
+    for chunk in runs:
         if pending is not None:
             if chunk.end_line - pending.start_line + 1 <= max_lines:
                 chunk = _spanning(chunk, pending.start_line, chunk.end_line, lines)
@@ -106,7 +120,7 @@ def _merged_small(chunks: list[Chunk], lines: list[str], max_lines: int) -> list
             else:
                 merged.append(pending)
             pending = None
-        if chunk.kind == "code" and chunk.end_line - chunk.start_line + 1 < SMALL_LINES:
+        if _mergeable(chunk):
             pending = chunk
         else:
             merged.append(chunk)
@@ -116,6 +130,10 @@ def _merged_small(chunks: list[Chunk], lines: list[str], max_lines: int) -> list
         else:
             merged.append(pending)
     return merged
+
+
+def _mergeable(chunk: Chunk) -> bool:
+    return chunk.kind in MERGED_KINDS and chunk.end_line - chunk.start_line + 1 < SMALL_LINES
 
 
 def _spanning(chunk: Chunk, start: int, end: int, lines: list[str]) -> Chunk:
