@@ -203,3 +203,28 @@ def test_files_stored_by_an_earlier_format_are_parsed_again_whatever_their_stat(
     again = update(store, root, settings=IndexSettings())
     assert (again.parsed, again.unchanged) == (1, 0)
     assert update(store, root, settings=IndexSettings()).parsed == 0
+
+
+def test_an_edit_keeps_the_vectors_of_the_chunks_it_did_not_change(tmp_path: Path, wordllama) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    source = root / "tools.py"
+    source.write_text("def alpha():\n    return 'a'\n\n\ndef beta():\n    return 'b'\n")
+    store = CodeStore(open_database(tmp_path / "zeph.db"))
+    vectors = SqliteCodeVectors(store.db)
+    update(store, root, settings=IndexSettings())
+    project = store.project(root)
+    assert project is not None
+    assert embed_missing(store, vectors, project, wordllama) == 2
+    beta_before = {c.symbol: c for c in store.chunks_of_paths(project, ["tools.py"])}["beta"]
+    query = wordllama.embed(["return 'b'"])[0]
+    before = dict(vectors.search(project, wordllama.model, query, 5))[beta_before.id]
+
+    source.write_text("def gamma():\n    return 'g'\n\n\n" + source.read_text())  # beta moves down 4 lines
+    os.utime(source, ns=(1, 1))  # a stat the index has not seen
+    assert update(store, root, settings=IndexSettings()).parsed == 1
+    assert store.missing_count(project, wordllama.model) == 1  # gamma alone
+    beta_after = {c.symbol: c for c in store.chunks_of_paths(project, ["tools.py"])}["beta"]
+    assert beta_after.id != beta_before.id and beta_after.start_line == beta_before.start_line + 4
+    assert dict(vectors.search(project, wordllama.model, query, 5))[beta_after.id] == pytest.approx(before)
+    assert embed_missing(store, vectors, project, wordllama) == 1

@@ -174,6 +174,7 @@ class CodeStore:
             row = self.db.execute(
                 "select id from code_files where project_id = ? and path = ?", (project.id, path)
             ).fetchone()
+            kept: dict[str, list[tuple[str, int, bytes]]] = {}
             if row is None:
                 file_id = self.db.insert(
                     "code_files",
@@ -182,12 +183,14 @@ class CodeStore:
                 )
             else:
                 file_id = int(row[0])
+                kept = self._vectors_by_text(file_id, path)
                 self.db.execute("delete from code_chunks where file_id = ?", (file_id,))  # words: trigger
                 self.db.execute("delete from code_tags where file_id = ?", (file_id,))
                 self.db.execute(
                     "update code_files set language = ?, sha = ?, size = ?, mtime_ns = ?, imports = ? where id = ?",
                     (language, sha, size, mtime_ns, imports, file_id),
                 )
+            reused = 0
             for position, chunk in enumerate(chunks):
                 cursor = self.db.execute(
                     "insert into code_chunks (file_id, start_line, end_line, symbol, kind, signature, text)"
@@ -195,6 +198,10 @@ class CodeStore:
                     (file_id, chunk.start_line, chunk.end_line, chunk.symbol, chunk.kind, chunk.signature,
                      chunk.text),
                 )
+                for model, dim, vector in kept.pop(chunk.embedding_text(imports), ()):
+                    self.db.execute("insert into code_vectors (chunk_id, model, dim, vector) values (?, ?, ?, ?)",
+                                    (cursor.lastrowid, model, dim, vector))
+                    reused += 1
                 self.db.execute(
                     "insert into code_chunk_words (rowid, words) values (?, ?)",
                     (cursor.lastrowid,
@@ -205,7 +212,25 @@ class CodeStore:
                 [(file_id, tag.name, tag.role, tag.kind, tag.line, tag.code) for tag in tags],
             )
             self._bump(project)
+            if reused:
+                self.db.execute("update code_projects set vectors_version = vectors_version + 1 where id = ?",
+                                (project.id,))
         return file_id
+
+    def _vectors_by_text(self, file_id: int, path: str) -> dict[str, list[tuple[str, int, bytes]]]:
+        """The stored vectors (the sqlite backend's: qdrant keeps its own) of a file's chunks, by embedding
+        text: a chunk whose text is unchanged by an edit keeps its vectors, wherever it moved."""
+        imports_row = self.db.execute("select imports from code_files where id = ?", (file_id,)).fetchone()
+        imports = imports_row[0] if imports_row else ""
+        kept: dict[str, list[tuple[str, int, bytes]]] = {}
+        for symbol, kind, signature, text, model, dim, vector in self.db.execute(
+            "select c.symbol, c.kind, c.signature, c.text, v.model, v.dim, v.vector from code_chunks c"
+            " join code_vectors v on v.chunk_id = c.id where c.file_id = ? and v.vector is not null",
+            (file_id,),
+        ):
+            key = Chunk(path, 0, 0, symbol, kind, signature, text).embedding_text(imports)
+            kept.setdefault(key, []).append((model, dim, vector))
+        return kept
 
     def touch_file(self, project: Project, path: str, *, size: int, mtime_ns: int) -> None:
         """The file's content is unchanged (same hash), its stat is new: remember it so it is not read again."""
