@@ -105,6 +105,7 @@ class CodeIndex:
         self._embedder_tried = False
         self._graph: tuple[int, RepoGraph] | None = None
         self._graph_lock = threading.Lock()
+        self._embedded: tuple[tuple[int, int], dict[str, int]] | None = None  # (versions, vectors per model)
         self._embedder_lock = threading.Lock()
         self._vectors: Any = None
         self._build_lock = threading.Lock()
@@ -195,11 +196,15 @@ class CodeIndex:
         status = await self.status()
         return status is not None and status.chunks > 0
 
-    def _embedded_model(self, status: IndexStatus | None) -> str | None:
-        embedder = self.embedder() if status is not None and any(status.embedded.values()) else None
-        if embedder is None or not status or not status.embedded.get(embedder.model):
-            return None
-        return embedder.model
+    def _embedded_model(self, store: CodeStore, project: Project) -> str | None:
+        """The embedder's model when the project has vectors of it (what is embedded is read again only
+        when the index's chunks or vectors changed)."""
+        key = (store.version(project), store.vectors_version(project))
+        if self._embedded is None or self._embedded[0] != key:
+            self._embedded = (key, store.status(project).embedded)
+        embedded = self._embedded[1]
+        embedder = self.embedder() if any(embedded.values()) else None
+        return embedder.model if embedder is not None and embedded.get(embedder.model) else None
 
     async def search(self, query: str, k: int = 8, *,
                      exclude: Callable[[str, int, int], bool] | None = None) -> list[Hit]:
@@ -212,8 +217,7 @@ class CodeIndex:
             project = store.project(self.root, create=False)
             if project is None:
                 return []
-            status = store.status(project)
-            model = self._embedded_model(status)
+            model = self._embedded_model(store, project)
             embedder = self._embedder if model else None
             vectors = self._vectors_for(db) if model else None
             vector = None
