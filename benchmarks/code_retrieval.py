@@ -27,6 +27,7 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -246,6 +247,80 @@ class Dense:
         return list(np.argsort(-(matrix @ query), kind="stable"))
 
 
+class Shipped:
+    """zeph's own search (`code_index/search.py`), as it ships: each snapshot's chunks stored in a real SQLite
+    file by the index's store, their vectors (the store's embedding text, by `dense`'s model) in its vectors,
+    the query searched by `CodeSearch`. Its hits are mapped back to the case's chunks."""
+
+    def __init__(self, folder: Path, dense: Dense | None) -> None:
+        from zeph_cli.features.code_index.store import CodeStore
+        from zeph_cli.features.code_index.vectors import SqliteCodeVectors
+        from zeph_cli.store import open_database
+
+        self.db = open_database(folder / "zeph.db")
+        self.store, self.vectors, self.dense = CodeStore(self.db), SqliteCodeVectors(self.db), dense
+        self.seconds: list[float] = []  # each search's time, the query's embedding included
+
+    def index(self, root: str, chunks: Sequence[Chunk], imports: Sequence[str]):  # -> Project
+        project = self.store.project(root)
+        by_path: dict[str, list[Chunk]] = {}
+        imports_of: dict[str, str] = {}
+        for chunk, imported in zip(chunks, imports):
+            by_path.setdefault(chunk.path, []).append(chunk)
+            imports_of[chunk.path] = imported
+        for path, its in by_path.items():
+            self.store.replace_file(project, path, language="python", sha="", size=0, mtime_ns=0,
+                                    imports=imports_of[path], chunks=its, tags=[])
+        if self.dense is not None:
+            model = self.dense.embedder.model
+            todo = self.store.missing_vectors(project, model, 1_000_000)
+            if todo:
+                self.vectors.add(model, [i for i, _ in todo], self.dense.matrix([t for _, t in todo]))
+        return project
+
+    def search(self, project, query: str, k: int) -> list:
+        from zeph_cli.features.code_index.search import CodeSearch
+
+        search = CodeSearch(self.store, self.vectors if self.dense else None,
+                            self.dense.embedder if self.dense else None)
+        began = time.perf_counter()
+        hits = search.search(project, query, k)
+        self.seconds.append(time.perf_counter() - began)
+        return hits
+
+    def rank(self, case: Case) -> list[int]:
+        project = self.index(f"/snapshots/{case.commit}", case.chunks, case.imports)
+        try:
+            hits = self.search(project, case.query, 60)
+        finally:
+            self.store.clear(project)
+        where = {(c.path, c.start_line): i for i, c in enumerate(case.chunks)}
+        return [where[(h.path, h.start_line)] for h in hits]
+
+
+def latency(cases: list[Case], shipped: Shipped, chunks: int) -> None:
+    """Warm search times over one project of about `chunks` chunks (snapshots side by side, paths prefixed)."""
+    from dataclasses import replace
+
+    picked: list[Chunk] = []
+    imports: list[str] = []
+    for n, case in enumerate(cases):
+        if len(picked) >= chunks:
+            break
+        picked += [replace(c, path=f"s{n}/{c.path}") for c in case.chunks]
+        imports += case.imports
+    project = shipped.index("/snapshots/latency", picked[:chunks], imports[:chunks])
+    shipped.search(project, "warm up", 8)
+    shipped.seconds.clear()
+    for case in cases:
+        shipped.search(project, case.query, 8)
+    times = sorted(shipped.seconds)
+    print(f"\nzeph's search over {min(len(picked), chunks):,} chunks, {len(times)} queries, warm "
+          f"(the query's embedding included): p50 {1000 * times[len(times) // 2]:.1f} ms, "
+          f"p95 {1000 * times[int(len(times) * 0.95)]:.1f} ms, max {1000 * times[-1]:.1f} ms")
+    shipped.store.clear(project)
+
+
 def hybrid(first: Callable[[Case], list[int]], second: Callable[[Case], list[int]],
            weight: float = 1.0) -> Callable[[Case], list[int]]:
     """Reciprocal rank fusion of two rankings, the second weighted `weight` against the first's 1."""
@@ -334,6 +409,8 @@ def main() -> None:
     parser.add_argument("--vector-cache", type=Path, default=None,
                         help="a folder keeping the vectors between runs (each text embedded once)")
     parser.add_argument("--rev", default="HEAD", help="the history sampled: commits up to this one")
+    parser.add_argument("--latency", type=int, default=0, metavar="CHUNKS",
+                        help="also time zeph's search over one index of this many chunks")
     parser.add_argument("--router", action="store_true",
                         help="also compare what a code-looking query could change (on the first --texts)")
     args = parser.parse_args()
@@ -361,7 +438,20 @@ def main() -> None:
                 (f"hybrid: BM25 (id.) + minilm {variant}, RRF", hybrid(ident, rank)),
                 (f"hybrid: BM25 (id.) + minilm {variant} x0.5", hybrid(ident, rank, 0.5)),
             ]
-        table(cases, retrievers)
+        with tempfile.TemporaryDirectory() as folder:
+            shipped_lexical = Shipped(Path(folder) / "lexical", None)
+            retrievers.append(("zeph's search, lexical (no vectors)", _memo(shipped_lexical.rank)))
+            full = [m for v, m in minilms if v == "full"]  # the store embeds the full text
+            if full:
+                shipped = Shipped(Path(folder) / "hybrid", full[0])
+                retrievers.append(("zeph's search: BM25 + minilm x0.5, routed", _memo(shipped.rank)))
+            table(cases, retrievers)
+            if full:
+                times = sorted(shipped.seconds)
+                print(f"zeph's search per query over a snapshot: p50 {1000 * times[len(times) // 2]:.1f} ms, "
+                      f"p95 {1000 * times[int(len(times) * 0.95)]:.1f} ms (warm: each snapshot is a new index)")
+                if args.latency:
+                    latency(cases, shipped, args.latency)
         if args.router:
             from zeph_cli.features.code_index.search import is_code_query
 

@@ -4,9 +4,11 @@ Invariant: reads only (the store, the vectors, the embedder the caller gives). T
 store's FTS5 BM25 over the query's `words` (identifiers split as the index splits them); the dense ranking
 is the chunks' vectors by cosine to the query's; the two are fused by reciprocal rank fusion, the dense one
 at `DENSE_WEIGHT`, so a chunk without a vector still ranks by its words and a search with no vectors or
-no embedder is lexical alone. A query that names code (`is_code_query`: an identifier with `_` or
-camelCase humps, a dotted name, a call, a path, a file name) also ranks the chunks that define a name it
-names, or are in a file it names, first. Chunks the caller excludes (already in its window) are not hits.
+no embedder is lexical alone (as when the embedder or the vectors fail: `dense_failure` says why). A query
+that names code (`is_code_query`: an identifier with `_` or camelCase humps, a dotted name, a call, a path,
+a file name) adds a third ranking to the fusion: the chunks defining a name it names (or, for `Class.method`
+in a class kept whole, the chunk holding it), at `NAMED_SYMBOLS_WEIGHT`. Chunks the caller excludes (already
+in its window) are not hits; the hits are the `k` best of the rest, best first.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
     from .vectors import CodeVectors
 
 DENSE_WEIGHT = 0.5  # the dense ranking's weight in the fusion, against the lexical one's 1
-CODE_DENSE_WEIGHT = 0.5  # the same for a query that names code
 NAMED_SYMBOLS_WEIGHT = 1.0  # the chunks defining a name the query names, as one more ranking (0: not looked up)
 LEXICAL_LIMIT = 100  # chunks each ranking brings to the fusion
 DENSE_LIMIT = 100
@@ -125,11 +126,9 @@ class CodeSearch:
         names = code_names(query)
         lexical = [chunk_id for chunk_id, _ in self.store.lexical(project, words(query), LEXICAL_LIMIT)]
         rankings: list[tuple[Sequence[int], float]] = [(lexical, 1.0)]
-        weight = CODE_DENSE_WEIGHT if names else DENSE_WEIGHT
-        if weight > 0:
-            dense = self._dense(project, query, query_vector)
-            if dense:
-                rankings.append((dense, weight))
+        dense = self._dense(project, query, query_vector)
+        if dense:
+            rankings.append((dense, DENSE_WEIGHT))
         fused = reciprocal_rank_fusion(rankings)
         if names and NAMED_SYMBOLS_WEIGHT > 0:
             named = self.named_symbols(project, names)
