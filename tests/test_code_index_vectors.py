@@ -89,6 +89,16 @@ def test_replaced_and_forgotten_chunks_leave_the_results(store, vectors, tmp_pat
     assert store.status(project).embedded == {}
 
 
+def test_clearing_the_store_with_its_vectors_drops_them_in_either_backend(store, vectors, tmp_path) -> None:
+    project, ids = _fill(store, tmp_path)
+    vectors.add("m", ids, _unit(len(ids), 1))
+    store.clear(project, vectors)
+    assert vectors.search(project, "m", _unit(1, 2)[0], 50) == []
+    assert store.status(project).chunks == 0
+    if isinstance(vectors, QdrantCodeVectors):
+        assert not vectors.client.collection_exists(collection_name(project.root, "m"))
+
+
 def test_sqlite_matrix_is_read_once_per_version(store, tmp_path) -> None:
     project, ids = _fill(store, tmp_path)
     vectors = SqliteCodeVectors(store.db)
@@ -103,3 +113,37 @@ def test_sqlite_matrix_is_read_once_per_version(store, tmp_path) -> None:
 def test_qdrant_collection_is_per_root_and_model() -> None:
     names = {collection_name(root, model) for root in ("/a/x", "/b/x") for model in ("m", "n")}
     assert len(names) == 4 and all(name.startswith("zeph_code_x_") for name in names)
+
+
+def test_vectors_of_chunks_replaced_while_embedding_are_dropped(store, vectors, tmp_path) -> None:
+    project, ids = _fill(store, tmp_path, files=2)
+    store.replace_file(project, "f0.py", language="python", sha="new", size=1, mtime_ns=2, imports="",
+                       chunks=[], tags=[])  # ids[0:4] gone between missing_vectors and add
+    vectors.add("m", ids, _unit(len(ids), 1))
+    assert {i for i, _ in vectors.search(project, "m", _unit(1, 2)[0], 50)} == set(ids[4:])
+    assert store.status(project).embedded == {"m": len(ids) - 4}
+
+
+def test_the_configuration_picks_the_backend_and_a_down_qdrant_is_one_line(store, tmp_path) -> None:
+    import socket
+
+    from zeph_cli.config import Config
+    from zeph_cli.features.code_index.vectors import open_code_vectors
+    from zeph_cli.features.memory.vectors import VectorIndexDown
+
+    pytest.importorskip("qdrant_client")
+    config = Config()
+    assert isinstance(open_code_vectors(config, store.db), SqliteCodeVectors)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config.memory.vector_backend = "qdrant"
+    config.memory.qdrant_url = f"http://127.0.0.1:{port}"
+    vectors = open_code_vectors(config, store.db)
+    assert isinstance(vectors, QdrantCodeVectors)
+    project, ids = _fill(store, tmp_path, files=1)
+    with pytest.raises(VectorIndexDown, match="not reachable"):
+        vectors.search(project, "m", _unit(1, 1)[0], 3)
+    with pytest.raises(VectorIndexDown):
+        vectors.add("m", ids, _unit(len(ids), 1))
+    assert store.status(project).embedded == {}  # nothing recorded for points never stored

@@ -37,10 +37,10 @@ def test_outside_git_a_walk_honors_every_gitignore_and_counts_reasons(tmp_path: 
     _tree(tmp_path)
     found = scan(tmp_path, ScanSettings(max_file_bytes=200))
     assert not found.in_git
-    assert [f.path for f in found.files] == [".gitignore", "README.md", "app/.gitignore", "app/main.py", "app/util.go"]
+    assert [f.path for f in found.files] == ["README.md", "app/main.py", "app/util.go"]
     assert {f.path: f.language for f in found.files}["app/main.py"] == "python"
     assert {f.path: f.language for f in found.files}["README.md"] == ""
-    assert found.skipped == {"generated": 2, "too large": 1, "not text": 1}  # node_modules is never entered
+    assert found.skipped == {"generated": 2, "too large": 1, "not text": 3}  # node_modules is never entered
 
 
 def test_inside_git_the_list_is_gits_and_filters_apply(tmp_path: Path) -> None:
@@ -48,11 +48,11 @@ def test_inside_git_the_list_is_gits_and_filters_apply(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     found = scan(tmp_path, ScanSettings(max_file_bytes=200, exclude=("*.go",), languages=("python", "text")))
     assert found.in_git
-    assert [f.path for f in found.files] == [".gitignore", "README.md", "app/.gitignore", "app/main.py"]
-    assert found.skipped == {"generated": 2, "too large": 1, "not text": 1, "vendored": 1, "excluded": 1}
+    assert [f.path for f in found.files] == ["README.md", "app/main.py"]
+    assert found.skipped == {"generated": 2, "too large": 1, "not text": 3, "vendored": 1, "excluded": 1}
     only_python = scan(tmp_path, ScanSettings(languages=("python",)))
     assert {f.path for f in only_python.files} == {"app/main.py", "big.py"}
-    assert only_python.skipped["language"] == 4  # go and the three text files
+    assert only_python.skipped["language"] == 2  # go and the readme
 
 
 def test_project_root_walks_up_to_git_without_running_it(tmp_path: Path) -> None:

@@ -77,15 +77,19 @@ TEXT_EXTENSIONS = frozenset({
 TEXT_NAMES = frozenset({
     "Makefile", "makefile", "GNUmakefile", "Dockerfile", "Containerfile", "Justfile", "justfile",
     "Rakefile", "Gemfile", "Procfile", "Vagrantfile", "CMakeLists.txt", "BUILD", "WORKSPACE", "README",
-    "CONTRIBUTING", "CHANGELOG", "Pipfile", "Brewfile", ".gitignore", ".dockerignore", ".env.example",
+    "CONTRIBUTING", "CHANGELOG", "Pipfile", "Brewfile", ".env.example",
 })
 
 
 @dataclass(frozen=True)
-class ScanSettings:
+class IndexSettings:
     max_file_bytes: int = 262144
     exclude: tuple[str, ...] = ()  # gitignore-syntax globs, relative to the root
     languages: tuple[str, ...] = ()  # () = all; "text" keeps the text files when others are named
+
+
+ScanSettings = IndexSettings
+DEFAULT_SETTINGS = IndexSettings()
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,7 @@ def project_root(start: Path) -> Path | None:
     return None
 
 
-def scan(root: Path, settings: ScanSettings = ScanSettings()) -> Scan:
+def scan(root: Path, settings: IndexSettings = DEFAULT_SETTINGS) -> Scan:
     """The project's files to read, with their stat, and the count of each reason others were left out."""
     root = root.resolve()
     listed = _git_files(root)

@@ -14,12 +14,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...store.sqlite import Database
 from ...store.transactions import write_transaction
 from .chunks import Chunk
 from .words import words
+
+if TYPE_CHECKING:
+    from .vectors import CodeVectors
 
 
 @dataclass(frozen=True)
@@ -158,8 +161,10 @@ class CodeStore:
         imports: str,
         chunks: Sequence[Chunk],
         tags: Sequence[StoredTag],
+        words_of_chunks: Sequence[str] | None = None,
     ) -> int:
-        """Store a file's content as parsed, replacing what it had; its id."""
+        """Store a file's content as parsed, replacing what it had; its id. `words_of_chunks`: each chunk's
+        `chunk_words`, when the caller has them already (computed here otherwise)."""
         with write_transaction(self.db):
             row = self.db.execute(
                 "select id from code_files where project_id = ? and path = ?", (project.id, path)
@@ -178,7 +183,7 @@ class CodeStore:
                     "update code_files set language = ?, sha = ?, size = ?, mtime_ns = ?, imports = ? where id = ?",
                     (language, sha, size, mtime_ns, imports, file_id),
                 )
-            for chunk in chunks:
+            for position, chunk in enumerate(chunks):
                 cursor = self.db.execute(
                     "insert into code_chunks (file_id, start_line, end_line, symbol, kind, signature, text)"
                     " values (?, ?, ?, ?, ?, ?, ?)",
@@ -187,7 +192,8 @@ class CodeStore:
                 )
                 self.db.execute(
                     "insert into code_chunk_words (rowid, words) values (?, ?)",
-                    (cursor.lastrowid, chunk_words(path, chunk)),
+                    (cursor.lastrowid,
+                     words_of_chunks[position] if words_of_chunks is not None else chunk_words(path, chunk)),
                 )
             self.db.conn.executemany(
                 "insert into code_tags (file_id, name, role, kind, line, code) values (?, ?, ?, ?, ?, ?)",
@@ -218,9 +224,12 @@ class CodeStore:
                 self._bump(project)
         return removed
 
-    def clear(self, project: Project) -> None:
-        """Everything the project has (files, chunks, words, tags, vector rows); it is again never indexed. A
-        qdrant backend's points go with `CodeVectors.clear`."""
+    def clear(self, project: Project, vectors: CodeVectors | None = None) -> None:
+        """Everything the project has (files, chunks, words, tags, vector rows); it is again never indexed.
+        `vectors`: the backend to clear as well (qdrant's collections of the project are dropped; without it
+        their points are only filtered out, then dropped, as searches come across them)."""
+        if vectors is not None:
+            vectors.clear(project)
         with write_transaction(self.db):
             self.db.execute("delete from code_files where project_id = ?", (project.id,))
             self.db.execute(
@@ -303,20 +312,30 @@ class CodeStore:
         )
         return [StoredTag(*row) for row in rows]
 
-    def missing_vectors(self, project: Project, model: str, limit: int) -> list[tuple[int, str]]:
-        """Up to `limit` of the project's chunks without a vector of `model`, with their embedding text."""
+    def missing_vectors(self, project: Project, model: str, limit: int, *, after: int = 0) -> list[tuple[int, str]]:
+        """Up to `limit` of the project's chunks without a vector of `model` (ids above `after`), by id, with
+        their embedding text."""
         rows = self.db.execute(
             f"select {_CHUNK_COLUMNS}, f.imports from code_chunks c join code_files f on f.id = c.file_id"
-            " where f.project_id = ? and not exists"
+            " where f.project_id = ? and c.id > ? and not exists"
             " (select 1 from code_vectors v where v.chunk_id = c.id and v.model = ?)"
             " order by c.id limit ?",
-            (project.id, model, limit),
+            (project.id, after, model, limit),
         )
         out = []
         for row in rows:
             chunk = Chunk(row[1], row[2], row[3], row[4], row[5], row[6], row[7])
             out.append((int(row[0]), chunk.embedding_text(row[9])))
         return out
+
+    def missing_count(self, project: Project, model: str) -> int:
+        """How many of the project's chunks have no vector of `model`."""
+        return int(self.db.execute(
+            "select count(*) from code_chunks c join code_files f on f.id = c.file_id"
+            " where f.project_id = ? and not exists"
+            " (select 1 from code_vectors v where v.chunk_id = c.id and v.model = ?)",
+            (project.id, model),
+        ).fetchone()[0])
 
     def project_of_chunk(self, chunk_id: int) -> Project | None:
         row = next(

@@ -67,8 +67,9 @@ def best(ids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, flo
 
 def _record(db: Database, model: str, ids: Sequence[int], dim: int, blobs: Sequence[bytes | None]) -> None:
     with write_transaction(db):
-        db.conn.executemany(
-            "insert into code_vectors (chunk_id, model, dim, vector) values (?, ?, ?, ?)"
+        db.conn.executemany(  # a chunk replaced while it was being embedded has nothing to keep
+            "insert into code_vectors (chunk_id, model, dim, vector)"
+            " select ?1, ?2, ?3, ?4 where exists (select 1 from code_chunks where id = ?1)"
             " on conflict (chunk_id, model) do update set dim = excluded.dim, vector = excluded.vector",
             [(int(i), model, dim, blob) for i, blob in zip(ids, blobs)],
         )
