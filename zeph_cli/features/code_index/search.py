@@ -13,7 +13,6 @@ in its window) are not hits; the hits are the `k` best of the rest, best first.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -115,6 +114,7 @@ class CodeSearch:
     def __init__(self, store: CodeStore, vectors: CodeVectors | None, embedder: Embedder | None) -> None:
         self.store, self.vectors, self.embedder = store, vectors, embedder
         self.dense_failure: str | None = None  # why the last search went without vectors, when it did
+        self._symbol_index: dict[int, tuple[int, dict[str, list[tuple[int, str]]]]] = {}  # project id -> version, …
 
     def search(self, project: Project, query: str, k: int = 8, *,
                exclude: Callable[[str, int, int], bool] | None = None,
@@ -156,21 +156,29 @@ class CodeSearch:
     def named_symbols(self, project: Project, names: Sequence[str]) -> list[int]:
         """The chunks of the definitions `names` name (`names_symbol`), at most `NAMED_LIMIT`; if none, the
         chunks that hold them (`holds_symbol`: a class kept whole holds its methods)."""
-        candidates = {part for name in names for part in name.split(".")
-                      if part.replace("_", "").isalnum()}
-        if not candidates:
-            return []
-        rows = self.store.db.execute(
-            "select c.id, c.symbol from code_chunks c join code_files f on f.id = c.file_id"
-            " where f.project_id = ? and c.symbol != '' and"
-            " (c.symbol in (select value from json_each(?)) or exists (select 1 from json_each(?) p"
-            " where c.symbol like p.value escape '\\')) order by c.id",
-            (project.id, json.dumps(sorted(candidates)), json.dumps([_like(f"%.{c}") for c in sorted(candidates)])),
-        ).fetchall()
-        named = [int(chunk_id) for chunk_id, symbol in rows if names_symbol(names, symbol)]
+        by_last = self._symbols(project)
+        candidates = [pair for part in dict.fromkeys(p for name in names for p in name.split("."))
+                      for pair in by_last.get(part, ())]
+        named = [chunk_id for chunk_id, symbol in candidates if names_symbol(names, symbol)]
         if not named:
-            named = [int(chunk_id) for chunk_id, symbol in rows if holds_symbol(names, symbol)]
-        return named[:NAMED_LIMIT]
+            named = [chunk_id for chunk_id, symbol in candidates if holds_symbol(names, symbol)]
+        return sorted(dict.fromkeys(named))[:NAMED_LIMIT]
+
+    def _symbols(self, project: Project) -> dict[str, list[tuple[int, str]]]:
+        """The project's (chunk id, symbol) pairs by the symbol's last part, read again when its chunks change."""
+        version = self.store.version(project)
+        cached = self._symbol_index.get(project.id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        by_last: dict[str, list[tuple[int, str]]] = {}
+        for chunk_id, symbol in self.store.db.execute(
+            "select c.id, c.symbol from code_chunks c join code_files f on f.id = c.file_id"
+            " where f.project_id = ? and c.symbol != '' order by c.id",
+            (project.id,),
+        ):
+            by_last.setdefault(symbol.rsplit(".", 1)[-1], []).append((int(chunk_id), symbol))
+        self._symbol_index[project.id] = (version, by_last)
+        return by_last
 
     def _hits(self, order: list[int], fused: dict[int, float], k: int,
               exclude: Callable[[str, int, int], bool] | None) -> list[Hit]:
@@ -187,8 +195,3 @@ class CodeSearch:
                     break
             start, batch = start + len(ids), batch * 2
         return hits
-
-
-def _like(pattern: str) -> str:
-    """A LIKE pattern matching `pattern`'s `%` and the rest literally (`_` escaped)."""
-    return pattern.replace("\\", "\\\\").replace("_", "\\_")
