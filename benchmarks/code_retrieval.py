@@ -12,12 +12,21 @@ Each retriever ranks the same chunks; the table prints, averaged over queries, t
 functions found among the top 5 chunks and the share of gold files among the top 5 files:
 - BM25 (plain): `bm25s` over path + qualified name + code, split on non-word characters — the baseline;
 - BM25 (identifiers): the same, with identifiers split into their parts (`code_index/words.py`);
-- dense: wordllama vectors of each chunk's embedding text, cosine to the query's;
-- hybrid: reciprocal rank fusion of BM25 (identifiers) and dense, as recall fuses its lists.
+- dense: wordllama or minilm vectors of each chunk's embedding text (`--texts`: the whole text, or cut to
+  500 or 300 characters at a line, with or without the file's imports), cosine to the query's;
+- hybrid: reciprocal rank fusion of BM25 (identifiers) and dense, as recall fuses its lists;
+- zeph's search: what ships (`code_index/search.py`), each snapshot stored by the index's store in a real
+  SQLite file (FTS5's BM25 over the same words; minilm vectors of the store's embedding text when `--texts`
+  has `full`), the query searched by `CodeSearch` with its router.
 
-    python benchmarks/code_retrieval.py [--commits N] [--seed S]
+`--router` also splits the queries into those that name code (`is_code_query`) and prose, and prints what
+the router could change for the former; `--latency N` times zeph's warm search (the query's minilm
+embedding included) over one index of N chunks; `--vector-cache DIR` keeps the vectors between runs.
 
-It asserts nothing; it prints the data set's size, the table and its time.
+    python benchmarks/code_retrieval.py [--commits N] [--seed S] [--rev REV] [--texts full,500,...]
+        [--router] [--latency CHUNKS] [--vector-cache DIR]
+
+It asserts nothing; it prints the data set's size, the tables and its time.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import random
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -246,6 +256,88 @@ class Dense:
         return list(np.argsort(-(matrix @ query), kind="stable"))
 
 
+class Shipped:
+    """zeph's own search (`code_index/search.py`), as it ships: each snapshot's chunks stored in a real SQLite
+    file by the index's store, their vectors (the store's embedding text, by `dense`'s model) in its vectors,
+    the query searched by `CodeSearch`. Its hits are mapped back to the case's chunks."""
+
+    def __init__(self, folder: Path, dense: Dense | None) -> None:
+        from zeph_cli.features.code_index.store import CodeStore
+        from zeph_cli.features.code_index.vectors import SqliteCodeVectors
+        from zeph_cli.store import open_database
+
+        self.db = open_database(folder / "zeph.db")
+        self.store, self.vectors, self.dense = CodeStore(self.db), SqliteCodeVectors(self.db), dense
+        self.seconds: list[float] = []  # each search's time, the query's embedding included
+
+    def index(self, root: str, chunks: Sequence[Chunk], imports: Sequence[str]):  # -> Project
+        project = self.store.project(root)
+        by_path: dict[str, list[Chunk]] = {}
+        imports_of: dict[str, str] = {}
+        for chunk, imported in zip(chunks, imports):
+            by_path.setdefault(chunk.path, []).append(chunk)
+            imports_of[chunk.path] = imported
+        for path, its in by_path.items():
+            self.store.replace_file(project, path, language="python", sha="", size=0, mtime_ns=0,
+                                    imports=imports_of[path], chunks=its, tags=[])
+        if self.dense is not None:
+            model = self.dense.embedder.model
+            todo = self.store.missing_vectors(project, model, 1_000_000)
+            if todo:
+                self.vectors.add(model, [i for i, _ in todo], self.dense.matrix([t for _, t in todo]))
+        return project
+
+    def search(self, project, query: str, k: int) -> list:
+        from zeph_cli.features.code_index.search import CodeSearch
+
+        search = CodeSearch(self.store, self.vectors if self.dense else None,
+                            self.dense.embedder if self.dense else None)
+        began = time.perf_counter()
+        hits = search.search(project, query, k)
+        self.seconds.append(time.perf_counter() - began)
+        return hits
+
+    def rank(self, case: Case) -> list[int]:
+        project = self.index(f"/snapshots/{case.commit}", case.chunks, case.imports)
+        try:
+            hits = self.search(project, case.query, 60)
+        finally:
+            self.store.clear(project)
+        where = {(c.path, c.start_line): i for i, c in enumerate(case.chunks)}
+        return [where[(h.path, h.start_line)] for h in hits]
+
+
+def latency(cases: list[Case], shipped: Shipped, chunks: int) -> None:
+    """Warm search times over one project of about `chunks` chunks (snapshots side by side, paths prefixed)."""
+    from dataclasses import replace
+
+    picked: list[tuple[Chunk, Chunk]] = []  # (as indexed, as in its snapshot)
+    imports: list[str] = []
+    for n, case in enumerate(cases):
+        if len(picked) >= chunks:
+            break
+        picked += [(replace(c, path=f"s{n}/{c.path}"), c) for c in case.chunks]
+        imports += case.imports
+    picked, imports = picked[:chunks], imports[:chunks]
+    dense, shipped.dense = shipped.dense, None
+    project = shipped.index("/snapshots/latency", [c for c, _ in picked], imports)
+    shipped.dense = dense
+    if dense is not None:  # each chunk's vector is its snapshot's (the prefixed path is not embedded again)
+        original = {(c.path, c.start_line): dense.text_of(o, i) for (c, o), i in zip(picked, imports)}
+        stored = shipped.store.chunks_of_paths(project, sorted({c.path for c, _ in picked}))
+        texts = [original[(c.path, c.start_line)] for c in stored]
+        shipped.vectors.add(dense.embedder.model, [c.id for c in stored], dense.matrix(texts))
+    shipped.search(project, "warm up", 8)
+    shipped.seconds.clear()
+    for case in cases:
+        shipped.search(project, case.query, 8)
+    times = sorted(shipped.seconds)
+    print(f"\nzeph's search over {len(picked):,} chunks, {len(times)} queries, warm "
+          f"(the query's embedding included): p50 {1000 * times[len(times) // 2]:.1f} ms, "
+          f"p95 {1000 * times[int(len(times) * 0.95)]:.1f} ms, max {1000 * times[-1]:.1f} ms")
+    shipped.store.clear(project)
+
+
 def hybrid(first: Callable[[Case], list[int]], second: Callable[[Case], list[int]],
            weight: float = 1.0) -> Callable[[Case], list[int]]:
     """Reciprocal rank fusion of two rankings, the second weighted `weight` against the first's 1."""
@@ -334,6 +426,8 @@ def main() -> None:
     parser.add_argument("--vector-cache", type=Path, default=None,
                         help="a folder keeping the vectors between runs (each text embedded once)")
     parser.add_argument("--rev", default="HEAD", help="the history sampled: commits up to this one")
+    parser.add_argument("--latency", type=int, default=0, metavar="CHUNKS",
+                        help="also time zeph's search over one index of this many chunks")
     parser.add_argument("--router", action="store_true",
                         help="also compare what a code-looking query could change (on the first --texts)")
     args = parser.parse_args()
@@ -361,7 +455,20 @@ def main() -> None:
                 (f"hybrid: BM25 (id.) + minilm {variant}, RRF", hybrid(ident, rank)),
                 (f"hybrid: BM25 (id.) + minilm {variant} x0.5", hybrid(ident, rank, 0.5)),
             ]
-        table(cases, retrievers)
+        with tempfile.TemporaryDirectory() as folder:
+            shipped_lexical = Shipped(Path(folder) / "lexical", None)
+            retrievers.append(("zeph's search, lexical (no vectors)", _memo(shipped_lexical.rank)))
+            full = [m for v, m in minilms if v == "full"]  # the store embeds the full text
+            if full:
+                shipped = Shipped(Path(folder) / "hybrid", full[0])
+                retrievers.append(("zeph's search: BM25 + minilm x0.5, routed", _memo(shipped.rank)))
+            table(cases, retrievers)
+            if full:
+                times = sorted(shipped.seconds)
+                print(f"zeph's search per query over a snapshot: p50 {1000 * times[len(times) // 2]:.1f} ms, "
+                      f"p95 {1000 * times[int(len(times) * 0.95)]:.1f} ms (cold: each snapshot is a new index, its vectors read by its one search)")
+                if args.latency:
+                    latency(cases, shipped, args.latency)
         if args.router:
             from zeph_cli.features.code_index.search import is_code_query
 

@@ -166,3 +166,15 @@ def test_code_looking_queries_and_the_names_they_name(query, names):
 ])
 def test_prose_queries_are_not_routed(query):
     assert not is_code_query(query)
+
+
+def test_minilm_finds_by_meaning_what_shares_no_word_with_the_query(indexed):
+    store, project = indexed
+    embedder = MiniLMEmbedder()
+    vectors = SqliteCodeVectors(store.db)
+    embed_all(store, project, vectors, embedder)
+    query = "a greeting in Ruby"  # the Ruby sample's Greeter says "Hello": no word in common
+    lexical = CodeSearch(store, None, None).search(project, query, k=3)
+    hybrid = CodeSearch(store, vectors, embedder).search(project, query, k=3)
+    assert "samples/sample.rb" not in [h.path for h in lexical]
+    assert ("samples/sample.rb", "Greeter") in [(h.path, h.symbol) for h in hybrid]

@@ -4,14 +4,15 @@ Invariant: reads only (the store, the vectors, the embedder the caller gives). T
 store's FTS5 BM25 over the query's `words` (identifiers split as the index splits them); the dense ranking
 is the chunks' vectors by cosine to the query's; the two are fused by reciprocal rank fusion, the dense one
 at `DENSE_WEIGHT`, so a chunk without a vector still ranks by its words and a search with no vectors or
-no embedder is lexical alone. A query that names code (`is_code_query`: an identifier with `_` or
-camelCase humps, a dotted name, a call, a path, a file name) also ranks the chunks that define a name it
-names, or are in a file it names, first. Chunks the caller excludes (already in its window) are not hits.
+no embedder is lexical alone (as when the embedder or the vectors fail: `dense_failure` says why). A query
+that names code (`is_code_query`: an identifier with `_` or camelCase humps, a dotted name, a call, a path,
+a file name) adds a third ranking to the fusion: the chunks defining a name it names (or, for `Class.method`
+in a class kept whole, the chunk holding it), at `NAMED_SYMBOLS_WEIGHT`. Chunks the caller excludes (already
+in its window) are not hits; the hits are the `k` best of the rest, best first.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from .vectors import CodeVectors
 
 DENSE_WEIGHT = 0.5  # the dense ranking's weight in the fusion, against the lexical one's 1
-CODE_DENSE_WEIGHT = 0.5  # the same for a query that names code
 NAMED_SYMBOLS_WEIGHT = 1.0  # the chunks defining a name the query names, as one more ranking (0: not looked up)
 LEXICAL_LIMIT = 100  # chunks each ranking brings to the fusion
 DENSE_LIMIT = 100
@@ -114,6 +114,7 @@ class CodeSearch:
     def __init__(self, store: CodeStore, vectors: CodeVectors | None, embedder: Embedder | None) -> None:
         self.store, self.vectors, self.embedder = store, vectors, embedder
         self.dense_failure: str | None = None  # why the last search went without vectors, when it did
+        self._symbol_index: dict[int, tuple[int, dict[str, list[tuple[int, str]]]]] = {}  # project id -> version, …
 
     def search(self, project: Project, query: str, k: int = 8, *,
                exclude: Callable[[str, int, int], bool] | None = None,
@@ -125,11 +126,9 @@ class CodeSearch:
         names = code_names(query)
         lexical = [chunk_id for chunk_id, _ in self.store.lexical(project, words(query), LEXICAL_LIMIT)]
         rankings: list[tuple[Sequence[int], float]] = [(lexical, 1.0)]
-        weight = CODE_DENSE_WEIGHT if names else DENSE_WEIGHT
-        if weight > 0:
-            dense = self._dense(project, query, query_vector)
-            if dense:
-                rankings.append((dense, weight))
+        dense = self._dense(project, query, query_vector)
+        if dense:
+            rankings.append((dense, DENSE_WEIGHT))
         fused = reciprocal_rank_fusion(rankings)
         if names and NAMED_SYMBOLS_WEIGHT > 0:
             named = self.named_symbols(project, names)
@@ -157,21 +156,29 @@ class CodeSearch:
     def named_symbols(self, project: Project, names: Sequence[str]) -> list[int]:
         """The chunks of the definitions `names` name (`names_symbol`), at most `NAMED_LIMIT`; if none, the
         chunks that hold them (`holds_symbol`: a class kept whole holds its methods)."""
-        candidates = {part for name in names for part in name.split(".")
-                      if part.replace("_", "").isalnum()}
-        if not candidates:
-            return []
-        rows = self.store.db.execute(
-            "select c.id, c.symbol from code_chunks c join code_files f on f.id = c.file_id"
-            " where f.project_id = ? and c.symbol != '' and"
-            " (c.symbol in (select value from json_each(?)) or exists (select 1 from json_each(?) p"
-            " where c.symbol like p.value escape '\\')) order by c.id",
-            (project.id, json.dumps(sorted(candidates)), json.dumps([_like(f"%.{c}") for c in sorted(candidates)])),
-        ).fetchall()
-        named = [int(chunk_id) for chunk_id, symbol in rows if names_symbol(names, symbol)]
+        by_last = self._symbols(project)
+        candidates = [pair for part in dict.fromkeys(p for name in names for p in name.split("."))
+                      for pair in by_last.get(part, ())]
+        named = [chunk_id for chunk_id, symbol in candidates if names_symbol(names, symbol)]
         if not named:
-            named = [int(chunk_id) for chunk_id, symbol in rows if holds_symbol(names, symbol)]
-        return named[:NAMED_LIMIT]
+            named = [chunk_id for chunk_id, symbol in candidates if holds_symbol(names, symbol)]
+        return sorted(dict.fromkeys(named))[:NAMED_LIMIT]
+
+    def _symbols(self, project: Project) -> dict[str, list[tuple[int, str]]]:
+        """The project's (chunk id, symbol) pairs by the symbol's last part, read again when its chunks change."""
+        version = self.store.version(project)
+        cached = self._symbol_index.get(project.id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        by_last: dict[str, list[tuple[int, str]]] = {}
+        for chunk_id, symbol in self.store.db.execute(
+            "select c.id, c.symbol from code_chunks c join code_files f on f.id = c.file_id"
+            " where f.project_id = ? and c.symbol != '' order by c.id",
+            (project.id,),
+        ):
+            by_last.setdefault(symbol.rsplit(".", 1)[-1], []).append((int(chunk_id), symbol))
+        self._symbol_index[project.id] = (version, by_last)
+        return by_last
 
     def _hits(self, order: list[int], fused: dict[int, float], k: int,
               exclude: Callable[[str, int, int], bool] | None) -> list[Hit]:
@@ -188,8 +195,3 @@ class CodeSearch:
                     break
             start, batch = start + len(ids), batch * 2
         return hits
-
-
-def _like(pattern: str) -> str:
-    """A LIKE pattern matching `pattern`'s `%` and the rest literally (`_` escaped)."""
-    return pattern.replace("\\", "\\\\").replace("_", "\\_")
