@@ -172,7 +172,7 @@ class CodeStore:
         `chunk_words`, when the caller has them already (computed here otherwise)."""
         with write_transaction(self.db):
             row = self.db.execute(
-                "select id from code_files where project_id = ? and path = ?", (project.id, path)
+                "select id, sha from code_files where project_id = ? and path = ?", (project.id, path)
             ).fetchone()
             kept: dict[str, list[tuple[str, int, bytes]]] = {}
             if row is None:
@@ -183,7 +183,9 @@ class CodeStore:
                 )
             else:
                 file_id = int(row[0])
-                kept = self._vectors_by_text(file_id, path)
+                # vectors made by another format of chunks are not of the texts vector_text gives now
+                if str(row[1]).split(":", 1)[0] == sha.split(":", 1)[0]:
+                    kept = self._vectors_by_text(file_id, path)
                 self.db.execute("delete from code_chunks where file_id = ?", (file_id,))  # words: trigger
                 self.db.execute("delete from code_tags where file_id = ?", (file_id,))
                 self.db.execute(
@@ -198,7 +200,7 @@ class CodeStore:
                     (file_id, chunk.start_line, chunk.end_line, chunk.symbol, chunk.kind, chunk.signature,
                      chunk.text),
                 )
-                for model, dim, vector in kept.pop(chunk.embedding_text(imports), ()):
+                for model, dim, vector in kept.pop(chunk.vector_text(), ()):
                     self.db.execute("insert into code_vectors (chunk_id, model, dim, vector) values (?, ?, ?, ?)",
                                     (cursor.lastrowid, model, dim, vector))
                     reused += 1
@@ -218,17 +220,15 @@ class CodeStore:
         return file_id
 
     def _vectors_by_text(self, file_id: int, path: str) -> dict[str, list[tuple[str, int, bytes]]]:
-        """The stored vectors (the sqlite backend's: qdrant keeps its own) of a file's chunks, by embedding
-        text: a chunk whose text is unchanged by an edit keeps its vectors, wherever it moved."""
-        imports_row = self.db.execute("select imports from code_files where id = ?", (file_id,)).fetchone()
-        imports = imports_row[0] if imports_row else ""
+        """The stored vectors (the sqlite backend's: qdrant keeps its own) of a file's chunks, by the text they
+        were made of: a chunk whose text is unchanged by an edit keeps its vectors, wherever it moved."""
         kept: dict[str, list[tuple[str, int, bytes]]] = {}
         for symbol, kind, signature, text, model, dim, vector in self.db.execute(
             "select c.symbol, c.kind, c.signature, c.text, v.model, v.dim, v.vector from code_chunks c"
             " join code_vectors v on v.chunk_id = c.id where c.file_id = ? and v.vector is not null",
             (file_id,),
         ):
-            key = Chunk(path, 0, 0, symbol, kind, signature, text).embedding_text(imports)
+            key = Chunk(path, 0, 0, symbol, kind, signature, text).vector_text()
             kept.setdefault(key, []).append((model, dim, vector))
         return kept
 
@@ -344,9 +344,9 @@ class CodeStore:
 
     def missing_vectors(self, project: Project, model: str, limit: int, *, after: int = 0) -> list[tuple[int, str]]:
         """Up to `limit` of the project's chunks without a vector of `model` (ids above `after`), by id, with
-        their embedding text."""
+        the text their vectors are made of (`Chunk.vector_text`)."""
         rows = self.db.execute(
-            f"select {_CHUNK_COLUMNS}, f.imports from code_chunks c join code_files f on f.id = c.file_id"
+            f"select {_CHUNK_COLUMNS} from code_chunks c join code_files f on f.id = c.file_id"
             " where f.project_id = ? and c.id > ? and not exists"
             " (select 1 from code_vectors v where v.chunk_id = c.id and v.model = ?)"
             " order by c.id limit ?",
@@ -355,7 +355,7 @@ class CodeStore:
         out = []
         for row in rows:
             chunk = Chunk(row[1], row[2], row[3], row[4], row[5], row[6], row[7])
-            out.append((int(row[0]), chunk.embedding_text(row[9])))
+            out.append((int(row[0]), chunk.vector_text()))
         return out
 
     def missing_count(self, project: Project, model: str) -> int:
