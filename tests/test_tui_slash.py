@@ -27,6 +27,7 @@ ISSUE_COMMANDS = {
     "skills",  # issue 15
     "mcp",  # issue 15
     "enhance", "profile", "worldbook",  # issue 16
+    "index",  # the code index
 }
 
 

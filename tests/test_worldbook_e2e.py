@@ -190,7 +190,7 @@ def test_isolation_drops_memory_recall_and_mcp_tools_and_keeps_the_rest(fake_ser
     assert json.loads(out(shown))["memory"] == []
     assert json.loads(out(shown))["extras"] == [  # what the policy denies, in the report's words
         "worldbook isolation: not sent: long-term memory, semantic recall, memory tools, cross-session summaries, "
-        "user profile, skills, skill tools, MCP tools"
+        "user profile, skills, skill tools, code index, code tools, MCP tools"
     ]
     detail = next(b["detail"] for b in blocks if b["name"] == "worldbook isolation")
     assert detail.startswith("on: not sent: long-term memory, semantic recall, memory tools, cross-session summaries")

@@ -35,8 +35,8 @@ FEATURE = Feature(
     tools_offered=_indexed,
     command_group=CommandGroup("index", f"{__name__}.commands", "index_app"),
     chat_commands=(
-        ChatCommand("index", "[status|update|search QUERY|map [QUERY]]",
-                    "Show the code index, update it now, search it, or show the repo map a message would get.",
+        ChatCommand("index", "[update|search Q|map]",
+                    "The code index's state; update it, search it or see its map.",
                     (f"{__name__}.chat_commands", "index_command"), check="index_problem", background=True),
     ),
     isolation=Isolation(frozenset({"code index"}), frozenset({"code tools"}), ("code index", "code tools")),

@@ -8,7 +8,6 @@ usage); Ctrl+C during a build keeps what was stored (the next `zeph index` goes 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -27,8 +26,9 @@ if TYPE_CHECKING:
     from .service import CodeIndex
 
 index_app = typer.Typer(
-    help="The code index: the project's code parsed with tree-sitter, for <repo_map>, <code_context> and "
-    "search_code.\n\nWith no command: build the index, or bring it up to date (only changed files are read again).",
+    help="The code index: build it, search it, see its map.\n\nThe project's code parsed with tree-sitter, for "
+    "<repo_map>, <code_context> and search_code. With no command: build the index, or bring it up to date (only "
+    "changed files are read again).",
     invoke_without_command=True,
 )
 
@@ -83,6 +83,7 @@ def index_main(
 
 
 def _build(json_output: bool, *, embed: bool) -> None:
+    import asyncio
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -159,6 +160,8 @@ def index_status(json_output: bool = typer.Option(False, "--json", help="Print J
     """What the index holds for this project: files, chunks, languages, vectors, when it was built."""
 
     def work() -> None:
+        import asyncio
+
         _, store, index = _open()
         try:
             status = asyncio.run(index.status())
@@ -193,13 +196,15 @@ def _plain(value: Any) -> dict[str, Any]:
 
 @index_app.command("search")
 def index_search(
-    query: str = typer.Argument(None, help="What to find; none: one query per line from standard input."),
-    k: int = typer.Option(8, "-k", min=1, max=100, help="How many results."),
+    query: str = typer.Argument(None, metavar="QUERY", help="What to find; none: one query per line from standard input."),
+    k: int = typer.Option(8, "-k", min=1, max=100, metavar="N", help="How many results."),
     json_output: bool = typer.Option(False, "--json", help="One JSON object per hit (per query when reading stdin)."),
 ) -> None:
     """Search the indexed code as <code_context> does (hybrid BM25 + vectors)."""
 
     def work() -> None:
+        import asyncio
+
         queries = [query] if query is not None else _stdin_queries()
         if not queries or not all(q.strip() for q in queries[:1]):
             raise UsageError("zeph index search: give a QUERY, or queries on standard input (one per line)")
@@ -238,12 +243,15 @@ def _stdin_queries() -> list[str]:
 
 @index_app.command("map")
 def index_map(
-    tokens: int = typer.Option(1024, "--tokens", min=0, max=100_000, help="The map's most tokens."),
-    query: str = typer.Option("", "--query", help="The message the map is for (its files and identifiers rank first)."),
+    tokens: int = typer.Option(1024, "--tokens", min=0, max=100_000, metavar="N", help="The map's most tokens."),
+    query: str = typer.Option("", "--query", metavar="Q",
+                              help="The message the map is for (its files and identifiers rank first)."),
 ) -> None:
     """Print the repo map a turn with this message would get."""
 
     def work() -> None:
+        import asyncio
+
         from ...tokens import default_counter
         from .blocks import MAP_HEAD, repo_map_text
         from .source import MAP_FRAME_TOKENS
