@@ -97,15 +97,32 @@ def parse_source(path: str, data: bytes, language: str) -> tuple[str, tuple[Chun
     return imports, tuple(chunks), tags
 
 
+def read_inside(root: str, path: str, limit: int) -> bytes | None:
+    """The bytes of `path` (relative to `root`), at most `limit` + 1 of them, or None: when it cannot be read,
+    or any part of it is a symbolic link (its folders included: a folder swapped for a link after git listed
+    it must not lead outside the project), checked on the path as opened."""
+    full = os.path.join(root, path)
+    try:
+        if os.path.realpath(full) != os.path.join(os.path.realpath(root), path):
+            return None
+        descriptor = os.open(full, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as handle:
+        try:
+            return handle.read(limit + 1)
+        except OSError:
+            return None
+
+
 def read_and_parse(root: str, file: ScannedFile, known_sha: str | None) -> Parsed:
     """Read a file, tell whether it is left out by its content, and parse it unless its hash is `known_sha`.
     A file modified within RACY_NS of now keeps an mtime of 0, so the next update reads it again: a second
     write in the same clock tick, of the same size, would otherwise go unseen."""
     if time.time_ns() - file.mtime_ns < RACY_NS:
         file = replace(file, mtime_ns=0)
-    try:
-        data = Path(root, file.path).read_bytes()
-    except OSError:
+    data = read_inside(root, file.path, file.size)
+    if data is None:
         return Parsed(file.path, "", file.size, file.mtime_ns, skip="unreadable")
     reason = content_skip_reason(data[:SNIFF_BYTES])
     sha = content_hash(data)

@@ -41,7 +41,7 @@ def _open() -> tuple[LoadedConfig, ConversationStore, CodeIndex]:
     from ...frontends.cli.command_context import load, open_store
     from ...providers import resolve_settings
     from ..memory.service import database_path
-    from .service import CodeIndex, project_root_for
+    from .service import CodeIndex, project_root_for, refused_root
 
     loaded = load()
     config = loaded.config
@@ -49,6 +49,11 @@ def _open() -> tuple[LoadedConfig, ConversationStore, CodeIndex]:
     if not config.index.enabled:
         raise IndexOff(f"the code index is off ([index] enabled = false, from {loaded.source('index.enabled')})")
     root = project_root_for(config, cwd, loaded.sources)
+    from .scan import project_root
+
+    refused = refused_root(project_root(cwd) or cwd.resolve())
+    if refused is not None:
+        raise IndexOff(refused)
     if root is None:
         raise IndexOff(f"{cwd} is not inside a git work tree: run zeph index in a project, or set "
                        "ZEPH_INDEX_ENABLED=true (or [index] enabled = true) to index this directory")
@@ -123,8 +128,7 @@ def _build(json_output: bool, *, embed: bool) -> None:
 
 
 def _summary(index: CodeIndex, report: Any, status: Any, elapsed: float, interrupted: bool) -> dict[str, Any]:
-    embedder = index._embedder
-    model = embedder.model if embedder is not None else ""
+    model = index.embedding_model
     return {
         "root": str(index.root),
         "files": status.files if status else 0,

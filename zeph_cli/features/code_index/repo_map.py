@@ -147,6 +147,9 @@ def clipped(code: str) -> str:
     return code if len(code) <= MAX_LINE_CHARS else code[:MAX_LINE_CHARS - 1] + "…"
 
 
+# The graph's pickled form: part of its disk cache's key (bump it when RepoGraph's attributes change).
+GRAPH_FORMAT = "g1"
+
 class RepoGraph:
     """The graph of files and the definitions of one version of the tags; build once, render often."""
 
@@ -286,8 +289,10 @@ class RepoGraph:
         inflow = np.bincount(self.edge_pair[cross], weights=file_ranks[self.cross_src] * weight[cross]
                              / np.where(out[self.cross_src] > 0, out[self.cross_src], 1.0), minlength=self.pair_count)
         self_use = np.bincount(self.edge_pair[own], weights=weight[own], minlength=self.pair_count)
-        file_inflow = np.bincount(self.pair_file, weights=inflow, minlength=files)[self.pair_file]
-        file_self_use = np.bincount(self.pair_file, weights=self_use, minlength=files)[self.pair_file]
+        # np.bincount of no weights gives integers: one file with no uses across files is a real project
+        inflow, self_use = inflow.astype(np.float64, copy=False), self_use.astype(np.float64, copy=False)
+        file_inflow = np.bincount(self.pair_file, weights=inflow, minlength=files)[self.pair_file].astype(np.float64)
+        file_self_use = np.bincount(self.pair_file, weights=self_use, minlength=files)[self.pair_file].astype(np.float64)
         inflow_share = np.divide(inflow, file_inflow, out=np.zeros_like(inflow), where=file_inflow > 0)
         self_share = np.divide(self_use, file_self_use, out=np.zeros_like(self_use), where=file_self_use > 0)
         own_part = np.where(file_inflow == 0, 1.0, np.where(file_self_use == 0, 0.0, SELF_SHARE))

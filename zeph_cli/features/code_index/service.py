@@ -1,7 +1,8 @@
 """One project's code index as a session uses it: searches and repo maps off the event loop, builds in the
 background.
 
-Invariant: every read runs on the index's reader thread (its own connection to the zeph database, WAL),
+Invariant: what it gives out is redacted (secrets in code and in the map's lines become [REDACTED], as tool
+output does), whoever reads it: a turn's blocks, search_code, `zeph index` and /index. Every read runs on the index's reader thread (its own connection to the zeph database, WAL),
 so a turn never waits on a build's writes and the event loop never on SQLite; a build runs on its own
 thread with its own connection, one at a time per process (a second request while one runs waits for
 its end and then runs once more, so a change made meanwhile is picked up). A turn uses what is indexed
@@ -14,6 +15,7 @@ database, project and version), so a new process (`zeph ask`) reads it back inst
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import os
 import threading
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from .build import BuildReport
     from .scan import IndexSettings
     from .repo_map import RepoGraph, RepoMap
-    from .search import Hit
+    from .search import CodeSearch, Hit
     from .store import CodeStore, IndexStatus, Project
 
 log = get_logger(__name__)
@@ -69,10 +71,19 @@ def project_root_for(config: Config, cwd: Path, sources: dict[str, str] | None =
     from .scan import project_root
 
     root = project_root(cwd)
-    if root is not None:
-        return root
-    explicit = (sources or {}).get("index.enabled", "default") != "default"
-    return cwd.resolve() if explicit else None
+    if root is None:
+        explicit = (sources or {}).get("index.enabled", "default") != "default"
+        root = cwd.resolve() if explicit else None
+    return None if root is None or refused_root(root) else root
+
+
+def refused_root(root: Path) -> str | None:
+    """Why `root` is never indexed (the home folder, which a dotfiles repository makes a work tree, or the
+    file system's root: every credential store under them would be read), or None."""
+    if root == Path.home().resolve() or root.parent == root:
+        return f"{root} is {'your home folder' if root.parent != root else 'the root folder'}: the index reads " \
+               "a project's folder, never a whole home or disk"
+    return None
 
 
 @dataclass
@@ -106,12 +117,14 @@ class CodeIndex:
         self._graph: tuple[int, RepoGraph] | None = None
         self._graph_lock = threading.Lock()
         self._embedded: tuple[tuple[int, int], dict[str, int]] | None = None  # (versions, vectors per model)
+        self._searcher: tuple[tuple[int, str | None], CodeSearch] | None = None  # per reader connection and model
         self._embedder_lock = threading.Lock()
         self._vectors: Any = None
         self._build_lock = threading.Lock()
         self._again = threading.Event()
         self._cancel = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # the build thread while it runs (set and cleared under the lock)
+        self._last_thread: threading.Thread | None = None  # the latest build thread, to wait for
         self._watcher: threading.Thread | None = None
         self._closing = threading.Event()  # set once by close(): no build starts after it, the watcher ends
         self.state = BuildState()
@@ -134,6 +147,11 @@ class CodeIndex:
                 except Exception as exc:  # noqa: BLE001 - no embedder: lexical search still works
                     log.warning("code index: no embedder (%s); searching by words only", exc)
             return self._embedder
+
+    @property
+    def embedding_model(self) -> str:
+        """The model of the embedder in use ("" before one loaded, or when none could)."""
+        return self._embedder.model if self._embedder is not None else ""
 
     def warm(self) -> None:
         """Get what a turn will read ready now, each on a thread of its own with its own connection: the
@@ -228,10 +246,12 @@ class CodeIndex:
                     vector = prompt_vector(embedder, query)
                 except Exception:  # noqa: BLE001 - the search says why it went without vectors
                     vector = None
-            search = CodeSearch(store, vectors, embedder)
+            if self._searcher is None or self._searcher[0] != (id(db), model):  # its symbol index kept
+                self._searcher = ((id(db), model), CodeSearch(store, vectors, embedder))
+            search = self._searcher[1]
             hits = search.search(project, query, k, exclude=exclude, query_vector=vector)
             self.dense_failure = search.dense_failure or ""
-            return hits
+            return [_redacted(hit) for hit in hits]
 
         return await self._reader.run(run)
 
@@ -243,8 +263,12 @@ class CodeIndex:
             graph = self._graph_for(db)
             if graph is None:
                 return None
-            return graph.render(chat_files=chat_files, identifiers=identifiers, budget_tokens=budget_tokens,
-                                count_tokens=count_tokens)
+            rendered = graph.render(chat_files=chat_files, identifiers=identifiers, budget_tokens=budget_tokens,
+                                    count_tokens=count_tokens)
+            from ...tools.redact import redact_secrets
+
+            text, found = redact_secrets(rendered.text)  # a constant's line may hold a key
+            return dataclasses.replace(rendered, text=text, tokens=count_tokens(text)) if found else rendered
 
         return await self._reader.run(run)
 
@@ -301,7 +325,10 @@ class CodeIndex:
         from ...paths import cache_dir
 
         stamp = next(iter(db.execute("select min(applied_at) from _zeph_migrations").fetchone() or ("",)))
-        key = hashlib.sha256(f"{self.db_path}\0{stamp}\0{project.id}\0{project.root}".encode()).hexdigest()[:16]
+        from .repo_map import GRAPH_FORMAT
+
+        key = hashlib.sha256(f"{GRAPH_FORMAT}\0{self.db_path}\0{stamp}\0{project.id}\0{project.root}"
+                             .encode()).hexdigest()[:16]
         return cache_dir() / "code-index" / f"{key}-{version}.graph"
 
     # ---- building (a thread of its own) --------------------------------------------
@@ -312,20 +339,22 @@ class CodeIndex:
         with self._build_lock:
             if self._closing.is_set():
                 return
-            if self._thread is not None and self._thread.is_alive():
+            if self._thread is not None:  # running: it runs once more (it decides under this lock)
                 self._again.set()
                 return
             self._cancel.clear()
-            self._thread = threading.Thread(target=self._build_loop, args=(embed,), name="zeph-code-index",
-                                            daemon=True)
+            self._thread = self._last_thread = threading.Thread(
+                target=self._build_loop, args=(embed,), name="zeph-code-index", daemon=True)
             self._thread.start()
 
     def _build_loop(self, embed: bool) -> None:
         while True:
             self._again.clear()
             self.build_now(embed=embed)
-            if not self._again.is_set() or self._cancel.is_set():
-                return
+            with self._build_lock:  # a request made now either sees no build (and starts one) or is run here
+                if not self._again.is_set() or self._cancel.is_set() or self._closing.is_set():
+                    self._thread = None
+                    return
 
     def build_now(self, *, embed: bool = True, progress: Progress | None = None) -> BuildReport | None:
         """Update (and embed) in this thread, with its own connection; the report, or None on failure (said
@@ -406,7 +435,7 @@ class CodeIndex:
         self._cancel.set()
 
     async def wait_for_build(self) -> None:
-        thread = self._thread
+        thread = self._last_thread
         if thread is not None:
             await asyncio.to_thread(thread.join)
 
@@ -414,7 +443,7 @@ class CodeIndex:
         with self._build_lock:
             self._closing.set()
         self.cancel()
-        thread = self._thread
+        thread = self._last_thread
         if thread is not None and thread.is_alive():
             thread.join(timeout)
         self._reader.close(timeout)
@@ -449,3 +478,11 @@ def _keep_graph(graph: RepoGraph, path: Path) -> None:
         os.replace(temporary, path)
     except OSError:
         log.debug("code index: the map's graph was not cached", exc_info=True)
+
+
+def _redacted(hit: Hit) -> Hit:
+    """`hit` with any secret in its code replaced by [REDACTED]: the code goes to a model (and a terminal)."""
+    from ...tools.redact import redact_secrets
+
+    text, found = redact_secrets(hit.text)
+    return dataclasses.replace(hit, text=text) if found else hit

@@ -54,7 +54,7 @@ class SearchCodeTool(Tool, declared=SEARCH_CODE):
 def _current(path: Path, hit: CodeHit) -> bool:
     """Whether the file still has the chunk's text at its lines."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(path, encoding="utf-8", errors="replace", newline="") as handle:  # \r\n kept, as indexed
             lines = handle.read().split("\n")
     except OSError:
         return False
