@@ -75,7 +75,7 @@ class Parsed:
 
 # The chunks' and tags' format: part of every stored hash, so a file stored by an earlier format is read
 # and parsed again whatever its stat (bump it when chunking, tags or words change).
-FORMAT = "f5"
+FORMAT = "f6"
 
 
 def content_hash(data: bytes) -> str:

@@ -200,7 +200,7 @@ class CodeStore:
                     (file_id, chunk.start_line, chunk.end_line, chunk.symbol, chunk.kind, chunk.signature,
                      chunk.text),
                 )
-                for model, dim, vector in kept.pop(chunk.vector_text(), ()):
+                for model, dim, vector in kept.pop(chunk.vector_text(imports), ()):
                     self.db.execute("insert into code_vectors (chunk_id, model, dim, vector) values (?, ?, ?, ?)",
                                     (cursor.lastrowid, model, dim, vector))
                     reused += 1
@@ -222,13 +222,15 @@ class CodeStore:
     def _vectors_by_text(self, file_id: int, path: str) -> dict[str, list[tuple[str, int, bytes]]]:
         """The stored vectors (the sqlite backend's: qdrant keeps its own) of a file's chunks, by the text they
         were made of: a chunk whose text is unchanged by an edit keeps its vectors, wherever it moved."""
+        row = self.db.execute("select imports from code_files where id = ?", (file_id,)).fetchone()
+        imports = row[0] if row else ""
         kept: dict[str, list[tuple[str, int, bytes]]] = {}
         for symbol, kind, signature, text, model, dim, vector in self.db.execute(
             "select c.symbol, c.kind, c.signature, c.text, v.model, v.dim, v.vector from code_chunks c"
             " join code_vectors v on v.chunk_id = c.id where c.file_id = ? and v.vector is not null",
             (file_id,),
         ):
-            key = Chunk(path, 0, 0, symbol, kind, signature, text).vector_text()
+            key = Chunk(path, 0, 0, symbol, kind, signature, text).vector_text(imports)
             kept.setdefault(key, []).append((model, dim, vector))
         return kept
 
@@ -346,7 +348,7 @@ class CodeStore:
         """Up to `limit` of the project's chunks without a vector of `model` (ids above `after`), by id, with
         the text their vectors are made of (`Chunk.vector_text`)."""
         rows = self.db.execute(
-            f"select {_CHUNK_COLUMNS} from code_chunks c join code_files f on f.id = c.file_id"
+            f"select {_CHUNK_COLUMNS}, f.imports from code_chunks c join code_files f on f.id = c.file_id"
             " where f.project_id = ? and c.id > ? and not exists"
             " (select 1 from code_vectors v where v.chunk_id = c.id and v.model = ?)"
             " order by c.id limit ?",
@@ -355,7 +357,7 @@ class CodeStore:
         out = []
         for row in rows:
             chunk = Chunk(row[1], row[2], row[3], row[4], row[5], row[6], row[7])
-            out.append((int(row[0]), chunk.vector_text()))
+            out.append((int(row[0]), chunk.vector_text(row[9])))
         return out
 
     def missing_count(self, project: Project, model: str) -> int:
