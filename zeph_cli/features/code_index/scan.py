@@ -25,13 +25,11 @@ import os
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from ...tools.sandbox.protected import SECRET_STORES
 from .languages import language_of
-
-_SECRET_STORES = tuple(store.lower() for store in SECRET_STORES)
 
 if TYPE_CHECKING:
     import pathspec
@@ -193,13 +191,22 @@ def _utf8(text: str) -> bool:
     return True
 
 
+@cache
+def _secret_stores() -> tuple[str, ...]:
+    """The sandbox's secret stores, lower-cased (imported when a scan first needs them: `zeph ask` finds its
+    project with this module and loads no sandbox)."""
+    from ...tools.sandbox.protected import SECRET_STORES
+
+    return tuple(store.lower() for store in SECRET_STORES)
+
+
 def _secret(rel: str, parts: list[str]) -> bool:
     """Credentials by their place (the stores the sandbox hides: `.ssh/`, `.aws/`, `.config/gh/`, `.netrc`…,
     wherever they stand in the project) or their name (keys, certificates, `.env` files, `*secret*`,
     `*credential*` among configuration and data files)."""
     lowered = rel.lower()
     if any(lowered == store or lowered.startswith(store + "/") or ("/" + store + "/") in "/" + lowered + "/"
-           for store in _SECRET_STORES):
+           for store in _secret_stores()):
         return True
     name = parts[-1].lower()
     if name in SECRET_NAMES or name.endswith(SECRET_SUFFIXES) or name.startswith(".env"):
