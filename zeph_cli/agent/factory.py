@@ -70,7 +70,7 @@ async def _build(
             memory.start_warming()  # the embedder loads while the provider's SDK is imported
     provider = create_provider(settings)
     extras = turn_extras(loaded, memory, env, cwd, one_shot=one_shot is not None)
-    extras.code_index = code_index(loaded, store, memory, settings, cwd)
+    extras.code_index = code_index(loaded, store, memory, settings, cwd, one_shot=one_shot is not None)
     agent: Agent | None = None
     try:
         agent = Agent(config=loaded.config, store=store, provider=provider, cwd=cwd, approver=approver,
@@ -132,16 +132,20 @@ def memory_service(
 
 
 def code_index(
-    loaded: LoadedConfig, store: ConversationStore, memory: MemoryService | None, settings: ProviderSettings, cwd: Path
+    loaded: LoadedConfig, store: ConversationStore, memory: MemoryService | None, settings: ProviderSettings, cwd: Path,
+    *, one_shot: bool = False,
 ) -> CodeIndex | None:
-    """The project's code index from `cwd` (None when `[index]` leaves it off here); nothing loads yet. It
-    embeds with recall's embedder when recall has one, else with the one the config names."""
+    """The project's code index from `cwd` (None when `[index]` leaves it off here, or, for one prompt, when
+    the project was never indexed: `zeph ask` never builds, so it would have nothing to read); nothing loads
+    yet. It embeds with recall's embedder when recall has one, else with the one the config names."""
     from ..features.code_index.service import CodeIndex, project_root_for
     from ..features.memory.service import database_path
 
     root = project_root_for(loaded.config, cwd, loaded.sources)
     path = database_path(store.db)
     if root is None or path is None:
+        return None
+    if one_shot and not _indexed(store, root):
         return None
 
     def make_embedder() -> Embedder | None:
@@ -152,6 +156,15 @@ def code_index(
     index = CodeIndex(loaded.config, store.db, path, root, make_embedder=make_embedder)
     index.warm()  # the map's graph and the embedder load while the provider starts
     return index
+
+
+def _indexed(store: ConversationStore, root: Path) -> bool:
+    """Whether the code index has anything of `root` (one query on the store's own connection)."""
+    row = store.db.execute(
+        "select 1 from code_projects p where p.root = ? and exists (select 1 from code_files f where f.project_id = p.id)",
+        (str(root.resolve()),),  # as the store keys projects
+    ).fetchone()
+    return row is not None
 
 
 async def close_agent(agent: Agent) -> None:
