@@ -185,7 +185,7 @@ class QdrantCodeVectors:
     @property
     def client(self) -> QdrantClient:
         if self._client is None:
-            from ..memory.vectors.qdrant_index import connect
+            from ..memory.vectors.qdrant_connection import connect
 
             self._client = connect(self.url)
         return self._client
@@ -296,7 +296,7 @@ class QdrantCodeVectors:
 
     def _call(self, doing: str, request: Callable[[], T]) -> T:
         from ..memory.vectors.base import VectorIndexDown
-        from ..memory.vectors.qdrant_index import _reason
+        from ..memory.vectors.qdrant_connection import reason
 
         try:
             return request()
@@ -306,8 +306,8 @@ class QdrantCodeVectors:
             status = getattr(exc, "status_code", None)
             if status is not None:
                 raise VectorIndexDown(f"qdrant at {self.url} refused to {doing} the collection: HTTP {status} "
-                                      f"{_reason(exc)}") from None
-            raise VectorIndexDown(f"qdrant at {self.url} is not reachable: {_reason(exc)}") from None
+                                      f"{reason(exc)}") from None
+            raise VectorIndexDown(f"qdrant at {self.url} is not reachable: {reason(exc)}") from None
 
 
 def open_code_vectors(config: Config, db: Database, **kwargs: Any) -> CodeVectors:

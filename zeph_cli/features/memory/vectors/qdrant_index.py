@@ -5,7 +5,7 @@ which messages are indexed, so what is indexed is answerable from SQLite
 alone; a point is written to qdrant before its row is recorded. Search returns
 only messages still recorded (points of deleted messages are dropped as they
 surface). Every failure to reach or use the server is a `VectorIndexDown` with
-one line naming the URL, within about TIMEOUT_S; qdrant-client is imported
+one line naming the URL, within about `qdrant_connection.TIMEOUT_S`; qdrant-client is imported
 only when this backend is opened.
 """
 
@@ -22,12 +22,12 @@ from ....store.sqlite import Database
 
 from .. import vector_table as table
 from .base import VectorIndexDown, VectorRow
+from .qdrant_connection import connect, reason
 from .sqlite_index import unit_vector
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
-TIMEOUT_S = 2
 UPSERT_BATCH = 256
 T = TypeVar("T")
 
@@ -36,21 +36,6 @@ def collection_name(model: str) -> str:
     """`zeph_<model, sanitized>_<hash>`: readable, valid for qdrant, and distinct for distinct models."""
     readable = re.sub(r"[^A-Za-z0-9_-]+", "_", model).strip("_")[:48] or "model"
     return f"zeph_{readable}_{hashlib.sha256(model.encode()).hexdigest()[:8]}"
-
-
-def connect(url: str) -> QdrantClient:
-    """A client for the server at `url` with short timeouts (no request is made here)."""
-    try:
-        from qdrant_client import QdrantClient
-    except ImportError:
-        raise VectorIndexDown(
-            'vector_backend = "qdrant" needs qdrant-client: pip install "zeph-cli[qdrant]"'
-        ) from None
-    try:
-        return QdrantClient(url=url, timeout=TIMEOUT_S, check_compatibility=False)
-    except Exception as exc:  # noqa: BLE001 — a malformed URL
-        raise VectorIndexDown(f"qdrant at {url} cannot be used: {_reason(exc)}") from None
-
 
 class QdrantVectorIndex:
     backend = "qdrant"
@@ -167,20 +152,5 @@ class QdrantVectorIndex:
     def _describe(self, doing: str, exc: BaseException) -> str:
         status = getattr(exc, "status_code", None)
         if status is not None:
-            return f"qdrant at {self.url} refused to {doing} the collection: HTTP {status} {_reason(exc)}"
-        return f"qdrant at {self.url} is not reachable: {_reason(exc)}"
-
-
-def _reason(exc: BaseException) -> str:
-    """The innermost, most specific words of an error chain, on one line."""
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in seen:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    for candidate in reversed(seen):
-        text = str(candidate).strip()
-        if text:
-            text = re.sub(r"\s+", " ", text)
-            return re.sub(r"^\[Errno -?\d+\]\s*", "", text)[:200]
-    return type(exc).__name__
+            return f"qdrant at {self.url} refused to {doing} the collection: HTTP {status} {reason(exc)}"
+        return f"qdrant at {self.url} is not reachable: {reason(exc)}"
