@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import numpy as np
 
 from ...store.sqlite import Database
+from ..memory.vectors.ranking import top_k, unit_vector
 from ...store.transactions import write_transaction
 from .store import CodeStore, Project, json_ids
 
@@ -53,16 +54,12 @@ def unit_rows(matrix: np.ndarray) -> np.ndarray:
     return np.where(norms > 0, m / np.where(norms > 0, norms, 1), m).astype(np.float32, copy=False)
 
 
-def best(ids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
-    """The `limit` best (id, score) pairs, best first."""
-    if limit <= 0 or scores.size == 0:
-        return []
-    if limit < scores.size:
-        top = np.argpartition(-scores, limit - 1)[:limit]
-    else:
-        top = np.arange(scores.size)
-    top = top[np.argsort(-scores[top], kind="stable")]
-    return [(int(ids[i]), float(scores[i])) for i in top]
+def checked_rows(ids: Sequence[int], matrix: np.ndarray) -> np.ndarray:
+    """`matrix` as unit rows, one per chunk id (ValueError when the counts differ)."""
+    rows = unit_rows(matrix)
+    if rows.shape[0] != len(ids):
+        raise ValueError(f"{len(ids)} chunk ids for {rows.shape[0]} vectors")
+    return rows
 
 
 def _record(db: Database, model: str, ids: Sequence[int], dim: int, blobs: Sequence[bytes | None]) -> None:
@@ -108,19 +105,17 @@ class SqliteCodeVectors:
     def add(self, model: str, ids: Sequence[int], matrix: np.ndarray) -> None:
         if len(ids) == 0:
             return
-        rows = unit_rows(matrix)
-        if rows.shape[0] != len(ids):
-            raise ValueError(f"{len(ids)} chunk ids for {rows.shape[0]} vectors")
+        rows = checked_rows(ids, matrix)
         _record(self.db, model, ids, int(rows.shape[1]), [row.tobytes() for row in rows])
 
     def search(self, project: Project, model: str, query_vec: np.ndarray, limit: int) -> list[tuple[int, float]]:
         ids, matrix = self.matrix(project, model)
         if ids.size == 0 or limit <= 0:
             return []
-        query = unit_rows(query_vec)[0]
+        query = unit_vector(query_vec)
         if query.shape[0] != matrix.shape[1]:
             raise ValueError(f"a query of {query.shape[0]} dimensions for {model!r} vectors of {matrix.shape[1]}")
-        return best(ids, matrix @ query, limit)
+        return top_k(ids, matrix @ query, limit)
 
     def matrix(self, project: Project, model: str) -> tuple[np.ndarray, np.ndarray]:
         """The project's chunk ids and their vectors of `model` (read again only when either changed)."""
@@ -195,9 +190,7 @@ class QdrantCodeVectors:
             return
         from qdrant_client import models
 
-        rows = unit_rows(matrix)
-        if rows.shape[0] != len(ids):
-            raise ValueError(f"{len(ids)} chunk ids for {rows.shape[0]} vectors")
+        rows = checked_rows(ids, matrix)
         dim = int(rows.shape[1])
         by_root: dict[str, list[int]] = {}
         roots = self._roots_of(ids)
@@ -221,7 +214,7 @@ class QdrantCodeVectors:
         name = collection_name(project.root, model)
         if not self._exists(name):
             return []
-        query = unit_rows(query_vec)[0].tolist()
+        query = unit_vector(query_vec).tolist()
         response = self._call("search", lambda: self.client.query_points(name, query=query, limit=limit + 16))
         found = [(int(p.id), float(p.score)) for p in response.points]
         recorded = {

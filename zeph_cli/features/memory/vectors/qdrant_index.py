@@ -23,7 +23,7 @@ from ....store.sqlite import Database
 from .. import vector_table as table
 from .base import VectorIndexDown, VectorRow
 from .qdrant_connection import connect, reason
-from .sqlite_index import unit_vector
+from .ranking import unit_vector
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient

@@ -25,13 +25,10 @@ import numpy as np
 from .. import vector_table as table
 from ....store.sqlite import Database
 from .base import VectorRow
+from .ranking import top_k, unit_vector
 from .matrix_cache import CachedMatrix, MatrixCache, Segment
 
 REBUILD_ABOVE = 5000  # a search that finds more unsaved rows than this saves the cache it built
-# Cosines closer than this are one score: float32 products of two equal vectors differ by a few ulps
-# with their rows' places in the matrix (the BLAS kernel's blocks), and texts that are the same tokens in
-# another order ("port 12", "port 21") are one vector to the embedded model.
-TIE = 1e-6
 COSINE_SLACK = 1e-3  # float32 rounding lets a unit vectors' cosine pass 1 by ~1e-6; garbage passes it by far
 
 
@@ -229,33 +226,6 @@ def _scores(cached: CachedMatrix, q: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def _plausible(scores: np.ndarray) -> bool:
     """Whether every score is a cosine of unit vectors: finite and within [-1, 1] (NaN fails both)."""
     return not len(scores) or bool(scores.min() >= -1.0 - COSINE_SLACK and scores.max() <= 1.0 + COSINE_SLACK)
-
-
-def unit_vector(vector: np.ndarray) -> np.ndarray:
-    """`vector` as a 1-D float32 array of length 1 (a zero vector stays zero). ValueError when unusable."""
-    v = np.asarray(vector, dtype=np.float32).reshape(-1)
-    if v.size == 0 or not np.all(np.isfinite(v)):
-        raise ValueError("a vector must be non-empty and finite")
-    norm = float(np.linalg.norm(v))
-    return v / norm if norm > 0 else v
-
-
-def top_k(ids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
-    """The `limit` best (id, score) pairs, best first; scores within TIE of the one before them are one
-    run, newest (highest id) first, so equal vectors never come in the order a selection algorithm or a
-    BLAS kernel left them. (A partition finds the limit-th best score; every row within TIE of it is
-    sorted, so a run that straddles the cut is cut by age too.)"""
-    if limit <= 0:
-        return []
-    if limit < len(scores):
-        cut = np.partition(scores, len(scores) - limit)[len(scores) - limit]
-        best = np.flatnonzero(scores >= cut - TIE)
-    else:
-        best = np.arange(len(scores))
-    best = best[np.argsort(-scores[best], kind="stable")]
-    run = np.concatenate(([0], np.cumsum(np.diff(scores[best]) < -TIE)))  # a new run where a score drops by more
-    best = best[np.lexsort((-ids[best], run))[:limit]]
-    return [(int(ids[i]), float(scores[i])) for i in best]
 
 
 def _matrix(vectors: list[bytes], dim: int) -> np.ndarray:
