@@ -13,14 +13,13 @@ in its window) are not hits; the hits are the `k` best of the rest, best first.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..memory.embedders.base import EmbeddingError
 from ..memory.fusion import reciprocal_rank_fusion
-from .words import words
+from .words import code_names, words
 
 if TYPE_CHECKING:
     import numpy as np
@@ -34,31 +33,6 @@ NAMED_SYMBOLS_WEIGHT = 1.0  # the chunks defining a name the query names, as one
 LEXICAL_LIMIT = 100  # chunks each ranking brings to the fusion
 DENSE_LIMIT = 100
 NAMED_LIMIT = 20
-
-# A name people write only for code: snake_case (or _private, CONSTANT_CASE), camelCase, PascalCase with two
-# humps (CodeStore, HTTPServer), a dotted name (store.lexical, os.path), a call (run(), load(path)), a path
-# (src/main.rs, ./x), or a name in backticks.
-_SNAKE = r"\b_*[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]*\b|\b_[A-Za-z][A-Za-z0-9]+\b"
-_CAMEL = r"\b[a-z]+[A-Z][A-Za-z0-9]*\b|\b[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*\b|\b[A-Z]{2,}[a-z][A-Za-z0-9]*\b"
-_DOTTED = r"\b[A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b"
-_CALL = r"\b[A-Za-z_][A-Za-z0-9_.]*\((?=[^()]{0,40}\))"
-_PATH = r"(?:\.{0,2}/)?(?:[A-Za-z0-9_.-]+/)+[A-Za-z0-9_.-]+"
-_TICKED = r"`[^`\s]+`"
-_CODE = re.compile("|".join(f"(?:{p})" for p in (_TICKED, _PATH, _CALL, _DOTTED, _SNAKE, _CAMEL)))
-# A dotted "name" that is prose: abbreviations and version-like words.
-_PROSE_DOTTED = frozenset({"e.g", "i.e", "etc", "vs", "a.k.a", "cf"})
-
-
-def code_names(query: str) -> list[str]:
-    """The names in `query` written as code, as written (backticks, a call's parentheses and a leading ./
-    dropped), in order, each once."""
-    found: list[str] = []
-    for match in _CODE.finditer(query):
-        name = match.group().strip("`").rstrip("(").removeprefix("./").strip(".")
-        if len(name) > 1 and name.lower() not in _PROSE_DOTTED and name not in found:
-            found.append(name)
-    return found
-
 
 def is_code_query(query: str) -> bool:
     """Whether `query` names code (an identifier, dotted name, call, path or file name), not only prose."""

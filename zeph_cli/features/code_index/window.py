@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ...messages import Message
+from .languages import language_of
+from .words import code_names
 
 READ_LIMIT = 2000  # read_file's default number of lines (tools/specs.py DEFAULT_READ_LIMIT)
 FILE_TOOLS = ("read_file", "write_file", "edit_file")
 # `path:12-40` as search_code and <code_context> name a chunk
 _CHUNK_HEADER = re.compile(r"^(?:#+\s*|─+\s*)?([\w./@+-]+\.[\w]+):(\d+)-(\d+)\b", re.M)
-# An identifier worth ranking the map by: snake_case, camelCase or dotted names, or a word with a digit or
-# an underscore; plain English words are left out (they name no definition worth the rank).
-_IDENTIFIER = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\b")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAPITALIZED = re.compile(r"\b[A-Z][a-z]{3,}\b")  # one hump (Agent, Compactor): code only inside a sentence
 _PATHLIKE = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z][\w]{0,9})(?![\w/])")
 
 
@@ -110,32 +111,19 @@ def _known_path(text: str, known: set[str], by_name: dict[str, list[str]]) -> li
 
 
 def identifiers(texts: Sequence[str]) -> set[str]:
-    """The identifier-looking words of `texts` (see `_IDENTIFIER`), each dotted part too, as written (the
-    map matches names exactly): snake_case, camelCase and CamelCase, names with digits, and a capitalized
-    word inside a sentence (`the Compactor keeps…`: a class, most likely)."""
+    """The names `texts` write as code (`words.code_names`), a dotted one's parts too, as written (the map
+    matches names exactly), and a capitalized word inside a sentence (`the Compactor keeps…`: a class,
+    most likely); paths and file names are left to `conversation_files`."""
     found: set[str] = set()
     for text in texts:
-        for match in _IDENTIFIER.finditer(text):
-            for part in match.group().split("."):
-                if _looks_like_code(part) or _named_mid_sentence(part, text, match.start()):
-                    found.add(part)
+        for name in code_names(text):
+            if "/" not in name and language_of(name) is None:  # a file (sample.go) is conversation_files' work
+                found.update(part for part in name.split(".") if _NAME.fullmatch(part) and len(part) > 2)
+        for match in _CAPITALIZED.finditer(text):
+            before = text[:match.start()].rstrip()
+            if before and before[-1] not in ".!?:\n\"'`(#*-":
+                found.add(match.group())
     return found
-
-
-def _named_mid_sentence(word: str, text: str, at: int) -> bool:
-    if len(word) < 4 or not word[0].isupper() or not word[1:].islower():
-        return False
-    before = text[:at].rstrip()
-    return bool(before) and before[-1] not in ".!?:\n\"'`(#*-"
-
-
-def _looks_like_code(word: str) -> bool:
-    if len(word) < 3:
-        return False
-    if "_" in word.strip("_") or any(c.isdigit() for c in word):
-        return True
-    inner = word[1:]
-    return any(c.isupper() for c in inner) and any(c.islower() for c in word)  # camelCase, CamelCase
 
 
 def _int(value: object, default: int) -> int:
