@@ -19,9 +19,8 @@ import dataclasses
 import hashlib
 import os
 import threading
-import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -54,6 +53,7 @@ class TurnCode:
     map: RepoMap | None
     files: list[str]
     identifiers: set[str]
+    indexed: bool = True  # the index has files (False: nothing to retrieve from, the turn gets nothing)
 
 
 def settings_of(config: IndexConfig) -> IndexSettings:
@@ -97,8 +97,6 @@ class BuildState:
     report: BuildReport | None = None
     embedded: int = 0
     problem: str = ""
-    finished_at: float = 0.0
-    listeners: list[Callable[[], None]] = field(default_factory=list)
 
 
 class CodeIndex:
@@ -210,10 +208,6 @@ class CodeIndex:
         self.holds_code = status is not None and status.chunks > 0
         return status
 
-    async def has_content(self) -> bool:
-        status = await self.status()
-        return status is not None and status.chunks > 0
-
     def _embedded_model(self, store: CodeStore, project: Project) -> str | None:
         """The embedder's model when the project has vectors of it (what is embedded is read again only
         when the index's chunks or vectors changed)."""
@@ -276,14 +270,18 @@ class CodeIndex:
                        count_tokens: Callable[[str], int]) -> TurnCode:
         """What a turn with message `query`, after `messages`, gets: the `k` best chunks the messages do not
         show yet, and the map within `map_tokens`, personalized to the files and identifiers of the recent
-        messages and the query, and to the files of the best chunks."""
+        messages and the query, and to the files of the best chunks (nothing when the index has no files)."""
         from ...messages import Message
         from .window import conversation_files, identifiers, window_of
 
+        indexed = await self.paths()
+        self.holds_code = bool(indexed)
+        if not indexed:
+            return TurnCode([], None, [], set(), indexed=False)
         window = window_of(messages, self.root, cwd)
         hits = await self.search(query, k, exclude=window.holds) if query.strip() else []
         recent = [*messages[-RECENT_MESSAGES:], *([Message.user(query)] if query else [])]
-        files = conversation_files(recent, self.root, cwd, await self.paths())
+        files = conversation_files(recent, self.root, cwd, indexed)
         files += [hit.path for hit in hits[:MAP_FROM_HITS] if hit.path not in files]
         names = identifiers([m.content for m in recent if m.role in ("user", "assistant")])
         rendered = None
@@ -369,7 +367,6 @@ class CodeIndex:
             state.stage, state.done, state.total = stage, done, total
             if progress is not None:
                 progress(stage, done, total)
-            self._changed()
 
         db = None
         try:
@@ -381,7 +378,6 @@ class CodeIndex:
             state.report = report
             project = store.project(self.root, create=False)
             self.holds_code = project is not None and store.status(project).chunks > 0
-            self._changed()
             if embed and not self._cancel.is_set():
                 embedder = self.embedder()
                 if embedder is not None and project is not None:
@@ -396,20 +392,11 @@ class CodeIndex:
             if db is not None:
                 db.close()
             state.running, state.stage = False, ""
-            state.finished_at = time.monotonic()
-            self._changed()
 
     def _vectors_for_build(self, db: Database) -> Any:
         from .vectors import open_code_vectors
 
         return open_code_vectors(self.config, db)
-
-    def _changed(self) -> None:
-        for listener in list(self.state.listeners):
-            try:
-                listener()
-            except Exception:
-                log.debug("code index listener failed", exc_info=True)
 
     def watch(self, debounce_ms: int = 300) -> None:
         """Update the index whenever the project's files change (watchfiles, on a thread; once)."""

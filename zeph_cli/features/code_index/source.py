@@ -58,11 +58,6 @@ class CodeIndexSource(Source):
         return self.blocks(turn)
 
     async def _gather(self, index: CodeIndex, turn: TurnInput) -> None:
-        status = await index.status()
-        if status is None or not status.chunks:
-            building = " (being built now)" if index.state.running else ""
-            self.said.append(f"the code index of {index.root} is empty{building}: `zeph index` builds it")
-            return
         messages = [item.message for item in turn.history]
         self.query = turn.prompt or _last_user_text(messages)
         cap = self.agent.config.index.repo_map_tokens
@@ -72,6 +67,10 @@ class CodeIndexSource(Source):
         code = await index.for_turn(self.query, messages, self.agent.cwd, k=SEARCH_K, map_tokens=max(room, 0),
                                     count_tokens=count)
         self.hits, self.map = code.hits, code.map
+        if not code.indexed:
+            building = " (being built now)" if index.state.running else ""
+            self.said.append(f"the code index of {index.root} is empty{building}: `zeph index` builds it")
+            return
         if not self.query:
             self.said.append("code index: no message to retrieve code for yet")
 
