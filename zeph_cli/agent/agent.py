@@ -30,6 +30,7 @@ from ..context.assembler import HistoryItem
 from ..context.blocks import ContextSource, Source, SourcePolicy
 from ..context.budget import Budget, compute_budget
 from ..context.global_prompt import PROFILE_KEY, GlobalPrompt, global_prompt, session_profile
+from ..context.environment import SEEN_KEY
 from ..context.project import render_project_context
 from ..context.prompt_modules import MODE_MODULES
 from ..context.report import ContextReport
@@ -51,7 +52,7 @@ from ..tools.confinement import Confinement, workspace_root
 from ..tools.approval import Approver, deny_all
 from ..features import declared_tools, offered_tools, policy_for
 from ..features.turn_extras import TurnExtras
-from .workspace import Workspace, environment_facts, find_project_files
+from .workspace import HeadWatch, Workspace, environment_facts, find_project_files
 from . import context_view
 from .events import AgentEvent, AgentWarning, TurnQueued, TurnStarted
 from .sources import Prepared, build_sources, prepare_sources
@@ -306,7 +307,8 @@ class Agent:
             )
         prompts, prompt_warnings = load_prompt_modules(config_dir() / "prompts", workspace_root(self.cwd))
         warnings.extend(prompt_warnings)
-        self.workspace = Workspace(environment_facts(self.cwd, self.model_label), project, warnings, prompts)
+        head = HeadWatch(self.cwd)
+        self.workspace = Workspace(environment_facts(self.cwd, self.model_label, head), project, warnings, prompts, head)
         for path in self.confinement.extra:
             if not path.is_dir():
                 warnings.append(f"tools.allowed_paths: {path} is not a directory")
@@ -519,6 +521,17 @@ class Agent:
             return self.store.get_conversation(conversation.id)
         return dataclasses.replace(conversation, metadata=metadata)
 
+    def notice_environment(self, conversation: Conversation) -> Conversation:
+        """The `<environment>` block made current for a turn on `conversation` (a branch switched or a new
+        working directory since its last turn is said in it), and what it saw remembered in the session."""
+        if self.workspace is None:
+            return conversation
+        seen = conversation.metadata.get(SEEN_KEY)
+        facts = self.workspace.refresh_environment(seen, conversation.cwd)
+        if seen != facts.seen():
+            conversation = self.with_metadata(conversation, SEEN_KEY, facts.seen())
+        return conversation
+
     # ---- one turn ---------------------------------------------------------------
 
     async def run_turn(
@@ -562,7 +575,7 @@ class Agent:
         )
         if system and system != conversation.metadata.get("system"):
             self.store.update_conversation(conversation.id, metadata={**conversation.metadata, "system": system})
-        conversation = self.store.get_conversation(conversation.id)
+        conversation = self.notice_environment(self.store.get_conversation(conversation.id))
         turn = TurnState(conversation, system, stream, call_ids(self.store, conversation.id), prompt_id=saved.id)
         self.unanswered_prompt = None
         yield TurnStarted(conversation, saved.id)

@@ -1,18 +1,19 @@
 """Reading the user's workspace: ZEPH.md files, git branch, OS.
 
 Invariant: the only file-system reads behind the context layers live here, and
-they run once per process (at agent start); git is read from `.git` files
-directly, never by spawning a process.
+they run once per process (at agent start), except the git branch: each turn
+stats `.git/HEAD` and reads it only when the stat changed. Git is read from
+`.git` files directly, never by spawning a process.
 """
 
 from __future__ import annotations
 
 import os
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..context.environment import EnvironmentFacts
+from ..context.environment import EnvironmentFacts, noticed
 from ..context.project import ProjectContext, ProjectFile
 from ..context.prompt_modules import PromptModule
 from ..errors import ZephError
@@ -87,13 +88,10 @@ def _git_dir(start: Path) -> Path | None:
     return None
 
 
-def git_branch(cwd: Path) -> str | None:
-    """The checked-out branch (or `detached at <sha>`), read from `.git/HEAD`."""
-    git_dir = _git_dir(cwd.resolve())
-    if git_dir is None:
-        return None
+def read_head(head_file: Path) -> str | None:
+    """The branch a HEAD file names (or `detached at <sha>`); None when it cannot be read."""
     try:
-        head = (git_dir / "HEAD").read_text(encoding="utf-8").strip()
+        head = head_file.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
     if head.startswith("ref:"):
@@ -102,8 +100,43 @@ def git_branch(cwd: Path) -> str | None:
     return f"detached at {head[:7]}" if head else None
 
 
-def environment_facts(cwd: Path, model: str) -> EnvironmentFacts:
-    return EnvironmentFacts(str(cwd), os_name(), git_branch(cwd), model)
+def git_branch(cwd: Path) -> str | None:
+    """The checked-out branch (or `detached at <sha>`), read from `.git/HEAD`."""
+    git_dir = _git_dir(cwd.resolve())
+    return None if git_dir is None else read_head(git_dir / "HEAD")
+
+
+class HeadWatch:
+    """The branch checked out under `cwd`, kept current cheaply: `branch()` stats the HEAD file and reads it
+    only when its stat changed (a checkout replaces the file); outside a repository it looks for `.git` again
+    (a few stats), so a `git init` later is seen. Never a subprocess."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd.resolve()
+        self._head: Path | None = None
+        self._stat: tuple[int, int, int] | None = None
+        self._branch: str | None = None
+
+    def branch(self) -> str | None:
+        if self._head is None:
+            git_dir = _git_dir(self.cwd)
+            if git_dir is None:
+                return None
+            self._head = git_dir / "HEAD"
+        try:
+            stat = os.stat(self._head)
+        except OSError:  # the repository is gone (or HEAD moved): find it again next time
+            self._head, self._stat, self._branch = None, None, None
+            return None
+        key = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        if key != self._stat:
+            self._stat, self._branch = key, read_head(self._head)
+        return self._branch
+
+
+def environment_facts(cwd: Path, model: str, head: HeadWatch | None = None) -> EnvironmentFacts:
+    branch = head.branch() if head is not None else git_branch(cwd)
+    return EnvironmentFacts(str(cwd), os_name(), branch, model)
 
 
 @dataclass
@@ -114,3 +147,13 @@ class Workspace:
     project: ProjectContext
     warnings: list[str] = field(default_factory=list)
     prompts: dict[str, PromptModule] = field(default_factory=lambda: load_prompt_modules(None, None)[0])
+    head: HeadWatch | None = None  # keeps `environment`'s branch current from turn to turn
+
+    def refresh_environment(self, seen: object, cwd_at_start: str | None = None) -> EnvironmentFacts:
+        """The environment as it is now (the branch from a stat of `.git/HEAD`), with what changed since the
+        session last saw it (`seen`, its metadata under `SEEN_KEY`); it becomes `environment`."""
+        facts = self.environment
+        if self.head is not None:
+            facts = replace(facts, git_branch=self.head.branch())
+        self.environment = noticed(facts, seen, cwd_at_start)
+        return self.environment
