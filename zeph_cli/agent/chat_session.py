@@ -473,6 +473,7 @@ class ChatSession:
         finally:
             lock.release()
         self.agent.compactor.reset()
+        self.agent.compactor.forget_exhaustion(self.conversation)  # a fresh context may compact again
         self.conversation = self.store.get_conversation(self.conversation.id)
         return hidden
 

@@ -42,6 +42,7 @@ from ..context.compaction import (
 )
 from ..config import Config
 from ..context.compaction import provisional
+from ..context.compaction.guard import GUARD_KEY
 from ..context.compaction.guidelines import with_guidelines
 from ..context.compaction.informative import CARRIED_HEADER, copied_share, normalized, shingles, states_fact
 from ..context.compaction.prompts import render_transcript
@@ -118,12 +119,49 @@ class Compactor:
     def reset(self) -> None:
         """Forget the session's compaction state (a new or switched session)."""
         self.guard = CompactionGuard()
+        self._guard_of: tuple[int, int] | None = None  # (conversation id, prompt budget) `guard` was loaded for
         self.turn = TurnCompactionState()
         self._proactive_off = False
         self._rejected_through = 0  # last message id of a range the probe rejected
 
     def _report(self, conversation: Conversation) -> ContextReport:
         return self.deps.report(conversation)
+
+    # ---- the session's exhaustion guard, kept in its metadata ------------------------------
+
+    def _load_guard(self, conversation: Conversation, capacity: int) -> None:
+        """`guard` for `conversation` at a prompt budget of `capacity`: as the session kept it (across
+        `zeph ask -c` runs), unless the budget has been raised since it was set."""
+        if self._guard_of == (conversation.id, capacity):
+            return
+        if self._guard_of is None or self._guard_of[0] != conversation.id:
+            self.guard = CompactionGuard.from_metadata(conversation.metadata.get(GUARD_KEY), capacity)
+        elif self.guard.exhausted and capacity > self.guard.capacity:
+            self.guard = CompactionGuard()
+        self._guard_of = (conversation.id, capacity)
+        if not self.guard.exhausted and conversation.metadata.get(GUARD_KEY) is not None:
+            self._save_guard(conversation)  # set at a smaller budget: it no longer holds
+
+    def _save_guard(self, conversation: Conversation) -> None:
+        """Keep `guard` in the session's metadata (when it changed)."""
+        if not conversation.id:
+            return
+        if self.guard.exhausted and not self.guard.capacity and self._guard_of:
+            self.guard.capacity = self._guard_of[1]
+        current = self.deps.store.get_conversation(conversation.id).metadata
+        kept = self.guard.to_metadata()
+        if current.get(GUARD_KEY) == kept:
+            return
+        metadata = {k: v for k, v in current.items() if k != GUARD_KEY}
+        if kept is not None:
+            metadata[GUARD_KEY] = kept
+        self.deps.store.update_conversation(conversation.id, metadata=metadata)
+
+    def forget_exhaustion(self, conversation: Conversation) -> None:
+        """A fresh start for compaction in `conversation` (`/clear`): its guard is reset, here and as kept."""
+        self.guard = CompactionGuard()
+        self._guard_of = None
+        self._save_guard(conversation)
 
     def start_turn(self) -> None:
         self.turn.start_turn()
@@ -154,6 +192,7 @@ class Compactor:
         report = report or self._report(conversation)
         if not report.capacity:
             return
+        self._load_guard(conversation, report.capacity)
         if memory.compression.strategy == "proactive" and not self.turn.compacted_this_turn:
             fired = False
             async for event in self._proactive(conversation, report):
@@ -323,6 +362,7 @@ class Compactor:
         if not result.rejected:  # a HardFail is a cooldown, not exhaustion
             self._check_progress(conversation, kind, result)
         warning = self.guard.warning_once()
+        self._save_guard(conversation)
         if warning:
             log.warning("%s", " ".join(warning.split()))
             yield AgentWarning(warning)

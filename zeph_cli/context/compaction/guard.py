@@ -1,8 +1,10 @@
 """Compaction loop prevention: once compaction cannot make progress, stop trying for the session.
 
-Invariant: `exhausted` only ever goes from False to True, and the user is
-warned exactly once; the three rules are the spec's ("Compaction Loop
-Prevention").
+Invariant: within a session and a prompt budget, `exhausted` only ever goes
+from False to True, and the user is warned exactly once; the three rules are
+the spec's ("Compaction Loop Prevention"). A session keeps its guard (in its
+metadata, `GUARD_KEY`) across processes; a guard set at one budget does not
+hold at a larger one.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ TOO_FEW_MESSAGES = "fewer than 2 messages are eligible for compaction"
 NO_NET_REDUCTION = "the summary takes as many tokens as it freed (no net reduction)"
 STILL_OVER_HARD = "context usage is still above the hard compaction threshold after summarizing"
 
+GUARD_KEY = "compaction_exhausted"  # conversation metadata: {"reason", "warned", "capacity"}
+
 
 @dataclass
 class CompactionGuard:
@@ -28,6 +32,26 @@ class CompactionGuard:
     exhausted: bool = False
     reason: str | None = None
     _warned: bool = False
+    capacity: int = 0  # the prompt budget (tokens) compaction was exhausted at (0: not known)
+
+    def to_metadata(self) -> dict | None:
+        """What the session keeps of the guard (None while compaction is not exhausted)."""
+        if not self.exhausted:
+            return None
+        return {"reason": self.reason, "warned": self._warned, "capacity": self.capacity}
+
+    @classmethod
+    def from_metadata(cls, data: object, capacity: int) -> "CompactionGuard":
+        """The session's guard as kept (`to_metadata`), at a prompt budget of `capacity` tokens: a fresh one
+        when none was kept, or when it was set at a smaller budget than this (raising the budget is what its
+        warning advises, and it gives compaction room it did not have)."""
+        if not isinstance(data, dict):
+            return cls()
+        at = data.get("capacity")
+        if not isinstance(at, int) or isinstance(at, bool) or (capacity and capacity > at):
+            return cls()
+        reason = data.get("reason")
+        return cls(True, reason if isinstance(reason, str) else None, bool(data.get("warned")), at)
 
     def check(
         self,
