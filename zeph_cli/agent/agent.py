@@ -71,6 +71,7 @@ if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools
     from ..tools.sandbox import Sandbox
     from ..tools.sandbox.protected import ToolGuard
     from ..features.memory import LongTermMemory, MemoryService
+    from ..context.attachments import Attachment
 
 
 async def wait_for_session(lock: "TurnLock", conversation_id: int) -> AsyncIterator[AgentEvent]:
@@ -510,6 +511,14 @@ class Agent:
             known = ", ".join(sorted(self.config.prompt.profiles)) or "none are defined"
             raise ValueError(f"no prompt profile {name!r} in [prompt.profiles] (known: {known})")
         return self.with_metadata(conversation, PROFILE_KEY, name)
+
+    def attachment(self, raw: str) -> "Attachment":
+        """The file `raw` names, read to attach to a prompt (`AttachmentError` says why it cannot be)."""
+        from .attachments import read_attachment
+
+        assert self.profile is not None, "call start() first"
+        prompt_budget = self.budget().available or self.profile.context_window
+        return read_attachment(raw, self.confinement, self.cwd, self.exact_counter(), prompt_budget)
 
     def with_metadata(self, conversation: Conversation, key: str, value: object | None) -> Conversation:
         """The conversation with metadata `key` set (None removes it), saved when the session is stored."""

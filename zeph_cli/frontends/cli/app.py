@@ -156,6 +156,9 @@ def ask(
     enhance: Optional[str] = typer.Option(
         None, "--enhance", metavar="TEXT", help="Enhancement prompt sent last with every request of the session (\"\" = the configured one)."
     ),
+    attach: Optional[list[str]] = typer.Option(
+        None, "-a", "--attach", metavar="FILE", help="Attach a text file to the prompt (repeatable; at most a quarter of the prompt budget each)."
+    ),
     no_stream: bool = typer.Option(False, "--no-stream", help="Wait for the whole reply instead of streaming it."),
     usage: bool = typer.Option(False, "-u", "--usage", help="Print token usage and context fill to stderr."),
     json_output: bool = typer.Option(False, "--json", help="Print the reply and its metadata as JSON."),
@@ -195,7 +198,8 @@ def ask(
 
     from .ask_command import AskOptions, run_ask
 
-    options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes, stdout_is_terminal(), enhance, profile_choice(profile))
+    options = AskOptions(system, continue_, session, not no_stream, usage, json_output, yes, stdout_is_terminal(), enhance,
+                         profile_choice(profile), tuple(attach or ()))
     try:
         store = open_store()
         exit_code = asyncio.run(run_ask(loaded, text, options, store))

@@ -24,6 +24,7 @@ from .approval_prompt import TerminalApprover
 from .ask_output import AskOutput
 from .closed_output import drop_further_output
 from ...config import LoadedConfig
+from ...context.attachments import with_attachments
 from ...errors import NotFound, ReplyNotStored, ZephError
 from ..event_handler import dispatch
 from ...agent.events import TurnFailed, TurnStarted
@@ -51,6 +52,7 @@ class AskOptions:
     markdown: bool  # standard output is a terminal: render the reply as Markdown
     enhance: str | None = None  # the session's enhancement prompt (--enhance; "" clears it)
     profile: str | None = None  # the session's global prompt profile (--profile; "" = none), checked by the config
+    attachments: tuple[str, ...] = ()  # files to attach to the prompt (-a/--attach)
 
 
 def _conversation(store: ConversationStore, options: AskOptions) -> Conversation | None:
@@ -105,6 +107,16 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             terminal.close()
         store.close()
         raise
+    try:  # an attachment that cannot be: nothing is sent, and the prompt is kept
+        prompt = with_attachments([agent.attachment(raw) for raw in options.attachments], text)
+    except ZephError as exc:
+        if terminal is not None:
+            terminal.close()
+        try:
+            await close_agent(agent)
+            return _not_started(exc, store, conversation, text)
+        finally:
+            store.close()
     output: AskOutput | None = None
     prompt_stored = False
     created = conversation is None
@@ -124,7 +136,7 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             stream=options.stream, markdown=options.markdown, show_usage=options.show_usage,
             json_output=options.json_output,
         )
-        turn = agent.run_turn(conversation, text, system=options.system, stream=options.stream)
+        turn = agent.run_turn(conversation, prompt, system=options.system, stream=options.stream)
         async with aclosing(turn) as events:
             async for event in events:
                 prompt_stored = prompt_stored or isinstance(event, TurnStarted)
