@@ -28,6 +28,7 @@ ISSUE_COMMANDS = {
     "mcp",  # issue 15
     "enhance", "profile", "worldbook",  # issue 16
     "index",  # the code index
+    "attach",  # files attached to the next message
 }
 
 
@@ -247,3 +248,18 @@ def test_slash_and_gauge_import_no_textual():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_attach_takes_a_file_or_nothing_and_completes_paths(tmp_path):
+    from zeph_cli.frontends.tui.path_complete import complete_path
+
+    assert parse("/attach notes.txt") == SlashCommand("attach", "notes.txt")
+    assert parse("/attach") == SlashCommand("attach", "")
+    tmp_path = tmp_path / "proj"
+    (tmp_path / "docs").mkdir(parents=True)
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / ".env").write_text("x")
+    assert [c.value for c in complete_path("/attach ", tmp_path)] == ["/attach docs/", "/attach notes.txt"]
+    assert [c.value for c in complete_path("/attach .", tmp_path)] == ["/attach .env"]
+    assert [c.value for c in complete_path(f"/attach {tmp_path}/no", tmp_path)] == [f"/attach {tmp_path}/notes.txt"]
+    assert complete_path("/attach missing/x", tmp_path) == [] and complete_path("hello", tmp_path) == []

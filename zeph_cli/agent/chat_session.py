@@ -21,6 +21,7 @@ from .agent import ENHANCE_KEY, Agent
 from .factory import build_agent, close_agent, set_mode
 from .sources import Prepared
 from ..config import LoadedConfig
+from ..context.attachments import Attachment, with_attachments
 from ..context.global_prompt import PROFILE_KEY, session_profile
 from ..context.report import ContextReport
 from ..context.sent_text import SentSection, sent_sections
@@ -284,6 +285,7 @@ class ChatSession:
         self._pending_system: str | None = None  # a /system given before the first prompt
         self._pending_enhance: str | None = None  # an /enhance given before the first prompt
         self._pending_profile: str | None = None  # a /profile NAME given before the first prompt
+        self.staged: dict[str, Attachment] = {}  # files /attach added for the next message: as typed -> as read then
         self._closed = False
         self._learning: asyncio.Task | None = None  # the compression-guidelines updater, when enabled
 
@@ -388,8 +390,22 @@ class ChatSession:
 
     # ---- turns ----------------------------------------------------------------------------
 
+    def stage(self, raw: str) -> Attachment:
+        """Attach the file `raw` names to the next message (`AttachmentError` says why it cannot be); it is read
+        again when the message is sent."""
+        attachment = self.staged[raw] = self.agent.attachment(raw)
+        return attachment
+
+    def unstage(self) -> list[Attachment]:
+        """Drop the files staged for the next message; return them."""
+        dropped, self.staged = list(self.staged.values()), {}
+        return dropped
+
     async def run(self, prompt: str, *, system: str | None = None) -> AsyncGenerator[AgentEvent, None]:
-        """One turn; the first prompt creates the session, titled from it."""
+        """One turn; the first prompt creates the session, titled from it. The files staged with `stage` go
+        with it (read now; one that cannot be raises `AttachmentError` before anything is stored), and are
+        unstaged once the prompt is stored."""
+        attachments = [self.agent.attachment(raw) for raw in self.staged]
         if self.conversation is None:
             self.conversation = self.agent.new_conversation(prompt, system if system is not None else self._pending_system)
             self._pending_system = None
@@ -400,9 +416,10 @@ class ChatSession:
                 self.conversation = self.agent.set_prompt_profile(self.conversation, self._pending_profile)
                 self._pending_profile = None
         try:
-            async for event in self.agent.run_turn(self.conversation, prompt, system=system):
+            async for event in self.agent.run_turn(self.conversation, with_attachments(attachments, prompt), system=system):
                 if isinstance(event, TurnStarted):
                     self.conversation = event.conversation
+                    self.staged = {}
                 yield event
         finally:  # also when the reader stops after the reply (a summary due is left to a worker)
             self._start_summary_worker()

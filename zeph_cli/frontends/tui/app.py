@@ -27,11 +27,13 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
+from ...context.attachments import AttachedFile, attached_line
 from ...errors import ReplyNotStored, ZephError
 from ...features import chat_commands, chat_handler
 from ...log import current_log_path, get_logger
 from .prompt_input import PromptInput
 from .help_panel import HelpPanel
+from .path_complete import complete_path
 from .slash import SlashCommand, SlashError, complete, parse, unescape
 from .startup import Startup
 from .status_bar import StatusBar
@@ -204,8 +206,12 @@ class ZephApp(App[int]):
             self.prompt.insert(event.character or "")
             event.stop()
 
+    def completions(self, text: str) -> list:
+        """What Tab offers for the input: command names and values, or the paths after /attach."""
+        return complete(text) or complete_path(text, self.session.cwd if self.session is not None else Path.cwd())
+
     def on_prompt_input_edited(self, event: PromptInput.Edited) -> None:
-        hints = complete(event.text)
+        hints = self.completions(event.text)
         box = self.query_one("#completions", Static)
         if hints:
             box.update("\n".join(f"{escape(h.label)} {escape(h.hint)}  [dim]{escape(h.help)}[/dim]" for h in hints[:8]))
@@ -218,7 +224,7 @@ class ZephApp(App[int]):
             self.transcript.scroll_page_down(animate=False)
 
     def on_prompt_input_complete(self, event: PromptInput.Complete) -> None:
-        hints = complete(self.prompt.text)
+        hints = self.completions(self.prompt.text)
         if hints:
             self.prompt.text = hints[0].value
             self.prompt.move_cursor(self.prompt.document.end)
@@ -274,7 +280,8 @@ class ZephApp(App[int]):
             await self.notice("a turn is still running: esc cancels it", "warning")
             self.restore_input(text)
             return
-        await self.transcript.add(UserEntry(text))
+        staged = [AttachedFile(a.path, a.lines) for a in self.session.staged.values()]
+        await self.transcript.add(UserEntry(text, staged))
         self.transcript.scroll_end(animate=False)
         self.worker = self.run_worker(self.run_turn(text), group="turn", exclusive=True, exit_on_error=False)
 
@@ -323,6 +330,7 @@ class ZephApp(App[int]):
         finally:
             status.set_streaming(False)
             status.show_badge("")
+            self.show_staged()  # sent with the prompt, or still waiting when it was not
         self.turn_reports = [*self.turn_reports[-1:], self.refresh_gauge()]
 
     async def action_help(self) -> None:
@@ -438,8 +446,32 @@ class ZephApp(App[int]):
         elif name == "export":
             path = session.export(Path(argument) if argument else None)
             await self.notice(f"exported to {path}")
+        elif name == "attach":
+            await self.attach(argument)
         elif name in chat_commands():
             await chat_handler(chat_commands()[name])(self, argument)
+
+    async def attach(self, argument: str) -> None:
+        """/attach FILE stages a file for the next message, /attach lists the staged ones, /attach clear drops them."""
+        session = self.session
+        if argument.lower() == "clear" and not (session.cwd / argument).exists():
+            dropped = session.unstage()
+            await self.notice(f"dropped {', '.join(a.path for a in dropped)}" if dropped else "no file was attached")
+        elif argument:
+            attachment = session.stage(argument)  # AttachmentError: shown, and the command back in the box
+            await self.notice(f"attached {attachment.path} ({attachment.lines:,} lines, {attachment.tokens:,} tokens) "
+                              "to your next message · /attach lists · /attach clear drops")
+        elif session.staged:
+            await self.notice("attached to your next message: " + attached_line(
+                [AttachedFile(a.path, a.lines) for a in session.staged.values()]).removeprefix("📎 "))
+        else:
+            await self.notice("no file is attached: /attach FILE adds one to your next message")
+        self.show_staged()
+
+    def show_staged(self) -> None:
+        staged = self.session.staged if self.session is not None else {}
+        count = len(staged)
+        self.status.show_attached(f"📎 {count} file{'' if count == 1 else 's'} for the next message" if count else "")
 
     async def in_background(self, name: str, argument: str, typed: str) -> None:
         try:

@@ -38,6 +38,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("mode", "|".join(AGENT_MODES), f"Switch the mode — {modes_help()}.", True, "plan"),
     CommandSpec("system", "TEXT", "Set this session's topic prompt.", True, "Answer in French."),
     CommandSpec("enhance", "[TEXT]", "Set the prompt sent last in each request (none: configured)."),
+    CommandSpec("attach", "[FILE|clear]", "Attach a text file to your next message; alone: list them; clear: drop them."),
     *(CommandSpec(c.name, c.hint, c.help) for c in chat_commands().values()),  # the features'
     CommandSpec("export", "[PATH|json]", "Export as Markdown, or as JSON with every message (.json)."),
     CommandSpec("exit", "", "Leave zeph."),

@@ -36,6 +36,7 @@ class StatusBar(Static):
         self.badge = ""
         self.note = ""  # markup shown alone, e.g. while the session opens
         self.condition = ""  # a standing condition of the session ("no tools"), shown on every line
+        self.attached = ""  # the files /attach staged for the next message
         self.streaming = False
         self.streamed_tokens = 0  # estimated from the reply text streamed this turn
         self._drawn_at = 0.0
@@ -51,6 +52,10 @@ class StatusBar(Static):
 
     def show_note(self, markup: str) -> None:
         self.note = markup
+        self._render_line()
+
+    def show_attached(self, text: str) -> None:
+        self.attached = text
         self._render_line()
 
     def show_report(self, report: "ContextReport") -> None:
@@ -98,6 +103,8 @@ class StatusBar(Static):
             parts.append(f"[yellow]{escape(self.note)}[/yellow]")
         if self.condition:
             parts.append(f"[yellow]{escape(self.condition)}[/yellow]")
+        if self.attached:
+            parts.append(escape(self.attached))
         if self.badge:
             parts.append(f"[reverse] {escape(self.badge)} [/reverse]")
         elif self.streaming:

@@ -23,6 +23,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Button, Collapsible, Markdown, Static
 from textual.timer import Timer
 from textual.widgets.markdown import MarkdownStream
+from ...context.attachments import AttachedFile, attached_line, split_attachments
 
 FLUSH_SECS = 0.2  # streamed text reaches the Markdown widget at most 5 times a second
 SEGMENT_CHARS = 1500  # a streaming reply is sealed into one Rich-rendered block about this often
@@ -53,9 +54,14 @@ class UserEntry(Static):
     UserEntry { margin: 1 0 0 0; padding: 0 1; border-left: outer $accent; color: $text; }
     """
 
-    def __init__(self, text: str) -> None:
-        super().__init__(escape(text))
+    def __init__(self, text: str, attached: list[AttachedFile] | None = None) -> None:
+        """`text` as stored: attached files (blocks before the typed text) are shown as one line naming them;
+        or the typed text, and the files that go with it (`attached`)."""
+        attached, typed = (attached, text) if attached is not None else split_attachments(text)
+        super().__init__(escape(typed) if not attached else f"[dim]{escape(attached_line(attached))}[/dim]\n{escape(typed)}")
         self.text = text
+        self.typed = typed
+        self.attached = attached
 
 
 def seal_point(text: str) -> int:
@@ -356,7 +362,7 @@ class Transcript(VerticalScroll):
 def _replica(entry: Any) -> Any:
     """A fresh, unmounted copy of an entry (a widget cannot be mounted twice)."""
     if isinstance(entry, UserEntry):
-        return UserEntry(entry.text)
+        return UserEntry(entry.typed, entry.attached)
     if isinstance(entry, AssistantEntry):
         return AssistantEntry(entry.text, partial=entry.partial, frozen=True)
     if isinstance(entry, Divider):
