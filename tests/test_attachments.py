@@ -70,10 +70,20 @@ def test_what_cannot_be_attached_is_refused_before_anything_is_sent(fake_server,
     assert not fake_server.requests_to(PATH)
     assert not db_rows("select id from messages")  # no session left behind
 
+    (root / "half1.txt").write_text("word " * 1000, encoding="utf-8")  # ~1,000 tokens each: together over 1,600
+    (root / "half2.txt").write_text("word " * 1000, encoding="utf-8")
+    result = run_zeph("ask", "-a", "half1.txt", "-a", "half2.txt", "both?", env=env, cwd=root)
+    assert_one_line_error(result, 2, "cannot attach half1.txt, half2.txt: the 2 attached files take",
+                          "a quarter of the 6,400-token prompt budget: 1,600")
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["ok"])))
+    alone = run_zeph("ask", "-a", "half1.txt", "one?", env=env, cwd=root)  # alone it fits
+    assert alone.returncode == 0, err(alone)
+    assert user_text(fake_server).startswith('<attachment path="half1.txt"')
+
     hidden = {**env, "ZEPH_TOOLS_SANDBOX_DENY_READ": "secret.txt"}
     result = run_zeph("ask", "-a", "secret.txt", "what is in it?", env=hidden, cwd=root)
     assert_one_line_error(result, 2, "secret.txt", "hidden from tools")
-    assert not fake_server.requests_to(PATH)
+    assert len(fake_server.requests_to(PATH)) == 1  # the one that fitted
 
 
 def test_the_advice_for_a_large_file_works_when_followed(fake_server, compatible, tmp_path):

@@ -134,3 +134,24 @@ def test_the_block_says_changes_and_nothing_else():
     assert "git_branch: none (it was main at the last turn)" in render_environment(gone)
     new_repo = noticed(now, {"working_directory": "/a", "git_branch": None})
     assert render_environment(new_repo) == render_environment(now)
+
+
+def test_zeph_ask_c_from_another_branch_then_another_directory(fake_server, compatible, tmp_path):
+    from tests.cli_helpers import err, run_zeph
+
+    repo = repo_at(tmp_path / "repo")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    reply(fake_server, 4)
+    assert run_zeph("ask", "one", env=compatible, cwd=repo).returncode == 0
+    git(repo, "checkout", "-q", "-b", "feature-x")
+    second = run_zeph("ask", "-c", "two", env=compatible, cwd=repo)
+    assert second.returncode == 0, err(second)
+    assert "git_branch: feature-x (switched from main since the last turn)" in environment_sent(fake_server)
+    third = run_zeph("ask", "-c", "three", env=compatible, cwd=elsewhere)
+    assert third.returncode == 0, err(third)
+    sent = environment_sent(fake_server)
+    assert f"working_directory: {elsewhere} (changed from {repo} since the last turn)" in sent
+    assert "git_branch: none (it was feature-x at the last turn)" in sent
+    assert run_zeph("ask", "-c", "four", env=compatible, cwd=elsewhere).returncode == 0
+    assert "since the last turn" not in environment_sent(fake_server)

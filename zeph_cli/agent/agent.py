@@ -514,11 +514,20 @@ class Agent:
 
     def attachment(self, raw: str) -> "Attachment":
         """The file `raw` names, read to attach to a prompt (`AttachmentError` says why it cannot be)."""
-        from .attachments import read_attachment
+        return self.attachments([raw])[0]
+
+    def attachments(self, raws: Sequence[str]) -> list["Attachment"]:
+        """The files `raws` name, read to attach to one prompt (`AttachmentError` says why they cannot be)."""
+        from ..context.attachments import over_limit
+        from .attachments import AttachmentError, read_attachment
 
         assert self.profile is not None, "call start() first"
         prompt_budget = self.budget().available or self.profile.context_window
-        return read_attachment(raw, self.confinement, self.cwd, self.exact_counter(), prompt_budget)
+        read = [read_attachment(raw, self.confinement, self.cwd, self.exact_counter(), prompt_budget) for raw in raws]
+        problem = over_limit(read, prompt_budget)
+        if problem:
+            raise AttachmentError(f"cannot attach {', '.join(a.path for a in read)}: {problem}")
+        return read
 
     def with_metadata(self, conversation: Conversation, key: str, value: object | None) -> Conversation:
         """The conversation with metadata `key` set (None removes it), saved when the session is stored."""

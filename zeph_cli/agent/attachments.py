@@ -34,7 +34,8 @@ def read_attachment(raw: str, confinement: Confinement, cwd: Path, counter: Toke
     try:
         path = confinement.resolve(raw, cwd)
     except PathOutsideWorkspace as exc:
-        raise AttachmentError(f"cannot attach: {exc}") from None
+        advice = "; list its directory in [tools] allowed_paths to attach it" if " is outside " in str(exc) else ""
+        raise AttachmentError(f"cannot attach: {exc}{advice}") from None
     name = shown(path, context)
     try:
         info = os.stat(path)

@@ -393,7 +393,9 @@ class ChatSession:
     def stage(self, raw: str) -> Attachment:
         """Attach the file `raw` names to the next message (`AttachmentError` says why it cannot be); it is read
         again when the message is sent."""
-        attachment = self.staged[raw] = self.agent.attachment(raw)
+        attachment = self.agent.attachment(raw)
+        self.agent.attachments([*(name for name in self.staged if name != raw), raw])  # together within the limit
+        self.staged[raw] = attachment
         return attachment
 
     def unstage(self) -> list[Attachment]:
@@ -405,7 +407,7 @@ class ChatSession:
         """One turn; the first prompt creates the session, titled from it. The files staged with `stage` go
         with it (read now; one that cannot be raises `AttachmentError` before anything is stored), and are
         unstaged once the prompt is stored."""
-        attachments = [self.agent.attachment(raw) for raw in self.staged]
+        attachments = self.agent.attachments(list(self.staged))
         if self.conversation is None:
             self.conversation = self.agent.new_conversation(prompt, system if system is not None else self._pending_system)
             self._pending_system = None

@@ -3,8 +3,9 @@
 Invariant: pure text. A block is `<attachment path="…" lines="N">`, the file's
 N lines, then `</attachment>`; `split_attachments` reads back exactly what
 `with_attachments` wrote (the line count, not a search for the closing tag,
-ends a block, so a file that contains the tag reads back whole). An
-attachment may take at most a quarter of the prompt budget.
+ends a block, so a file that contains the tag reads back whole). The
+attachments of one prompt take at most a quarter of the prompt budget
+together.
 """
 
 from __future__ import annotations
@@ -37,6 +38,16 @@ class AttachedFile:
 def attachment_limit(prompt_budget: int) -> int:
     """The most tokens one attachment may take, for a prompt budget of `prompt_budget` tokens."""
     return max(prompt_budget // ATTACHMENT_SHARE, 1)
+
+
+def over_limit(attachments: list[Attachment], prompt_budget: int) -> str | None:
+    """Why the attachments of one prompt are too large together (None: they fit)."""
+    total, limit = sum(a.tokens for a in attachments), attachment_limit(prompt_budget)
+    if len(attachments) < 2 or total <= limit:
+        return None
+    return (f"the {len(attachments)} attached files take {total:,} tokens together, more than a prompt's attachments "
+            f"may take (a quarter of the {prompt_budget:,}-token prompt budget: {limit:,}); attach fewer, or raise "
+            "[memory] context_budget_tokens")
 
 
 def attachment_block(attachment: Attachment) -> str:

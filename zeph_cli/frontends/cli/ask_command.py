@@ -108,7 +108,7 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
         store.close()
         raise
     try:  # an attachment that cannot be: nothing is sent, and the prompt is kept
-        prompt = with_attachments([agent.attachment(raw) for raw in options.attachments], text)
+        prompt = with_attachments(agent.attachments(options.attachments), text)
     except ZephError as exc:
         if terminal is not None:
             terminal.close()
