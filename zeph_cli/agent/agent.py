@@ -518,6 +518,8 @@ class Agent:
 
     def attachments(self, raws: Sequence[str]) -> list["Attachment"]:
         """The files `raws` name, read to attach to one prompt (`AttachmentError` says why they cannot be)."""
+        if not raws:
+            return []  # a plain prompt imports nothing of the file tools
         from ..context.attachments import over_limit
         from .attachments import AttachmentError, read_attachment
 
