@@ -471,7 +471,8 @@ class Compactor:
         failed_before = redo is not None or any(provisional.is_provisional(item) for item in visible)
         retry = {"single_fallback": fits and redo is None, **({"concurrency": 1} if failed_before else {})}
         outcome = await summarize_range(
-            middle, summarize, counter=deps.counter(), limit_tokens=cap, chunk_tokens=chunk_tokens, **retry
+            middle, summarize, counter=deps.counter(), limit_tokens=cap, chunk_tokens=chunk_tokens,
+            anchored=deps.config.memory.compression.summary_format == "anchored", **retry
         )
         for error in outcome.errors:
             log.warning("%s summary call: %s", kind, error)
