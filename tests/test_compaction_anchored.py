@@ -177,3 +177,39 @@ async def test_a_chunked_merge_that_fails_twice_merges_in_nine_sections():
     assert outcome.method == "chunked" and outcome.anchored_try == "fallback"
     partials = ["part summary"] * (len(prompts) - 3)
     assert prompts[-1] == merge_prompt(partials)
+
+
+# ---- the compactor: the configured format, the header kept when the summary is cut ----------------
+
+
+async def test_the_compactor_asks_for_the_configured_format_and_a_cut_keeps_the_anchored_header(tmp_path):
+    from tests.test_compactor_unit import Session
+
+    filler = [f"- we talked a while about the weather and how the morning went, part {word}"
+              for word in ("one two three four five six seven eight nine ten eleven twelve " * 4).split()]
+
+    async def anchored_summarizer(prompt: str, max_tokens: int) -> str:
+        assert "\n## Next Steps\n" in prompt  # the anchored request, not the nine sections
+        return "\n".join(["## Session Intent", "Settle the steps of a long session.", "## Files Modified",
+                          "- src/steps.py: settle_step()", *filler, "## Next Steps", "- Settle step 12"])
+
+    session = Session(tmp_path, 4000, anchored_summarizer)
+    session.config.memory.compression.summary_format = "anchored"
+    try:
+        for i in range(12):
+            session.turn(i)
+        [_ async for _ in session.compactor.compact(session.conversation)]
+        (summary,) = session.summaries()
+        text = summary.message.content
+        assert text.startswith("[compaction summary]\n[anchored summary]\n")
+        assert text.splitlines()[-1].startswith("[cut to fit the summary's slot:")  # it was cut
+        assert "- src/steps.py: settle_step()" in text
+        # cut hard (a slot of 45 tokens), the header stays under the marker as the marker stays first
+        from zeph_cli.agent.compactor import _Room
+
+        body = text.removeprefix("[compaction summary]\n")
+        cut = session.compactor._cut(text, body, 45, _Room(None, lambda line: True))
+        assert cut.startswith("[compaction summary]\n[anchored summary]\n")
+        assert cut.splitlines()[-1].startswith("[cut to fit the summary's slot:")
+    finally:
+        session.close()
