@@ -41,9 +41,19 @@ class AnchoredSummary:
     next_steps: tuple[str, ...] = ()
 
 
+# The order the sections are asked in: the mandatory ones first, so a reply cut at its length limit still
+# has them (rendering keeps the spec's order).
+ASKED = ("session_intent", "next_steps", "files_modified", "decisions_made", "open_questions")
+
+
+def _asked() -> list[tuple[str, str, str]]:
+    by_key = {field[0]: field for field in FIELDS}
+    return [by_key[key] for key in ASKED]
+
+
 def _schema() -> str:
     lines = [f'  "session_intent": "<{FIELDS[0][2]}>",']
-    for key, _, what in FIELDS[1:]:
+    for key, _, what in _asked()[1:]:
         lines.append(f'  "{key}": ["<{what}>", ...],')
     lines[-1] = lines[-1].rstrip(",")
     return "{\n" + "\n".join(lines) + "\n}"
@@ -58,7 +68,7 @@ _JSON_INSTRUCTIONS = (
 
 
 def _headings() -> str:
-    return "\n".join(f"## {heading}\n<{what}>" for _, heading, what in FIELDS)
+    return "\n".join(f"## {heading}\n<{what}>" for _, heading, what in _asked())
 
 
 _MARKDOWN_INSTRUCTIONS = (
