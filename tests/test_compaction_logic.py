@@ -398,11 +398,16 @@ def test_anchored_render_is_markdown_under_its_header():
     )
 
 
-def test_anchored_prompt_asks_for_the_five_keys():
-    prompt = anchored_prompt("[user]\nhi")
+def test_anchored_prompt_asks_for_the_five_sections_after_the_conversation():
+    prompt = anchored_prompt("[user]\nhi", "json")
     for key in ANCHORED_JSON:
         assert f'"{key}"' in prompt
     assert "session_intent and next_steps must not be empty" in prompt
+    markdown = anchored_prompt("[user]\nhi", "markdown")
+    for heading in ("Session Intent", "Files Modified", "Decisions Made", "Open Questions", "Next Steps"):
+        assert f"\n## {heading}\n" in markdown
+    assert "Session Intent and Next Steps must not be empty" in markdown
+    assert markdown.index("</conversation>") < markdown.index("## Session Intent")
 
 
 # ---- progressive middle-out removal (spec tiers 10% / 20% / 50% / 100%) ----------
@@ -595,12 +600,12 @@ async def test_anchored_mode_renders_valid_json():
 
 async def test_anchored_mode_falls_back_to_the_structured_prompt_when_incomplete():
     incomplete = json.dumps({"session_intent": "Fix login", "next_steps": []})
-    recorder = Recorder(lambda prompt: incomplete if '"session_intent"' in prompt else "nine sections")
+    recorder = Recorder(lambda prompt: incomplete if "## Next Steps" in prompt else "nine sections")
     history = [user("fix login"), assistant("on it")]
     outcome = await summarize_range(history, recorder, counter=WORDS, anchored=True)
-    assert not outcome.anchored and outcome.attempts == 2
+    assert not outcome.anchored and outcome.attempts == 3 and outcome.anchored_try == "fallback"
     assert outcome.text == f"{SUMMARY_MARKER}\nnine sections"
-    assert recorder.prompts[1] == compaction_prompt(render_transcript(history))
+    assert recorder.prompts[2] == compaction_prompt(render_transcript(history))
 
 
 async def test_cancellation_passes_through():

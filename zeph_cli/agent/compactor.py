@@ -43,6 +43,7 @@ from ..context.compaction import (
 from ..config import Config
 from ..context.compaction import provisional
 from ..context.compaction.guard import GUARD_KEY
+from ..context.compaction.anchored import ANCHORED_HEADER
 from ..context.compaction.guidelines import with_guidelines
 from ..context.compaction.informative import CARRIED_HEADER, copied_share, normalized, shingles, states_fact
 from ..context.compaction.prompts import render_transcript
@@ -511,7 +512,8 @@ class Compactor:
         failed_before = redo is not None or any(provisional.is_provisional(item) for item in visible)
         retry = {"single_fallback": fits and redo is None, **({"concurrency": 1} if failed_before else {})}
         outcome = await summarize_range(
-            middle, summarize, counter=deps.counter(), limit_tokens=cap, chunk_tokens=chunk_tokens, **retry
+            middle, summarize, counter=deps.counter(), limit_tokens=cap, chunk_tokens=chunk_tokens,
+            anchored=deps.config.memory.compression.summary_format == "anchored", **retry
         )
         for error in outcome.errors:
             log.warning("%s summary call: %s", kind, error)
@@ -653,15 +655,17 @@ class Compactor:
 
     def _cut(self, text: str, body: str, cap: int, room: _Room) -> str:
         """`body` with its marker line within `cap` tokens, copied and empty lines within `room.others` (`text`:
-        the summary as it came)."""
+        the summary as it came). An anchored summary keeps its header line, as the marker is kept."""
         counter = self.deps.counter()
-        marker = counter.count(SUMMARY_MARKER + "\n") + 2
+        header = f"{ANCHORED_HEADER}\n" if body.startswith(f"{ANCHORED_HEADER}\n") else ""
+        body = body.removeprefix(header)
+        marker = counter.count(SUMMARY_MARKER + "\n" + header) + 2
         others = None if room.others is None else room.others - marker
         cut = cut_summary(body, cap - marker, counter, facts=room.facts, others_tokens=others)
         if cut is not body:
             log.info("a summary of %d tokens was cut to fit its %d-token slot: %s", counter.count(text), cap,
                      cut.splitlines()[-1])
-        return f"{SUMMARY_MARKER}\n{cut}"
+        return f"{SUMMARY_MARKER}\n{header}{cut}"
 
     async def compact(
         self, conversation: Conversation, kind: str = "manual", purpose: str = "summary"

@@ -99,6 +99,9 @@ class ProbeConfig:
     timeout_secs: int = setting(15, "Timeout for the whole probe (both LLM calls), in seconds.", lo=1, hi=600)
 
 
+SUMMARY_FORMATS = ("sections", "anchored")
+
+
 @dataclass
 class CompressionConfig:
     """[memory.compression]: when and how far the context is compressed."""
@@ -106,6 +109,12 @@ class CompressionConfig:
     threshold_tokens: int = setting(80000, "Proactive: compress when context exceeds this many tokens.", lo=1000, hi=10_000_000)
     max_summary_tokens: int = setting(4000, "Proactive: cap for the compressed summary.", lo=128, hi=1_000_000)
     compress_provider: str = setting("", "Provider name for autonomous compress_context calls; empty = the main provider.")
+    summary_format: str = setting(
+        "sections",
+        "LLM summaries: \"sections\" (the nine-section summary) or \"anchored\" (five validated sections under "
+        "[anchored summary]; asked again once, then \"sections\").",
+        choices=SUMMARY_FORMATS,
+    )
     probe: ProbeConfig = field(default_factory=ProbeConfig)
 
 

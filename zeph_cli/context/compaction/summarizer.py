@@ -6,7 +6,10 @@ chunked (at most `concurrency` calls at once) then merged, else one pass over
 the whole range; on a context-length error the range is retried with 10%,
 20%, 50%, 100% of tool responses removed middle-out; when nothing works, the
 metadata-only summary. Summarizing a summary again loses none of its fact
-lines: those the summarizer dropped follow its summary verbatim.
+lines: those the summarizer dropped follow its summary verbatim. An anchored
+last pass (the whole range, or the merge of its chunks) whose reply fails
+validation is asked once more with the error stated, then the nine-section
+summary is asked for instead.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field
 from ...errors import ContextLengthExceeded, is_context_length_message
 from ...tokens import TokenCounter
 from ..assembler import HistoryItem
-from .anchored import anchored_merge_prompt, anchored_prompt, parse_anchored, render, validate
+from .anchored import WIRE, anchored_merge_prompt, anchored_prompt, read_anchored, render, retry_prompt
 from .extractive import NOT_CONTENT
 from .fallback import metadata_summary
 from .informative import carry_facts
@@ -38,8 +41,11 @@ class SummaryOutcome:
     method: str  # "single" | "chunked" | "metadata"
     attempts: int  # summarize calls made, failed ones included
     removal_fraction: float = 0.0  # share of tool responses removed before the summary succeeded
-    anchored: bool = False  # the text is an anchored summary (JSON sections rendered)
+    anchored: bool = False  # the text is an anchored summary (its sections rendered)
     errors: tuple[str, ...] = ()  # one line per failed call or unusable reply, for the log
+    # The anchored last pass: "" (not asked for), "first" (valid at once), "retry" (valid when asked again
+    # with the error), "fallback" (both replies unusable: the nine-section summary was asked for).
+    anchored_try: str = ""
 
 
 def carry_earlier_facts(earlier: list[str], body: str) -> str:
@@ -67,11 +73,13 @@ class _Run:
     anchored: bool
     limit_tokens: int | None
     single_fallback: bool = True  # a failed chunked pass is followed by a single pass
+    wire: str = WIRE  # how the anchored sections are asked for (anchored.WIRES)
     attempts: int = 0
     produced_anchored: bool = False
+    anchored_try: str = ""
     errors: list[str] = field(default_factory=list)
 
-    async def call(self, prompt: str) -> str:
+    async def call(self, prompt: str, *, empty_ok: bool = False) -> str:
         self.attempts += 1
         try:
             reply = await self.summarize(prompt)
@@ -79,25 +87,35 @@ class _Run:
             too_long = isinstance(exc, ContextLengthExceeded) or is_context_length_message(str(exc))
             self.errors.append(_describe(exc))
             raise _CallFailed(_describe(exc), too_long) from exc
+        if empty_ok and isinstance(reply, str):
+            return reply.strip()
         if not isinstance(reply, str) or not reply.strip():
             self.errors.append("the summarizer returned an empty reply")
             raise _CallFailed("empty reply", False)
         return reply.strip()
 
     async def final(self, anchored_request: str, structured_request: str) -> str:
-        """The last pass: anchored when asked for and usable, else the 9-section text."""
-        if self.anchored:
-            summary = parse_anchored(await self.call(anchored_request))
-            if summary is not None and not validate(summary):
-                self.produced_anchored = True
-                return render(summary)
-            self.errors.append("the anchored summary was not complete JSON; asked for the structured summary")
+        """The last pass: anchored when asked for and valid at the first or second try (asked again with
+        what was wrong), else the 9-section text. A failed call is a failure of the pass, as for any call;
+        an empty reply is an unusable one."""
         self.produced_anchored = False
+        if self.anchored:
+            request = anchored_request
+            for attempt in ("first", "retry"):
+                reply = await self.call(request, empty_ok=True)
+                summary, problem = read_anchored(reply, self.wire) if reply else (None, "the reply was empty")
+                if summary is not None:
+                    self.produced_anchored, self.anchored_try = True, attempt
+                    return render(summary)
+                self.errors.append(f"anchored summary ({attempt} try): {problem}")
+                request = retry_prompt(anchored_request, problem)
+            self.errors.append("the anchored summary failed validation twice; asked for the nine-section summary")
+            self.anchored_try = "fallback"
         return await self.call(structured_request)
 
     async def single(self, items: list[HistoryItem]) -> str:
         transcript = render_transcript(items)
-        return await self.final(anchored_prompt(transcript), compaction_prompt(transcript, limit_tokens=self.limit_tokens))
+        return await self.final(anchored_prompt(transcript, self.wire), compaction_prompt(transcript, limit_tokens=self.limit_tokens))
 
     async def chunked(self, parts: list[list[HistoryItem]]) -> str:
         gate = asyncio.Semaphore(max(self.concurrency, 1))
@@ -121,7 +139,7 @@ class _Run:
             too_long = any(isinstance(e, _CallFailed) and e.context_length for e in failure.exceptions)
             raise _CallFailed(str(failure.exceptions[0]), too_long) from failure
         partials = [task.result() for task in tasks]
-        return await self.final(anchored_merge_prompt(partials), merge_prompt(partials, limit_tokens=self.limit_tokens))
+        return await self.final(anchored_merge_prompt(partials, self.wire), merge_prompt(partials, limit_tokens=self.limit_tokens))
 
     async def pipeline(self, items: list[HistoryItem]) -> tuple[str, str]:
         """(summary, method): chunked when the range spans several chunks, else (or on failure) single."""
@@ -145,14 +163,16 @@ async def summarize_range(
     anchored: bool = False,
     limit_tokens: int | None = None,
     single_fallback: bool = True,
+    wire: str = WIRE,
 ) -> SummaryOutcome:
     """Summarize `items` (a compaction range); see the module invariant for the order of attempts.
 
     `limit_tokens` (e.g. proactive `max_summary_tokens`) is stated in the prompt, not enforced.
     `single_fallback=False` (with `concurrency=1`: one failed call ends the attempt) is for asking a
-    summarizer that was down whether it answers again.
+    summarizer that was down whether it answers again. `anchored` asks for the anchored sections in the
+    last pass (as `wire` says: Markdown headings or JSON), the nine sections when that fails.
     """
-    run = _Run(summarize, counter, chunk_tokens, concurrency, anchored, limit_tokens, single_fallback)
+    run = _Run(summarize, counter, chunk_tokens, concurrency, anchored, limit_tokens, single_fallback, wire)
 
     earlier = [item.message.content for item in items if is_compaction_summary(item)]
 
@@ -160,7 +180,8 @@ async def summarize_range(
         anchored_text = run.produced_anchored and method != "metadata"
         if method != "metadata":
             body = carry_earlier_facts(earlier, body)
-        return SummaryOutcome(f"{SUMMARY_MARKER}\n{body}", method, run.attempts, fraction, anchored_text, tuple(run.errors))
+        return SummaryOutcome(f"{SUMMARY_MARKER}\n{body}", method, run.attempts, fraction, anchored_text, tuple(run.errors),
+                              run.anchored_try if method != "metadata" else "")
 
     if not items:
         return outcome(metadata_summary(items), "metadata")
