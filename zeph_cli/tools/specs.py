@@ -206,4 +206,39 @@ BUILTIN: dict[str, ToolDeclaration] = {
         },
         ("zeph_cli.tools.compress", "CompressContextTool"),
     ),
+    # "read": the call itself changes nothing and asks no one; what the sub-agent does goes through the same
+    # checks and the same user as the session's own calls, and a read-only session starts read-only ones.
+    "task": ToolDeclaration(
+        "task",
+        "read",
+        "Hand a self-contained job (a search, a review, a question about many files) to a sub-agent: it works "
+        "in a fresh context with its own tools and returns only its final answer, so the details stay out of "
+        "this conversation. The prompt must say everything it needs: it sees nothing of this conversation. "
+        "Several task calls in one reply run at the same time.",
+        {
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "A short title for the job (3-6 words)."},
+                "prompt": {
+                    "type": "string",
+                    "description": "The whole job: what to find or do, and what the answer should contain.",
+                },
+                "mode": {
+                    "type": "string",
+                    "enum": ["ask", "agent"],
+                    "description": "ask: read-only tools; agent: every tool (writes and commands are approved "
+                    "as usual). Default: this session's.",
+                },
+                "tools": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Only these tools (names), e.g. [\"read_file\", \"grep\"]; default: all of the mode's.",
+                },
+            },
+            "required": ["description", "prompt"],
+        },
+        ("zeph_cli.tools.subagent", "TaskTool"),
+    ),
 }
+
+TASK_TOOL = "task"
