@@ -298,6 +298,11 @@ class ConversationStore:
             lock.release()
             raise
         lock.remove()
+        for child in self.subagent_sessions(conversation_id):  # its sub-agents' sessions go with it
+            try:
+                self.delete_conversation(child.id)
+            except SessionBusy:
+                pass  # a sub-agent still running (another zeph): its session stays
         return count
 
     def _delete_rows(self, conversation_id: int) -> int:
