@@ -100,3 +100,50 @@ async def test_a_task_call_is_a_block_that_expands_to_the_subagents_transcript_a
         release.set()
         await session.aclose()
         await asyncio.sleep(0)
+
+
+async def test_escape_cancels_the_subagent_with_the_turn_and_both_sessions_stay_valid(fake_server, workspace):
+    release = threading.Event()
+
+    def hold(request: RecordedRequest, key: str, n: int) -> None:
+        if key == "JOB-STOP" and n == 2:
+            release.wait(30)  # the sub-agent's second request hangs until the test is over
+
+    script = Script(
+        parent=[tool_reply(("call_task", "task", {"description": "Slow job", "prompt": "JOB-STOP: read notes.txt"}))],
+        children={"JOB-STOP": [tool_reply(("call_read", "read_file", {"path": "notes.txt"})), text_reply("late")]},
+        hold=hold,
+    )
+    fake_server.respond_with(script)
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            app.prompt.text = "start the slow job"
+            app.prompt.focus()
+            await pilot.press("enter")
+            for _ in range(1500):  # 30 s at most: a bound on a hang
+                await pilot.pause(0.02)
+                if len(script.seen["JOB-STOP"]) == 2:
+                    break
+            assert len(script.seen["JOB-STOP"]) == 2  # the sub-agent waits for its second reply
+            await pilot.press("escape")
+            if app.worker is not None:
+                try:
+                    await app.workers.wait_for_complete([app.worker])
+                except Exception:  # noqa: BLE001 — a cancelled worker
+                    pass
+            await pilot.pause()
+            (entry,) = [e for e in app.transcript.entries() if isinstance(e, SubagentEntry)]
+            assert " · cancelled" in entry.title
+            store = session.store
+            parent_rows = store.history(session.conversation.id)
+            assert [r.role for r in parent_rows] == ["user", "assistant", "tool"]
+            assert "Not completed" in parent_rows[2].message.tool_results[0].content
+            (child,) = store.subagent_sessions(session.conversation.id)
+            child_rows = store.history(child.id)
+            assert [r.role for r in child_rows] == ["user", "assistant", "tool"]
+            assert "the answer is 42" in child_rows[2].message.tool_results[0].content
+            assert not app.busy
+    finally:
+        release.set()
+        await session.aclose()

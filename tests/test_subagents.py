@@ -192,8 +192,8 @@ async def test_a_subagent_gets_a_share_of_the_budget_and_the_parent_provider(fak
     built: list[Agent] = []
     original = type(agent.subagents).build
 
-    def build(self, mode, call_id):
-        child = original(self, mode, call_id)
+    def build(self, mode, call_id, description=""):
+        child = original(self, mode, call_id, description)
         built.append(child)
         return child
 

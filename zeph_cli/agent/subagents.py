@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -144,9 +145,12 @@ class Subagents:
             self._slots = asyncio.Semaphore(1 if local else self.parent.config.agent.subagents.concurrency)
         return self._slots
 
-    async def approve(self, request: ApprovalRequest) -> ApprovalDecision:
+    async def approve(self, request: ApprovalRequest, description: str) -> ApprovalDecision:
+        """The parent's approver, asked one question at a time, told which sub-agent asks."""
+        said = f"[sub-agent: {description}]"
+        asked = dataclasses.replace(request, preview=f"{said}\n{request.preview}" if request.preview else said)
         async with self._asking:
-            return await self.parent.approver(request)
+            return await self.parent.approver(asked)
 
     async def run(
         self, conversation: Conversation, request: SubagentRequest, progress: Callable[[object], None]
@@ -157,7 +161,7 @@ class Subagents:
         if reason:
             raise ToolFailure(f"task is not available here: {reason}")
         mode = child_mode(parent.mode, request.mode)
-        child = self.build(mode, request.call_id)
+        child = self.build(mode, request.call_id, request.description)
         try:
             async with self.slots():
                 await child.start()
@@ -177,7 +181,7 @@ class Subagents:
             await child.aclose()
         return self.result(run, session)
 
-    def build(self, mode: str, call_id: str) -> Agent:
+    def build(self, mode: str, call_id: str, description: str = "") -> Agent:
         """The child agent (not started): the parent's store, provider, policy, sandbox and approver."""
         from .agent import Agent, AgentServices
 
@@ -188,7 +192,7 @@ class Subagents:
             store=parent.store,
             provider=self.provider(),
             cwd=parent.cwd,
-            approver=self.approve,
+            approver=lambda request: self.approve(request, description or "task"),
             mode=mode,
             services=AgentServices(helper_settings=parent.helper_settings, clock=parent.clock),
             one_shot=parent.one_shot,

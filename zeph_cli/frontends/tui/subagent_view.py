@@ -87,9 +87,19 @@ class SubagentEntry(Collapsible):
         self.status = OUTCOMES.get(event.outcome, event.outcome)
         self._retitle()
 
+    @property
+    def running(self) -> bool:
+        return self.status in ("waiting…", "running…") or self.status.startswith("running (")
+
+    def cancelled(self) -> None:
+        """The turn was cancelled: a sub-agent still running stopped with it."""
+        if self.running:
+            self.status = "cancelled"
+            self._retitle()
+
     def finish(self, status: str, output: str, *, failed: bool = False) -> None:
         """The task call's result (what the parent got back)."""
-        if failed or self.status in ("waiting…", "running…") or self.status.startswith("running ("):
+        if failed or self.running:
             self.status = status or "done"
         self.output = output
         self._retitle()

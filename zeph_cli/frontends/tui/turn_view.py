@@ -76,6 +76,9 @@ class TurnView(AgentEventHandler):
 
     async def cancelled(self) -> None:
         await self.end_reply_block(partial="cancelled")
+        for entry in self.tools.values():
+            if isinstance(entry, SubagentEntry):
+                entry.cancelled()
 
     # ---- events ----------------------------------------------------------------------
 
