@@ -433,3 +433,18 @@ async def test_a_long_answer_is_cut_to_result_tokens_and_says_where_the_rest_is(
     assert f"the whole answer is in session {child.id}" in finished.result.content
     assert "word0 " in finished.result.content and "word2999" not in finished.result.content
     assert agent.exact_counter().count(finished.result.content) < 300
+
+
+async def test_agent_subagents_model_gives_the_subagents_their_own_model(fake_server, workspace):
+    script = Script(
+        parent=[tool_reply(("call_t", "task", {"description": "d", "prompt": "JOB-MODEL"})), text_reply("ok")],
+        children={"JOB-MODEL": [text_reply("small model here")]},
+    )
+    fake_server.respond_with(script)
+    agent = make_agent(fake_server, workspace, ZEPH_AGENT_SUBAGENTS_MODEL="gpt-4o-mini")
+    conversation = agent.new_conversation("x")
+    await run(agent, conversation, "x")
+    assert [r.json["model"] for r in script.seen["parent"]] == ["gpt-4o", "gpt-4o"]
+    assert [r.json["model"] for r in script.seen["JOB-MODEL"]] == ["gpt-4o-mini"]
+    (child,) = agent.store.subagent_sessions(conversation.id)
+    assert child.model == "gpt-4o-mini"

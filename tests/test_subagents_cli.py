@@ -74,3 +74,13 @@ def test_sessions_list_hides_subagents_and_show_nests_them(fake_server, tmp_path
     # `zeph ask -c` continues the user's session, not the sub-agent's.
     last = out(run_zeph("sessions", "show", "--last"))
     assert last.startswith("# what do the notes say?")
+
+
+def test_an_unknown_subagent_provider_is_one_clear_line(fake_server, tmp_path):
+    from tests.cli_helpers import assert_one_line_error
+
+    env = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": fake_server.url + "/v1", "ZEPH_LLM_MODEL": "gpt-4o",
+           "ZEPH_AGENT_SUBAGENTS_PROVIDER": "bogus"}
+    result = run_zeph("ask", "hi", env=env, cwd=project_dir(tmp_path))
+    assert_one_line_error(result, result.returncode, "agent.subagents.provider", "'bogus'")
+    assert result.returncode != 0

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from ..config import Config
 from ..config.modes import MODES
 from ..context.global_prompt import PROFILE_KEY
+from ..errors import ZephError
 from ..messages import Usage
 from ..store.conversations import SUBAGENT_KEY
 from ..tools.base import SubagentRequest, ToolResult
@@ -164,7 +165,10 @@ class Subagents:
         child = self.build(mode, request.call_id, request.description)
         try:
             async with self.slots():
-                await child.start()
+                try:
+                    await child.start()
+                except ZephError as exc:  # its provider unreachable, say: the model reads why
+                    raise ToolFailure(f"task: the sub-agent could not start: {exc}") from None
                 if request.tools is not None:
                     self.restrict(child, mode, request.tools)
                 session = self.session(child, conversation, request, mode)
