@@ -211,28 +211,23 @@ BUILTIN: dict[str, ToolDeclaration] = {
     "task": ToolDeclaration(
         "task",
         "read",
-        "Hand a self-contained job (a search, a review, a question about many files) to a sub-agent: it works "
-        "in a fresh context with its own tools and returns only its final answer, so the details stay out of "
-        "this conversation. The prompt must say everything it needs: it sees nothing of this conversation. "
-        "Several task calls in one reply run at the same time.",
+        "Give a self-contained job (a search, a review) to a sub-agent. It works in a fresh context and returns "
+        "only its final answer, so the details stay out of this conversation. The prompt must say everything: "
+        "the sub-agent sees nothing of this conversation. Several task calls in one reply run at once.",
         {
             "type": "object",
             "properties": {
                 "description": {"type": "string", "description": "A short title for the job (3-6 words)."},
-                "prompt": {
-                    "type": "string",
-                    "description": "The whole job: what to find or do, and what the answer should contain.",
-                },
+                "prompt": {"type": "string", "description": "The whole job, and what the answer should contain."},
                 "mode": {
                     "type": "string",
                     "enum": ["ask", "agent"],
-                    "description": "ask: read-only tools; agent: every tool (writes and commands are approved "
-                    "as usual). Default: this session's.",
+                    "description": "ask: read-only tools; agent: every tool. Default: this session's mode.",
                 },
                 "tools": {
                     "type": "array",
                     "items": {"type": "string"},
-                    "description": "Only these tools (names), e.g. [\"read_file\", \"grep\"]; default: all of the mode's.",
+                    "description": "Only these tools, e.g. [\"read_file\", \"grep\"]. Default: all.",
                 },
             },
             "required": ["description", "prompt"],
