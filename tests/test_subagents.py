@@ -448,3 +448,17 @@ async def test_agent_subagents_model_gives_the_subagents_their_own_model(fake_se
     assert [r.json["model"] for r in script.seen["JOB-MODEL"]] == ["gpt-4o-mini"]
     (child,) = agent.store.subagent_sessions(conversation.id)
     assert child.model == "gpt-4o-mini"
+
+
+async def test_subagents_on_the_embedded_model_run_one_at_a_time(fake_server, workspace, tmp_path):
+    from zeph_cli.providers.settings import ProviderSettings
+
+    agent = make_agent(fake_server, workspace, ZEPH_AGENT_SUBAGENTS_CONCURRENCY="4")
+    assert agent.subagents.slots()._value == 4
+    local = make_agent(fake_server, workspace, ZEPH_AGENT_SUBAGENTS_CONCURRENCY="4")
+    local.side_jobs.pool.settings["subagent"] = ProviderSettings(kind="local", name="local", model=str(tmp_path / "m.gguf"))
+    try:
+        assert local.subagents.provider().settings.kind == "local"  # built, not loaded
+        assert local.subagents.slots()._value == 1
+    finally:
+        await local.side_jobs.aclose()
