@@ -15,7 +15,7 @@ from zeph_cli.agent.chat_session import ChatSession
 from zeph_cli.config import load_config
 from zeph_cli.frontends.tui.app import TuiApprover, ZephApp
 from zeph_cli.frontends.tui.subagent_view import SubagentEntry
-from zeph_cli.frontends.tui.transcript import AssistantEntry, ToolEntry
+from zeph_cli.frontends.tui.transcript import AssistantEntry, Notice, ToolEntry
 from tests.fakes.server import RecordedRequest
 from tests.test_subagents import Script, text_reply, tool_reply
 
@@ -53,7 +53,7 @@ async def test_a_task_call_is_a_block_that_expands_to_the_subagents_transcript_a
         parent=[tool_reply(("call_task", "task", {"description": "Read the notes", "prompt": "JOB-TUI: read notes.txt"})),
                 text_reply("The notes say 42.")],
         children={"JOB-TUI": [tool_reply(("call_read", "read_file", {"path": "notes.txt"}), usage=(300, 20, 0)),
-                              text_reply("notes.txt holds the answer 42.", usage=(400, 10, 0))]},
+                              text_reply("notes.txt holds the answer 42.", usage=(3000, 10, 0))]},
         hold=hold,
     )
     fake_server.respond_with(script)
@@ -86,9 +86,10 @@ async def test_a_task_call_is_a_block_that_expands_to_the_subagents_transcript_a
                 await app.workers.wait_for_complete([app.worker])
             await pilot.pause()
 
-            assert entry.title.startswith("⧉ Read the notes · done · 700 in · 30 out · session ")
+            assert entry.title.startswith("⧉ Read the notes · done · 3,300 in · 30 out · session ")
             replies = [str(s.render()) for s in entry.query(Static) if s.has_class("reply")]
             assert replies == ["notes.txt holds the answer 42."]
+            assert not entry.query(Notice)  # nothing went wrong inside
             assert "the answer is 42" in inner.output
             # Collapsed, its transcript is hidden; a click on the title expands it.
             assert not inner.display or not entry.query_one(type(entry).Contents).display

@@ -17,7 +17,7 @@ def ask(fake_server, project: Path, *flags: str):
         parent=[tool_reply(("call_task", "task", {"description": "Read the notes", "prompt": JOB})),
                 text_reply("The notes hold 42.")],
         children={"JOB-CLI": [tool_reply(("call_read", "read_file", {"path": "notes.txt"}), usage=(300, 20, 0)),
-                              text_reply("notes.txt says 42.", usage=(400, 10, 0))]},
+                              text_reply("notes.txt says 42.", usage=(3000, 10, 0))]},
     )
     fake_server.respond_with(script)
     env = {"ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": fake_server.url + "/v1", "ZEPH_LLM_MODEL": "gpt-4o",
@@ -39,7 +39,8 @@ def test_ask_reports_the_subagents_tokens_with_the_turns_usage(fake_server, tmp_
     stderr = err(result)
     assert "⏺ task Read the notes" in stderr
     assert "    ⏺ read_file notes.txt" in stderr  # what the sub-agent did, under its task
-    assert "sub-agents: 1 run · tokens: 700 in · 30 out" in stderr
+    assert "sub-agents: 1 run · tokens: 3,300 in · 30 out" in stderr
+    assert "warning" not in stderr
 
 
 def test_ask_json_carries_the_subagents_usage(fake_server, tmp_path):
@@ -48,7 +49,7 @@ def test_ask_json_carries_the_subagents_usage(fake_server, tmp_path):
     data = json.loads(out(result))
     (run,) = data["subagents"]
     assert (run["call_id"], run["outcome"], run["tool_rounds"]) == ("call_task", "done", 1)
-    assert data["subagent_usage"]["input_tokens"] == 700 and data["subagent_usage"]["output_tokens"] == 30
+    assert data["subagent_usage"]["input_tokens"] == 3300 and data["subagent_usage"]["output_tokens"] == 30
     assert run["session"] != data["session"]
 
 
