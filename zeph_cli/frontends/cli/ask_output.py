@@ -140,6 +140,8 @@ class AskOutput(AgentEventHandler):
         inner = event.event
         if isinstance(inner, ToolCallStarted):  # what a sub-agent does, one line a call, indented under its task
             eprint("    " + tool_started_line(inner.call.name, inner.subject))
+        elif isinstance(inner, AgentWarning):
+            eprint("    " + warning_line(inner.text))
 
     async def on_subagent_finished(self, event: SubagentFinished) -> None:
         self.subagents.append(event)
