@@ -126,26 +126,6 @@ class CompactionFinished:
     result: CompactionResult
 
 
-AgentEvent = Union[
-    TurnQueued,
-    TurnStarted,
-    ContextPrepared,
-    ReplyDelta,
-    ToolCallStarted,
-    ToolCallFinished,
-    UsageReported,
-    AgentWarning,
-    TurnFailed,
-    TurnFinished,
-    CompactionStarted,
-    CompactionStatus,
-    CompactionFinished,
-    "SubagentStarted",
-    "SubagentProgress",
-    "SubagentFinished",
-]
-
-
 @dataclass(frozen=True)
 class SubagentStarted:
     """A `task` call started a sub-agent in its own session (`conversation_id`)."""
@@ -173,3 +153,23 @@ class SubagentFinished:
     outcome: str
     usage: Usage
     rounds: int = 0  # tool rounds it ran
+
+
+AgentEvent = Union[
+    TurnQueued,
+    TurnStarted,
+    ContextPrepared,
+    ReplyDelta,
+    ToolCallStarted,
+    ToolCallFinished,
+    UsageReported,
+    AgentWarning,
+    TurnFailed,
+    TurnFinished,
+    CompactionStarted,
+    CompactionStatus,
+    CompactionFinished,
+    SubagentStarted,
+    SubagentProgress,
+    SubagentFinished,
+]
