@@ -68,6 +68,9 @@ def test_sessions_list_hides_subagents_and_show_nests_them(fake_server, tmp_path
     assert "the answer is 42" in shown  # the sub-agent's tool output, nested
     assert shown.index("## Tool result: task") < shown.index("### Read the notes") < shown.index("## Assistant\n\nThe notes hold 42.")
 
+    exported = out(run_zeph("sessions", "export", str(parent), "--format", "md"))
+    assert f"## Sub-agent session {child['id']}" in exported and "notes.txt says 42." in exported
+
     alone = out(run_zeph("sessions", "show", str(child["id"])))
     assert alone.startswith("# Read the notes") and f"sub-agent of session {parent} (task call call_task" in alone
     assert "notes.txt says 42." in alone
@@ -75,6 +78,10 @@ def test_sessions_list_hides_subagents_and_show_nests_them(fake_server, tmp_path
     # `zeph ask -c` continues the user's session, not the sub-agent's.
     last = out(run_zeph("sessions", "show", "--last"))
     assert last.startswith("# what do the notes say?")
+
+    # Deleting the session deletes its sub-agents' sessions with it.
+    assert run_zeph("sessions", "rm", str(parent)).returncode == 0
+    assert json.loads(out(run_zeph("sessions", "list", "--json", "--subagents"))) == []
 
 
 def test_an_unknown_subagent_provider_is_one_clear_line(fake_server, tmp_path):

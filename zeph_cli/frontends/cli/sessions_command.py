@@ -143,7 +143,9 @@ def sessions_export(
     store = open_store()
     conversation = store.get_conversation(session_id)
     if format == "md":
-        text = conversation_markdown(conversation, store.history(conversation.id, user_visible=True))
+        text = conversation_markdown(
+            conversation, store.history(conversation.id, user_visible=True), subagent_transcripts(store, conversation.id)
+        )
     else:
         text = json.dumps(conversation_json(conversation, store.history(conversation.id)), indent=2, ensure_ascii=False) + "\n"
     if output is None:
