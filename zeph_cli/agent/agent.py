@@ -11,7 +11,8 @@ agent builds once (`turn`), never the agent: `turn_loop` (the steps of a turn),
 `bounds` (token-bound settling), `tool_offer` (the tools within the budget),
 `context_view` (what a request sends), `replies` (storing the reply),
 `tool_rounds` (running and storing tool calls), `provider_errors` (what an
-error does to the turn).
+error does to the turn); `subagents` runs the task tool's sub-agents, each a
+child Agent in a session of its own.
 """
 
 from __future__ import annotations
