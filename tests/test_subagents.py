@@ -462,3 +462,31 @@ async def test_subagents_on_the_embedded_model_run_one_at_a_time(fake_server, wo
         assert local.subagents.slots()._value == 1
     finally:
         await local.side_jobs.aclose()
+
+
+async def test_max_depth_two_lets_a_subagent_start_one_more_level(fake_server, workspace):
+    def key(request: RecordedRequest) -> str:
+        text = user_text(request)
+        return "JOB-INNER" if "JOB-INNER" in text else "JOB-OUTER" if "JOB-OUTER" in text else "parent"
+
+    script = Script(
+        parent=[tool_reply(("call_outer", "task", {"description": "outer", "prompt": "JOB-OUTER"})), text_reply("top")],
+        children={
+            "JOB-OUTER": [tool_reply(("call_inner", "task", {"description": "inner", "prompt": "JOB-INNER"})),
+                          text_reply("outer done")],
+            "JOB-INNER": [text_reply("inner done")],
+        },
+    )
+    script.key = key  # type: ignore[method-assign]
+    fake_server.respond_with(script)
+    agent = make_agent(fake_server, workspace, ZEPH_AGENT_SUBAGENTS_MAX_DEPTH="2")
+    conversation = agent.new_conversation("deep")
+    events = await run(agent, conversation, "deep")
+    assert events[-1].text == "top"
+    assert "task" in offered(script.seen["JOB-OUTER"][0]) and "task" not in offered(script.seen["JOB-INNER"][0])
+    (outer,) = agent.store.subagent_sessions(conversation.id)
+    (inner,) = agent.store.subagent_sessions(outer.id)
+    assert inner.metadata[SUBAGENT_KEY]["depth"] == 2
+    assert "inner done" in agent.store.history(outer.id)[2].message.tool_results[0].content
+    nested = [e.event.event for e in events if isinstance(e, SubagentProgress) and isinstance(e.event, SubagentProgress)]
+    assert any(isinstance(e, TurnFinished) and e.text == "inner done" for e in nested)
