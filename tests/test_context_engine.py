@@ -69,8 +69,9 @@ def make_agent(fake_server, workspace: Path, **env: str) -> Agent:
         "ZEPH_LLM_MODEL": "gpt-4o",
         "ZEPH_LLM_MAX_RETRIES": "0",
         # The budgets below were measured against the file and shell tools; long-term memory (its
-        # tools and block) has its own tests.
+        # tools and block) has its own tests, and so has the task tool.
         "ZEPH_MEMORY_LONG_TERM_ENABLED": "false",
+        "ZEPH_AGENT_SUBAGENTS_MAX_DEPTH": "0",  # the task tool, likewise (tests/test_subagents.py)
         # Session summaries and the profile are side jobs of their own (tests/test_session_memory*.py):
         # these tests count the compaction side jobs exactly.
         "ZEPH_MEMORY_CROSS_SESSION_ENABLED": "false",

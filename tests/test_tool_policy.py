@@ -84,10 +84,11 @@ def test_modes_offer_their_tools():
     memory = (MEMORY_SAVE, MEMORY_SEARCH)  # what the memory feature declares
     assert tools_for_mode("agent", memory).names() == [
         "read_file", "list_directory", "find_path", "grep", "write_file", "edit_file", "bash", "read_overflow",
-        "compress_context", "memory_save", "memory_search"]
+        "compress_context", "task", "memory_save", "memory_search"]
     for mode in ("ask", "plan"):
         assert tools_for_mode(mode, memory).names() == [
-            "read_file", "list_directory", "find_path", "grep", "read_overflow", "compress_context", "memory_search"]
+            "read_file", "list_directory", "find_path", "grep", "read_overflow", "compress_context", "task",
+            "memory_search"]
     assert "memory_save" not in tools_for_mode("agent").names()  # the feature's tools come from the feature
     isolated = tools_for_mode("ask", memory, allows=lambda group: group != "memory tools")
     assert "memory_search" not in isolated.names() and "grep" in isolated.names()

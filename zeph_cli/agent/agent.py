@@ -11,7 +11,8 @@ agent builds once (`turn`), never the agent: `turn_loop` (the steps of a turn),
 `bounds` (token-bound settling), `tool_offer` (the tools within the budget),
 `context_view` (what a request sends), `replies` (storing the reply),
 `tool_rounds` (running and storing tool calls), `provider_errors` (what an
-error does to the turn).
+error does to the turn); `subagents` runs the task tool's sub-agents, each a
+child Agent in a session of its own.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from ..store.windows import remembered_window
 from ..tokens import DeferredCounter, TiktokenCounter, TokenCounter, bounded, count_message, default_counter, exact_counter
 from ..tools.base import ToolSet
 from ..tools.confinement import Confinement, workspace_root
+from ..tools.specs import TASK_TOOL
 from ..tools.approval import Approver, deny_all
 from ..features import declared_tools, offered_tools, policy_for
 from ..features.turn_extras import TurnExtras
@@ -64,6 +66,7 @@ if TYPE_CHECKING:  # imported when first used: a plain reply needs neither tools
     from .compactor import Compactor
     from .debug_dump import DebugDump
     from .guidelines_learner import GuidelinesLearner
+    from .subagents import Subagents
     from .tool_calls import ToolCallRunner
     from ..store.tool_log import ToolLog
     from ..store.turn_lock import TurnLock
@@ -126,6 +129,10 @@ class Agent:
         services = services or AgentServices()
         helper_settings, memory, clock = services.helper_settings, services.memory, services.clock
         self.config = config
+        self.helper_settings = helper_settings  # what side jobs (and sub-agents) run on, when not the main provider
+        # 0 for the user's session; a sub-agent's is its parent's + 1 (`[agent.subagents] max_depth`).
+        self.depth = 0
+        self.only_tools: frozenset[str] | None = None  # a sub-agent's tool subset (None = every tool of the mode)
         # One turn in this process (`zeph ask`): exact token counts only where bounds cannot decide.
         self.one_shot = one_shot
         # The local time the <time> block and the landmarks' zone come from (tests give a fixed one).
@@ -162,6 +169,7 @@ class Agent:
                 self.extras, store, provider.settings.kind, lambda: offered_tools(self),
                 counter=lambda: self.counter, profile=lambda: self.profile, budget=self.budget,
                 mode=lambda: self.mode, allows_tools=lambda group: self.source_policy.allows_tools(group),
+                wanted=self.offers_tool,
             ),
             unavailable=None if provider.supports_tools else (
                 f"{provider.name} ({self.model_label}) has no tool calling; "
@@ -258,6 +266,26 @@ class Agent:
                 recall_entries=lambda: self.turn_memory.entries,
             )
         )
+
+    @cached_property
+    def subagents(self) -> "Subagents":
+        """The sub-agents the task tool starts, built (and imported) when a task call first runs."""
+        from .subagents import Subagents
+
+        return Subagents(self)
+
+    def withheld_tools(self) -> dict[str, str]:
+        """Tools this agent knows but does not offer, with why: the task tool beyond `[agent.subagents] max_depth`."""
+        from .subagents import withheld_reason
+
+        reason = withheld_reason(self.config, self.depth)
+        return {TASK_TOOL: reason} if reason else {}
+
+    def offers_tool(self, name: str) -> bool:
+        """Whether the tool `name` may be offered: within a sub-agent's subset, and the task tool within the depth."""
+        if self.only_tools is not None and name not in self.only_tools:
+            return False
+        return name != TASK_TOOL or self.depth < self.config.agent.subagents.max_depth
 
     @cached_property
     def policy(self) -> "PermissionPolicy":
@@ -360,6 +388,8 @@ class Agent:
             code_search=self.extras.code_index,
             pass_env=tuple(tools_config.sandbox.pass_env),
             secret_env=provider_key_variables(self.config),
+            run_subagent=lambda request, progress: self.subagents.run(conversation, request, progress),
+            withheld=self.withheld_tools(),
         )
         return ToolCallRunner(
             tools=tools,

@@ -126,6 +126,35 @@ class CompactionFinished:
     result: CompactionResult
 
 
+@dataclass(frozen=True)
+class SubagentStarted:
+    """A `task` call started a sub-agent in its own session (`conversation_id`)."""
+
+    call_id: str  # the parent's task call
+    description: str
+    conversation_id: int
+    mode: str
+
+
+@dataclass(frozen=True)
+class SubagentProgress:
+    """One event of a running sub-agent's turn (its replies, tool calls, usage), as it happens."""
+
+    call_id: str
+    event: AgentEvent
+
+
+@dataclass(frozen=True)
+class SubagentFinished:
+    """A sub-agent ended: how (`done`, `max_turns`, `failed`, `cancelled`) and the tokens it spent."""
+
+    call_id: str
+    conversation_id: int
+    outcome: str
+    usage: Usage
+    rounds: int = 0  # tool rounds it ran
+
+
 AgentEvent = Union[
     TurnQueued,
     TurnStarted,
@@ -140,4 +169,7 @@ AgentEvent = Union[
     CompactionStarted,
     CompactionStatus,
     CompactionFinished,
+    SubagentStarted,
+    SubagentProgress,
+    SubagentFinished,
 ]

@@ -9,6 +9,8 @@ cancellation.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -81,11 +83,16 @@ class ToolCallRunner:
         self.home = checks.home or Path(os.path.expanduser("~"))
         # Characters of this output the context can take now (the budget's share); 30,000 at most.
         self.output_limit = output_limit or (lambda text: MAX_OUTPUT_CHARS)
+        # What running tools report as they go (a sub-agent's events), for the round to pass on.
+        self.progress: asyncio.Queue[object] = asyncio.Queue()
 
     # ---- the steps ------------------------------------------------------------
 
     async def run(self, call: ToolCallPart, argument_error: str | None = None) -> ToolOutcome:
         tool = self.tools.get(call.name)
+        if tool is None and call.name in self.context.withheld:
+            why = self.context.withheld[call.name]
+            return self._refuse(call, "invalid", f"{call.name} is not available here: {why}.", why)
         if tool is None:
             available = ", ".join(self.tools.names()) or "none"
             return self._refuse(
@@ -163,8 +170,9 @@ class ToolCallRunner:
 
     async def _execute(self, call: ToolCallPart, tool: Tool, arguments: dict[str, Any], decision: str) -> ToolOutcome:
         started = time.monotonic()
+        context = dataclasses.replace(self.context, call_id=call.id, progress=self.progress.put_nowait)
         try:
-            result = await tool.run(arguments, self.context)
+            result = await tool.run(arguments, context)
         except ToolFailure as exc:
             result = ToolResult(str(exc), is_error=True, summary=f"failed: {exc}")
         except (OSError, ValueError, UnicodeError, RuntimeError) as exc:

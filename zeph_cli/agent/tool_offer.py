@@ -47,6 +47,7 @@ class OfferDeps:
     budget: Callable[[], Budget]
     mode: Callable[[], str]
     allows_tools: Callable[[str], bool]  # the session's policy: whether a tool group (`Tool.group`) is offered
+    wanted: Callable[[str], bool] = lambda name: True  # whether the tool of this name may be offered (by name)
 
 
 class ToolOffer:
@@ -78,6 +79,9 @@ class ToolOffer:
         budgeted = deps.profile() is not None and deps.budget().total > 0
         tools = tools_for_mode(deps.mode(), deps.feature_tools(), deps.extras.mcp_tools,
                                compression=budgeted, allows=deps.allows_tools)
+        wanted = {name: tool for name, tool in tools.tools.items() if deps.wanted(name)}
+        if len(wanted) != len(tools.tools):
+            tools = dataclasses.replace(tools, tools=wanted)
         return tools, budgeted
 
     async def rank_extras(self, prompt: str) -> list[str]:

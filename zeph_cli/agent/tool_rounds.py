@@ -1,4 +1,5 @@
-"""One round of tool calls: give each call a valid unique id, run the calls in order, store each result.
+"""One round of tool calls: give each call a valid unique id, run the calls in order (consecutive `task`
+calls at the same time), store each result in the order of the calls.
 
 Invariant: every tool call stored has exactly one stored result — real, refused, or a
 synthetic "not completed" one when the round is cancelled or the round limit is hit —
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..context.report import ContextReport
     from ..store import ConversationStore
-    from .tool_calls import ToolCallRunner
+    from .tool_calls import ToolCallRunner, ToolOutcome
 
 _VALID_CALL_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -97,33 +98,96 @@ async def run_calls(
     parsed: list[tuple[ToolCallPart, str | None]],
 ) -> AsyncGenerator[AgentEvent, None]:
     """Run the calls of one reply in order, `save` each result; on cancellation, answer every unanswered call.
-    `take_notice` gives the sandbox's one-time notice (commands are not confined here), if any."""
+    Consecutive `task` calls run at the same time (what their sub-agents report is passed on as it comes);
+    their results are stored in the order of the calls. `take_notice` gives the sandbox's one-time notice
+    (commands are not confined here), if any."""
     done: set[str] = set()
+    running: list[asyncio.Task[ToolOutcome]] = []
+
+    def store(call: ToolCallPart, outcome: ToolOutcome) -> ToolCallFinished:
+        save(outcome.result, {
+            "decision": outcome.decision,
+            "summary": outcome.summary,
+            "duration_ms": outcome.duration_ms,
+            "exit_code": outcome.exit_code,
+            "kept_output_id": outcome.kept_output_id,
+        })
+        done.add(call.id)
+        return ToolCallFinished(
+            call, outcome.result, outcome.decision, outcome.summary, outcome.duration_ms, outcome.exit_code
+        )
+
     try:
-        for call, problem in parsed:
-            tool = runner.tools.get(call.name)
-            subject = tool.subject(call.arguments) if tool else ""
-            yield ToolCallStarted(call, tool.kind if tool else "", subject)
-            outcome = await runner.run(call, problem)
-            notice = take_notice()  # once: commands are not confined here
-            if notice:
-                yield AgentWarning(notice)
-            save(
-                outcome.result,
-                {
-                    "decision": outcome.decision,
-                    "summary": outcome.summary,
-                    "duration_ms": outcome.duration_ms,
-                    "exit_code": outcome.exit_code,
-                    "kept_output_id": outcome.kept_output_id,
-                },
-            )
-            done.add(call.id)
-            yield ToolCallFinished(
-                call, outcome.result, outcome.decision, outcome.summary, outcome.duration_ms, outcome.exit_code
-            )
+        for batch in batches(runner, parsed):
+            for call, _ in batch:
+                tool = runner.tools.get(call.name)
+                yield ToolCallStarted(call, tool.kind if tool else "", tool.subject(call.arguments) if tool else "")
+            if len(batch) == 1 and not concurrent(runner, batch[0][0]):
+                call, problem = batch[0]
+                outcome = await runner.run(call, problem)
+                notice = take_notice()  # once: commands are not confined here
+                if notice:
+                    yield AgentWarning(notice)
+                yield store(call, outcome)
+                continue
+            running = [asyncio.create_task(runner.run(call, problem)) for call, problem in batch]
+            tasks = {call.id: task for (call, _), task in zip(batch, running)}
+            stored = 0
+            while stored < len(batch):
+                waiting = [task for task in running if not task.done()]
+                if waiting:
+                    getter = asyncio.ensure_future(runner.progress.get())
+                    try:
+                        await asyncio.wait([*waiting, getter], return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        if not getter.done():
+                            getter.cancel()
+                    if getter.done() and not getter.cancelled():
+                        yield getter.result()  # type: ignore[misc]
+                while not runner.progress.empty():
+                    yield runner.progress.get_nowait()  # type: ignore[misc]
+                for call, _ in batch[stored:]:
+                    task = tasks[call.id]
+                    if not task.done():
+                        break
+                    yield store(call, task.result())
+                    stored += 1
+            running = []
     except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)  # sub-agents store what they did first
         for call, _ in parsed:
-            if call.id not in done:
+            if call.id in done:
+                continue
+            finished = [t.result() for t in running if t.done() and not t.cancelled() and t.exception() is None]
+            kept = next((o for o in finished if o.result.tool_call_id == call.id), None)
+            if kept is not None:
+                store(call, kept)  # it finished before the round was stopped
+            else:
                 save(runner.record_interrupted(call), {"decision": "interrupted"})
         raise
+    finally:
+        for task in running:
+            task.cancel()
+
+
+def concurrent(runner: ToolCallRunner, call: ToolCallPart) -> bool:
+    """Whether `call` may run beside its neighbours: a `task` call the session offers."""
+    from ..tools.specs import TASK_TOOL
+
+    return call.name == TASK_TOOL and runner.tools.get(call.name) is not None
+
+
+def batches(
+    runner: ToolCallRunner, parsed: list[tuple[ToolCallPart, str | None]]
+) -> list[list[tuple[ToolCallPart, str | None]]]:
+    """The calls in order, consecutive concurrent ones together, every other call alone."""
+    out: list[list[tuple[ToolCallPart, str | None]]] = []
+    for item in parsed:
+        if out and concurrent(runner, item[0]) and concurrent(runner, out[-1][-1][0]):
+            out[-1].append(item)
+        else:
+            out.append([item])
+    return out

@@ -233,10 +233,35 @@ class ContextConfig:
 
 
 @dataclass
+class SubagentsConfig:
+    """[agent.subagents]: sub-agents the `task` tool starts, each in a fresh context of its own."""
+    model: str = setting("", "Model sub-agents use (for local: a .gguf path); empty = the session's model.")
+    provider: str = setting(
+        "", "A [[llm.providers]] name or a backend type sub-agents use; empty = the session's provider."
+    )
+    max_depth: int = setting(
+        1, "How deep sub-agents nest: 1 = the session may start sub-agents, a sub-agent may not; 0 = no task tool.",
+        lo=0, hi=5,
+    )
+    max_turns: int = setting(10, "Tool rounds a sub-agent may run before it must answer.", lo=1, hi=1000)
+    budget_share: float = setting(
+        0.5, "A sub-agent's context budget, as a share of the session's.", lo=0.05, hi=1.0, kind=float
+    )
+    concurrency: int = setting(
+        3, "Sub-agents of one tool round that run at once (on the embedded local model: one at a time).", lo=1, hi=16
+    )
+    result_tokens: int = setting(
+        2000, "Longest sub-agent answer the session gets back, in tokens; a longer one is cut and says so.",
+        lo=100, hi=100_000,
+    )
+
+
+@dataclass
 class AgentConfig:
     """The [agent] section: the tool mode and the tool rounds of a turn."""
     mode: str = setting("agent", modes_help() + " (the others are not offered).", choices=AGENT_MODES)
     max_tool_iterations: int = setting(25, "Tool rounds allowed in one turn before the agent stops and says so.", lo=1, hi=1000)
+    subagents: SubagentsConfig = field(default_factory=SubagentsConfig)
 
 
 SANDBOX_PROFILES = ("workspace", "read-only", "off")

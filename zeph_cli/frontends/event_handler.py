@@ -15,6 +15,9 @@ from ..agent.events import (
     CompactionStatus,
     ContextPrepared,
     ReplyDelta,
+    SubagentFinished,
+    SubagentProgress,
+    SubagentStarted,
     ToolCallFinished,
     ToolCallStarted,
     TurnFailed,
@@ -54,6 +57,12 @@ class AgentEventHandler:
 
     async def on_compaction_finished(self, event: CompactionFinished) -> None: ...
 
+    async def on_subagent_started(self, event: SubagentStarted) -> None: ...
+
+    async def on_subagent_progress(self, event: SubagentProgress) -> None: ...
+
+    async def on_subagent_finished(self, event: SubagentFinished) -> None: ...
+
 
 _METHODS: dict[type, str] = {
     TurnQueued: "on_turn_queued",
@@ -69,6 +78,9 @@ _METHODS: dict[type, str] = {
     CompactionStarted: "on_compaction_started",
     CompactionStatus: "on_compaction_status",
     CompactionFinished: "on_compaction_finished",
+    SubagentStarted: "on_subagent_started",
+    SubagentProgress: "on_subagent_progress",
+    SubagentFinished: "on_subagent_finished",
 }
 
 

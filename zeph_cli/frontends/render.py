@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..context.report import ContextReport
-from ..messages import TextPart, ToolResultPart
+from ..messages import TextPart, ToolResultPart, Usage
 from .usage_estimate import ShownUsage
 
 if TYPE_CHECKING:
@@ -42,6 +42,14 @@ def usage_line(usage: ShownUsage, report: ContextReport | None) -> str:
         parts.append(f"context: {context_fill(report)}")
     line = " · ".join(parts)
     return line + (" (~ estimated: the provider reported no usage)" if usage.estimated else "")
+
+
+def subagents_usage_line(runs: int, usage: Usage) -> str:
+    """`sub-agents: 2 runs · tokens: 1,234 in · 56 out`: what a turn's sub-agents spent, beside its own usage."""
+    line = f"sub-agents: {runs} run{'s' if runs != 1 else ''} · tokens: {usage.prompt_tokens:,} in · {usage.output_tokens:,} out"
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        line += f" · cache: {usage.cache_read_tokens:,} read · {usage.cache_write_tokens:,} written"
+    return line
 
 
 def context_fill(report: ContextReport) -> str:

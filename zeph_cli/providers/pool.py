@@ -1,4 +1,4 @@
-"""The providers behind the agent's side jobs: summaries, compaction probes, compress_context.
+"""The providers behind the agent's side jobs: summaries, compaction probes, compress_context, sub-agents.
 
 Invariant: a purpose without settings of its own uses the main provider; any
 other adapter is built (and its SDK imported) only on first use, once per
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from ..models import ModelProfile
 from .base import Provider, ProviderSettings
 
-PURPOSES = ("summary", "probe", "compress")
+PURPOSES = ("summary", "probe", "compress", "subagent")
 
 
 class ProviderPool:

@@ -23,6 +23,8 @@ SUMMARY_PROVIDER = "llm.summary_provider"
 SUMMARY_MODEL = "llm.summary_model"
 COMPRESS_PROVIDER = "memory.compression.compress_provider"
 PROBE_MODEL = "memory.compression.probe.model"
+SUBAGENT_PROVIDER = "agent.subagents.provider"
+SUBAGENT_MODEL = "agent.subagents.model"
 
 
 @dataclass(frozen=True)
@@ -59,18 +61,33 @@ def compress_settings(config: Config, env: Mapping[str, str], main: ProviderSett
     name = config.memory.compression.compress_provider.strip()
     if not name:
         return None
+    return _unless_main(_named_provider(config, env, main, name, COMPRESS_PROVIDER), main)
+
+
+def subagent_settings(config: Config, env: Mapping[str, str], main: ProviderSettings) -> ProviderSettings | None:
+    """The provider sub-agents use: `[agent.subagents] provider` (a [[llm.providers]] name or a backend type)
+    and `model`; None = the main provider."""
+    subagents = config.agent.subagents
+    name = subagents.provider.strip()
+    settings = _named_provider(config, env, main, name, SUBAGENT_PROVIDER) if name else main
+    return _unless_main(with_model(settings, subagents.model, SUBAGENT_MODEL), main)
+
+
+def _named_provider(
+    config: Config, env: Mapping[str, str], main: ProviderSettings, name: str, where: str
+) -> ProviderSettings:
+    """The provider `name` stands for: a [[llm.providers]] entry, else a backend type (`where` names the key)."""
     entry = config.find_provider_entry(name)
     if entry is not None:
         fallback = _fallback(config, main, entry.backend, entry.name)
-        return _unless_main(_resolve(entry.backend, "", ProviderEntry(), fallback, env, main, COMPRESS_PROVIDER), main)
+        return _resolve(entry.backend, "", ProviderEntry(), fallback, env, main, where)
     kind = PROVIDER_ALIASES.get(name, name)
     if kind not in PROVIDER_TYPES:
         raise ConfigError(
-            f"{COMPRESS_PROVIDER}: {name!r} is neither a [[llm.providers]] entry nor a provider type: "
+            f"{where}: {name!r} is neither a [[llm.providers]] entry nor a provider type: "
             f"expected one of {', '.join(_choices(config))}"
         )
-    fallback = _fallback(config, main, kind)
-    return _unless_main(_resolve(kind, "", ProviderEntry(), fallback, env, main, COMPRESS_PROVIDER), main)
+    return _resolve(kind, "", ProviderEntry(), _fallback(config, main, kind), env, main, where)
 
 
 def with_model(settings: ProviderSettings, model: str, key: str = PROBE_MODEL) -> ProviderSettings:
@@ -170,14 +187,15 @@ def _unless_main(settings: ProviderSettings, main: ProviderSettings) -> Provider
 
 
 def side_job_settings(config: Config, env: Mapping[str, str], main: ProviderSettings) -> dict[str, ProviderSettings | None]:
-    """Settings per side job (summary, probe, compress) for `ProviderPool`; None = the main provider.
+    """Settings per side job (summary, probe, compress, subagent) for `ProviderPool`; None = the main provider.
 
     The probe uses the summary provider, with `[memory.compression.probe] model` when set.
     """
     summary = summary_settings(config, env, main)
     probe_model = config.memory.compression.probe.model if config.memory.compression.probe.enabled else ""
     probe = with_model(summary or main, probe_model) if probe_model else summary
-    return {"summary": summary, "probe": probe, "compress": compress_settings(config, env, main)}
+    return {"summary": summary, "probe": probe, "compress": compress_settings(config, env, main),
+            "subagent": subagent_settings(config, env, main)}
 
 
 def small_summarizer(config: Config, env: Mapping[str, str], sources: Mapping[str, str] | None = None) -> str:

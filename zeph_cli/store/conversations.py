@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 TITLE_LENGTH = 60
 UNSENT_KEY = "unsent"  # message metadata: a prompt no reply answered, and why (hidden from the agent)
+# Conversation metadata of a sub-agent's session: {"parent": the session that started it, "call_id": its task
+# call there, "description", "mode", "depth"}. Such sessions are listed under their parent, not on their own.
+SUBAGENT_KEY = "subagent"
+_NOT_SUBAGENT = f"not (json_valid(c.metadata) and json_extract(c.metadata, '$.{SUBAGENT_KEY}') is not null)"
 
 
 def now_iso() -> str:
@@ -249,16 +253,28 @@ class ConversationStore:
         return _conversation(rows[0])
 
     def latest_conversation(self) -> Conversation | None:
+        """The session updated last (a sub-agent's session is not one to continue)."""
         rows = list(
             self.db.query(
-                f"select {_CONVERSATION_COLUMNS} from conversations c order by c.updated_at desc, c.id desc limit 1"
+                f"select {_CONVERSATION_COLUMNS} from conversations c where {_NOT_SUBAGENT} "
+                "order by c.updated_at desc, c.id desc limit 1"
             )
         )
         return _conversation(rows[0]) if rows else None
 
-    def list_conversations(self, limit: int = 50) -> list[Conversation]:
-        sql = f"select {_CONVERSATION_COLUMNS} from conversations c order by c.updated_at desc, c.id desc limit ?"
+    def list_conversations(self, limit: int = 50, *, subagents: bool = False) -> list[Conversation]:
+        """The sessions updated last; sub-agents' sessions only with `subagents` (they show under their parent)."""
+        where = "" if subagents else f"where {_NOT_SUBAGENT} "
+        sql = f"select {_CONVERSATION_COLUMNS} from conversations c {where}order by c.updated_at desc, c.id desc limit ?"
         return [_conversation(r) for r in self.db.query(sql, [limit])]
+
+    def subagent_sessions(self, parent_id: int) -> list[Conversation]:
+        """The sessions of the sub-agents session `parent_id` started, oldest first."""
+        sql = (
+            f"select {_CONVERSATION_COLUMNS} from conversations c where json_valid(c.metadata) "
+            f"and json_extract(c.metadata, '$.{SUBAGENT_KEY}.parent') = ? order by c.id"
+        )
+        return [_conversation(r) for r in self.db.query(sql, [parent_id])]
 
     def update_conversation(self, conversation_id: int, **fields: Any) -> None:
         if "metadata" in fields:
@@ -282,6 +298,11 @@ class ConversationStore:
             lock.release()
             raise
         lock.remove()
+        for child in self.subagent_sessions(conversation_id):  # its sub-agents' sessions go with it
+            try:
+                self.delete_conversation(child.id)
+            except SessionBusy:
+                pass  # a sub-agent still running (another zeph): its session stays
         return count
 
     def _delete_rows(self, conversation_id: int) -> int:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..messages import part_to_dict
 from ..tokens import is_bound_name
-from .conversations import UNSENT_KEY, Conversation, StoredMessage
+from .conversations import SUBAGENT_KEY, UNSENT_KEY, Conversation, StoredMessage
 
 
 def message_label(stored: StoredMessage) -> str:
@@ -24,9 +26,28 @@ def message_label(stored: StoredMessage) -> str:
     return label
 
 
-def conversation_markdown(conversation: Conversation, messages: list[StoredMessage]) -> str:
-    lines = [f"# {conversation.title or f'Session {conversation.id}'}", ""]
+@dataclass(frozen=True)
+class Nested:
+    """A sub-agent's session shown inside its parent's transcript, after its task call's result."""
+
+    conversation: Conversation
+    messages: list[StoredMessage]
+    children: dict[str, Nested] = field(default_factory=dict)  # its own sub-agents, by task call id
+
+
+def conversation_markdown(
+    conversation: Conversation, messages: list[StoredMessage], children: Mapping[str, Nested] | None = None,
+    *, level: int = 1,
+) -> str:
+    """The transcript as Markdown; `children` (sub-agents' sessions by task call id) are nested after the
+    result of the call that started them, one heading level deeper."""
+    h = "#" * level
+    lines = [f"{h} {conversation.title or f'Session {conversation.id}'}", ""]
     lines.append(f"- session: {conversation.id}")
+    link = conversation.metadata.get(SUBAGENT_KEY)
+    if isinstance(link, dict):
+        lines.append(f"- sub-agent of session {link.get('parent')} (task call {link.get('call_id')}, "
+                     f"{link.get('mode', 'agent')} mode)")
     lines.append(f"- provider: {conversation.provider} · model: {conversation.model}")
     lines.append(f"- started: {conversation.created_at} · directory: {conversation.cwd}")
     if conversation.metadata.get("system"):
@@ -39,15 +60,19 @@ def conversation_markdown(conversation: Conversation, messages: list[StoredMessa
         if results:
             for result in results:
                 status = " (error)" if result.is_error else ""
-                lines += ["", f"## Tool result: {result.name or result.tool_call_id}{status}", "", fenced(result.content)]
+                lines += ["", f"{h}# Tool result: {result.name or result.tool_call_id}{status}", "", fenced(result.content)]
+                child = (children or {}).get(result.tool_call_id)
+                if child is not None:
+                    nested = conversation_markdown(child.conversation, child.messages, child.children, level=level + 2)
+                    lines += ["", f"{h}# Sub-agent session {child.conversation.id}", "", nested.rstrip()]
             continue
         text = stored.message.content.rstrip()
         if text or not stored.message.tool_calls:
             label = message_label(stored)
-            lines += ["", f"## {label[:1].upper()}{label[1:]}", "", text]
+            lines += ["", f"{h}# {label[:1].upper()}{label[1:]}", "", text]
         for call in stored.message.tool_calls:
             arguments = json.dumps(call.arguments, indent=2, ensure_ascii=False)
-            lines += ["", f"## Tool call: {call.name}", "", fenced(arguments, "json")]
+            lines += ["", f"{h}# Tool call: {call.name}", "", fenced(arguments, "json")]
     return "\n".join(lines) + "\n"
 
 

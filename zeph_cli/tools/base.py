@@ -28,7 +28,10 @@ if TYPE_CHECKING:
     from .skill_access import SkillAccess
     from .code_access import CodeSearchAccess
 
-__all__ = ["Tool", "ToolContext", "ToolFailure", "ToolKind", "ToolResult", "ToolSet", "validate_arguments"]
+__all__ = [
+    "SubagentRequest", "SubagentRunner", "Tool", "ToolContext", "ToolFailure", "ToolKind", "ToolResult", "ToolSet",
+    "validate_arguments",
+]
 
 ToolKind = Literal["read", "write", "exec"]
 
@@ -45,6 +48,20 @@ class ToolResult:
 
 OverflowReader = Callable[[str], "str | None"]
 ContextCompressor = Callable[[str], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class SubagentRequest:
+    """What a `task` call asks for: a job for a sub-agent, in a mode, with a subset of tools (None = all)."""
+    description: str
+    prompt: str
+    mode: str | None = None  # None = the session's
+    tools: tuple[str, ...] | None = None
+    call_id: str = ""  # the task call that starts it (kept with the sub-agent's session)
+
+
+# Runs one sub-agent; `progress` takes what it reports as it goes (its events, for the front ends).
+SubagentRunner = Callable[[SubagentRequest, Callable[[object], None]], Awaitable[ToolResult]]
 
 
 @dataclass(frozen=True)
@@ -72,6 +89,13 @@ class ToolContext:
     skills: "SkillAccess | None" = None
     # The project's code index search_code reads; None = no index here.
     code_search: "CodeSearchAccess | None" = None
+    # Starts sub-agents (the task tool); None = not available here.
+    run_subagent: SubagentRunner | None = None
+    # Tools this session knows but does not offer, with why (a call to one is refused with that reason).
+    withheld: Mapping[str, str] = field(default_factory=dict)
+    # Set for each call by the runner: the call's id, and where a tool reports progress as it runs.
+    call_id: str = ""
+    progress: Callable[[object], None] | None = None
 
 
 class Tool(abc.ABC):

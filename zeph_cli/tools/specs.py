@@ -206,4 +206,34 @@ BUILTIN: dict[str, ToolDeclaration] = {
         },
         ("zeph_cli.tools.compress", "CompressContextTool"),
     ),
+    # "read": the call itself changes nothing and asks no one; what the sub-agent does goes through the same
+    # checks and the same user as the session's own calls, and a read-only session starts read-only ones.
+    "task": ToolDeclaration(
+        "task",
+        "read",
+        "Give a self-contained job (a search, a review) to a sub-agent. It works in a fresh context and returns "
+        "only its final answer, so the details stay out of this conversation. The prompt must say everything: "
+        "the sub-agent sees nothing of this conversation. Several task calls in one reply run at once.",
+        {
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "A short title for the job (3-6 words)."},
+                "prompt": {"type": "string", "description": "The whole job, and what the answer should contain."},
+                "mode": {
+                    "type": "string",
+                    "enum": ["ask", "agent"],
+                    "description": "ask: read-only tools; agent: every tool. Default: this session's mode.",
+                },
+                "tools": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Only these tools, e.g. [\"read_file\", \"grep\"]. Default: all.",
+                },
+            },
+            "required": ["description", "prompt"],
+        },
+        ("zeph_cli.tools.subagent", "TaskTool"),
+    ),
 }
+
+TASK_TOOL = "task"

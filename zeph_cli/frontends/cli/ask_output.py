@@ -20,6 +20,8 @@ from ...agent.events import (
     CompactionStatus,
     ContextPrepared,
     ReplyDelta,
+    SubagentFinished,
+    SubagentProgress,
     ToolCallFinished,
     ToolCallStarted,
     TurnFailed,
@@ -29,6 +31,7 @@ from ...agent.events import (
     UsageReported,
 )
 from ..render import (
+    subagents_usage_line,
     waiting_line,
     compaction_finished_line,
     compaction_started_line,
@@ -40,6 +43,8 @@ from ..render import (
 from .reply_printer import ReplyPrinter
 from .stderr import eprint, warning_line
 from ..usage_estimate import ShownUsage, reply_tokens, shown_usage, usage_dict
+
+from ...messages import Usage
 
 if TYPE_CHECKING:
     from ...context.report import ContextReport
@@ -60,6 +65,7 @@ class AskOutput(AgentEventHandler):
         self.result: dict[str, Any] = {"session": session_id, "tool_calls": []}
         self.report: ContextReport | None = None  # of the latest request
         self.usage = ShownUsage()  # the turn's usage so far, estimates included
+        self.subagents: list[SubagentFinished] = []  # the sub-agents the turn ran, with the tokens they spent
         self._request_text: list[str] = []  # reply text of the latest request (for its estimate)
         self.printer = self._new_printer()
 
@@ -130,6 +136,20 @@ class AskOutput(AgentEventHandler):
             self.end_reply_block()
             eprint(usage_line(shown, event.report))
 
+    async def on_subagent_progress(self, event: SubagentProgress) -> None:
+        inner = event.event
+        if isinstance(inner, ToolCallStarted):  # what a sub-agent does, one line a call, indented under its task
+            eprint("    " + tool_started_line(inner.call.name, inner.subject))
+        elif isinstance(inner, AgentWarning):
+            eprint("    " + warning_line(inner.text))
+
+    async def on_subagent_finished(self, event: SubagentFinished) -> None:
+        self.subagents.append(event)
+
+    def subagent_usage(self) -> Usage:
+        """The tokens the turn's sub-agents spent, together."""
+        return sum((run.usage for run in self.subagents), Usage())
+
     async def on_turn_failed(self, event: TurnFailed) -> None:
         self.end_reply_block()
         eprint(f"zeph: error: {event.error}")  # where the prompt is kept, the command says after the turn
@@ -140,6 +160,15 @@ class AskOutput(AgentEventHandler):
         self.end_reply_block()
         if event.stop_reason == "length":
             eprint(warning_line(event.notice or length_cut_notice(self.reply_limit)))
+        if self.show_usage and self.subagents:
+            eprint(subagents_usage_line(len(self.subagents), self.subagent_usage()))
+        if self.subagents:
+            self.result["subagents"] = [
+                {"call_id": run.call_id, "session": run.conversation_id, "outcome": run.outcome,
+                 "tool_rounds": run.rounds, "usage": run.usage.to_dict()}
+                for run in self.subagents
+            ]
+            self.result["subagent_usage"] = self.subagent_usage().to_dict()
         if self.json_output:
             self.result.update(
                 message_id=event.message_id,

@@ -19,6 +19,7 @@ from .stderr import eprint
 
 if TYPE_CHECKING:
     from ...store import Conversation, ConversationStore
+    from ...store.export import Nested
 
 sessions_app = typer.Typer(help="List, show, search, export, import and delete conversations.", no_args_is_help=True)
 
@@ -27,12 +28,15 @@ sessions_app = typer.Typer(help="List, show, search, export, import and delete c
 def sessions_list(
     limit: int = typer.Option(30, "--limit", "-n", min=1, metavar="N", help="How many sessions to show."),
     json_output: bool = typer.Option(False, "--json", help="Print JSON."),
+    subagents: bool = typer.Option(
+        False, "--subagents", help="Also list sub-agents' sessions (`zeph sessions show` shows them under their parent)."
+    ),
 ) -> None:
     """List recent sessions, newest first."""
     from ..render import short_time
 
     store = open_store()
-    conversations = store.list_conversations(limit)
+    conversations = store.list_conversations(limit, subagents=subagents)
     if json_output:
         print(json.dumps([c.__dict__ for c in conversations], indent=2, ensure_ascii=False))
         return
@@ -79,7 +83,9 @@ def sessions_show(
 
     store = open_store()
     conversation = resolve_session(store, session_id, last)
-    text = conversation_markdown(conversation, store.history(conversation.id, user_visible=True))
+    text = conversation_markdown(
+        conversation, store.history(conversation.id, user_visible=True), subagent_transcripts(store, conversation.id)
+    )
     if stdout_is_terminal():
         from rich.console import Console
         from rich.markdown import Markdown
@@ -87,6 +93,20 @@ def sessions_show(
         Console().print(Markdown(text))
     else:
         sys.stdout.write(text)
+
+
+def subagent_transcripts(store: "ConversationStore", conversation_id: int, depth: int = 0) -> dict[str, "Nested"]:
+    """The sessions of the sub-agents `conversation_id` started, by their task call id, theirs nested in turn."""
+    from ...store.export import Nested
+
+    if depth > 5:  # deeper than [agent.subagents] max_depth allows
+        return {}
+    return {
+        str(child.metadata["subagent"].get("call_id")): Nested(
+            child, store.history(child.id, user_visible=True), subagent_transcripts(store, child.id, depth + 1)
+        )
+        for child in store.subagent_sessions(conversation_id)
+    }
 
 
 @sessions_app.command("search")
@@ -123,7 +143,9 @@ def sessions_export(
     store = open_store()
     conversation = store.get_conversation(session_id)
     if format == "md":
-        text = conversation_markdown(conversation, store.history(conversation.id, user_visible=True))
+        text = conversation_markdown(
+            conversation, store.history(conversation.id, user_visible=True), subagent_transcripts(store, conversation.id)
+        )
     else:
         text = json.dumps(conversation_json(conversation, store.history(conversation.id)), indent=2, ensure_ascii=False) + "\n"
     if output is None:

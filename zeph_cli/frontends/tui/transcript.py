@@ -361,6 +361,8 @@ class Transcript(VerticalScroll):
 
 def _replica(entry: Any) -> Any:
     """A fresh, unmounted copy of an entry (a widget cannot be mounted twice)."""
+    if not isinstance(entry, Static) and callable(getattr(entry, "replica", None)):  # a sub-agent's block
+        return entry.replica()
     if isinstance(entry, UserEntry):
         return UserEntry(entry.typed, entry.attached)
     if isinstance(entry, AssistantEntry):

@@ -1,9 +1,10 @@
 """The chat app's view of one turn (or one manual compaction): agent events into transcript entries.
 
 Invariant: it only renders — reply text into one `AssistantEntry` per reply
-block, tool calls into `ToolEntry`s, warnings, errors and cut replies into
-notices under them, usage and compaction into the status line — and every
-reply block it opened is finished when the turn ends, fails or is cancelled.
+block, tool calls into `ToolEntry`s (a `task` call into a `SubagentEntry` showing the
+sub-agent's own transcript), warnings, errors and cut replies into notices under
+them, usage and compaction into the status line — and every reply block it
+opened is finished when the turn ends, fails or is cancelled.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from ...agent.events import (
     CompactionStatus,
     ContextPrepared,
     ReplyDelta,
+    SubagentFinished,
+    SubagentProgress,
+    SubagentStarted,
     ToolCallFinished,
     ToolCallStarted,
     TurnFailed,
@@ -28,6 +32,7 @@ from ...agent.events import (
 )
 from ..render import length_cut_notice
 from .status_bar import StatusBar
+from .subagent_view import TASK_TOOL, SubagentEntry
 from .transcript import AssistantEntry, Divider, ToolEntry, Transcript
 
 
@@ -62,7 +67,7 @@ class TurnView(AgentEventHandler):
         self.app = app
         self.reply_limit = reply_limit  # the max_tokens requests carry (for the length-cut notice)
         self.reply: AssistantEntry | None = None  # the reply block being streamed
-        self.tools: dict[str, ToolEntry] = {}
+        self.tools: dict[str, ToolEntry | SubagentEntry] = {}
 
     async def end_reply_block(self, full_text: str | None = None, *, partial: str = "") -> None:
         if self.reply is not None:
@@ -71,6 +76,9 @@ class TurnView(AgentEventHandler):
 
     async def cancelled(self) -> None:
         await self.end_reply_block(partial="cancelled")
+        for entry in self.tools.values():
+            if isinstance(entry, SubagentEntry):
+                entry.cancelled()
 
     # ---- events ----------------------------------------------------------------------
 
@@ -94,7 +102,11 @@ class TurnView(AgentEventHandler):
 
     async def on_tool_call_started(self, event: ToolCallStarted) -> None:
         await self.end_reply_block()
-        entry = ToolEntry(event.call.name, event.subject, event.call.arguments)
+        entry: ToolEntry | SubagentEntry
+        if event.call.name == TASK_TOOL:  # a sub-agent's run: a block that expands to its transcript
+            entry = SubagentEntry(event.subject, event.call.arguments)
+        else:
+            entry = ToolEntry(event.call.name, event.subject, event.call.arguments)
         self.tools[event.call.id] = entry
         await self.app.transcript.add(entry)
 
@@ -105,6 +117,21 @@ class TurnView(AgentEventHandler):
             if event.decision in ("denied", "blocked", "invalid"):
                 label = f"{event.decision}: {event.summary}"
             entry.finish(label, event.result.content, failed=event.result.is_error)
+
+    async def on_subagent_started(self, event: SubagentStarted) -> None:
+        entry = self.tools.get(event.call_id)
+        if isinstance(entry, SubagentEntry):
+            entry.started(event)
+
+    async def on_subagent_progress(self, event: SubagentProgress) -> None:
+        entry = self.tools.get(event.call_id)
+        if isinstance(entry, SubagentEntry):
+            await entry.show(event.event)
+
+    async def on_subagent_finished(self, event: SubagentFinished) -> None:
+        entry = self.tools.get(event.call_id)
+        if isinstance(entry, SubagentEntry):
+            entry.ended(event)
 
     async def on_usage_reported(self, event: UsageReported) -> None:
         self.app.status.show_usage(event.usage, event.report.used_tokens)
