@@ -326,7 +326,8 @@ async def test_read_only_modes_do_not_offer_write_or_exec_tools(fake_server, wor
     for request, mode in zip(fake_server.requests_to(OPENAI.path), ("plan", "ask")):
         names = OPENAI.sent_tool_names(request.json)
         assert sorted(names) == [
-            "compress_context", "find_path", "grep", "list_directory", "memory_search", "read_file", "read_overflow"
+            "compress_context", "find_path", "grep", "list_directory", "memory_search", "read_file", "read_overflow",
+            *(["todo_write"] if mode == "plan" else []),  # the plan's steps as a task list; ask answers one question
         ]
         system = "\n".join(m["content"] for m in request.json["messages"] if m["role"] == "system")
         assert f"Mode: {mode}." in system

@@ -59,11 +59,14 @@ class TodoEntries(NamedTuple):
         while len(items) > 1 and not fits(head + [render_item(i) for i in items]):  # then whole items from the end
             items.pop()
         lines = head + [render_item(i) for i in items]
-        while not fits(lines) and len(lines[-1]) > MIN_TEXT_CHARS:  # then the last one's text
-            lines[-1] = lines[-1][: max(MIN_TEXT_CHARS, len(lines[-1]) * 2 // 3)].rstrip() + "…"
+        last = lines[-1]
+        while not fits(lines) and len(last) > MIN_TEXT_CHARS:  # then the last one's text, shorter each time
+            last = last[: max(MIN_TEXT_CHARS, len(last) * 2 // 3)]
+            lines[-1] = last.rstrip() + "…"
         if not fits(lines):
             return Fitted()
-        return Fitted(todo_text(lines), f"{detail} (cut to fit)", tuple(i.id for i in items))
+        dropped = f"{hidden} completed not sent, " if hidden else ""
+        return Fitted(todo_text(lines), f"{detail} ({dropped}cut to fit)", tuple(i.id for i in items))
 
 
 def _hidden_line(count: int) -> str:

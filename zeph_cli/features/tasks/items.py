@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from .tool_specs import ABANDONED, COMPLETED, IN_PROGRESS, PENDING, STATUSES
 
 __all__ = ["ABANDONED", "COMPLETED", "IN_PROGRESS", "PENDING", "STATUSES", "BadTaskList", "TaskItem", "checked_items",
-           "render_item", "render_list", "tally"]
+           "render_item", "render_list", "summary_lines", "tally"]
 MARKS = {PENDING: "[ ]", IN_PROGRESS: "[>]", COMPLETED: "[x]", ABANDONED: "[-]"}
 MAX_ITEMS = 50
 MAX_TEXT_CHARS = 500
@@ -81,3 +81,10 @@ def tally(items: Sequence[TaskItem]) -> str:
     counts = [(sum(1 for i in items if i.status == s), s.replace("_", " ")) for s in (IN_PROGRESS, COMPLETED, ABANDONED)]
     head = f"{len(items)} item{'s' if len(items) != 1 else ''}"
     return ", ".join([head, *(f"{n} {word}" for n, word in counts if n)])
+
+
+def summary_lines(items: Sequence[TaskItem]) -> list[str]:
+    """The list as `zeph ask -u` prints it: a tally line, then the items indented (nothing when empty)."""
+    if not items:
+        return []
+    return [f"tasks: {tally(items)}", *(f"  {render_item(item)}" for item in items)]
