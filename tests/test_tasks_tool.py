@@ -14,6 +14,8 @@ from zeph_cli.config import load_config
 from zeph_cli.context.compaction.subgoals import ACTIVE, COMPLETED, Subgoal
 from zeph_cli.features.tasks.items import TaskItem, checked_items, BadTaskList
 from zeph_cli.features.tasks.registry import subgoals, task_items
+from zeph_cli.features.tasks.store import TaskStore
+from zeph_cli.messages import Message
 from zeph_cli.paths import database_path
 from zeph_cli.providers import create_provider, resolve_settings
 from zeph_cli.store import ConversationStore, open_database
@@ -31,9 +33,9 @@ def workspace(tmp_path: Path) -> Path:
     return root
 
 
-def make_agent(fake_server, workspace: Path, mode: str | None = None) -> Agent:
+def make_agent(fake_server, workspace: Path, mode: str | None = None, **env: str) -> Agent:
     environ = {"ZEPH_LLM_MAX_RETRIES": "0", "ZEPH_LLM_PROVIDER": "compatible", "ZEPH_LLM_BASE_URL": fake_server.url + "/v1",
-               "ZEPH_LLM_MODEL": "gpt-4o"}
+               "ZEPH_LLM_MODEL": "gpt-4o", **env}
     config = load_config(env=environ).config
     agent = Agent(config=config, store=ConversationStore(open_database(database_path())),
                   provider=create_provider(resolve_settings(config, environ)), cwd=workspace, mode=mode)
@@ -136,3 +138,17 @@ async def test_spans_follow_the_calls_across_turns(fake_server, workspace):
 async def test_agent_and_plan_modes_offer_it_and_ask_does_not(fake_server, workspace, mode, offered):
     agent = make_agent(fake_server, workspace, mode=mode)
     assert ("todo_write" in agent.offered_tools().names()) is offered
+
+
+async def test_switched_off_there_is_no_tool_and_no_block(fake_server, workspace):
+    agent = make_agent(fake_server, workspace, ZEPH_TASKS_ENABLED="false")
+    await agent.start()
+    conversation = agent.new_conversation("x")
+    message = agent.store.add_message(conversation.id, Message.text("assistant", "planning"))
+    TaskStore(agent.store.db).replace(conversation.id, [TaskItem("1", "kept", "pending")], opened_at=message.id,
+                                      closed_at=message.id)
+    assert "todo_write" not in agent.offered_tools().names()
+    assert agent.context_for(conversation)[1].block("todo") is None
+    on = make_agent(fake_server, workspace)
+    await on.start()
+    assert on.context_for(conversation)[1].block("todo") is not None  # the same stored list, switched on

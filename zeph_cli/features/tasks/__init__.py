@@ -23,13 +23,17 @@ if TYPE_CHECKING:
 TASK_MODES = ("agent", "plan")
 
 
+def _on(session: SourceHost) -> bool:
+    return session.config.tasks.enabled
+
+
 def _offered(session: SourceHost) -> bool:
-    return session.mode in TASK_MODES
+    return session.config.tasks.enabled and session.mode in TASK_MODES
 
 
 FEATURE = Feature(
     "tasks",
-    sources=(Registration(f"{__name__}.source", "TasksSource"),),
+    sources=(Registration(f"{__name__}.source", "TasksSource", _on),),
     tools=(TODO_WRITE,),
     tools_offered=_offered,
     chat_commands=(
