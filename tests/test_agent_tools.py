@@ -328,6 +328,7 @@ async def test_read_only_modes_do_not_offer_write_or_exec_tools(fake_server, wor
         assert sorted(names) == [
             "compress_context", "find_path", "grep", "list_directory", "memory_search", "read_file", "read_overflow",
             "task",  # a read-only session's sub-agents are read-only
+            *(["todo_write"] if mode == "plan" else []),  # the plan's steps as a task list; ask answers one question
         ]
         system = "\n".join(m["content"] for m in request.json["messages"] if m["role"] == "system")
         assert f"Mode: {mode}." in system

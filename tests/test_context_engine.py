@@ -76,6 +76,7 @@ def make_agent(fake_server, workspace: Path, **env: str) -> Agent:
         # these tests count the compaction side jobs exactly.
         "ZEPH_MEMORY_CROSS_SESSION_ENABLED": "false",
         "ZEPH_MEMORY_PROFILE_ENABLED": "false",
+        "ZEPH_TASKS_ENABLED": "false",  # todo_write's schema (the task list has its own tests)
         **env,
     }
     config = load_config(env=environ).config

@@ -29,6 +29,7 @@ ISSUE_COMMANDS = {
     "enhance", "profile", "worldbook",  # issue 16
     "index",  # the code index
     "attach",  # files attached to the next message
+    "tasks",  # the task list beside the transcript
 }
 
 

@@ -390,6 +390,8 @@ class Agent:
             secret_env=provider_key_variables(self.config),
             run_subagent=lambda request, progress: self.subagents.run(conversation, request, progress),
             withheld=self.withheld_tools(),
+            conversation_id=conversation.id,
+            database=self.store.db,
         )
         return ToolCallRunner(
             tools=tools,

@@ -331,6 +331,12 @@ class WorldbookConfig:
 
 
 @dataclass
+class TasksConfig:
+    """The [tasks] section: the task list the model keeps with todo_write."""
+    enabled: bool = setting(True, "Offer todo_write (agent and plan modes) and send the session's task list as <todo>.")
+
+
+@dataclass
 class SkillsConfig:
     """The [skills] section: where skills are found, how many a turn matches and how they are rendered."""
     prompt_mode: str = setting(
@@ -403,6 +409,7 @@ class Config:
     tools: ToolsConfig = field(default_factory=ToolsConfig)
     skills: SkillsConfig = field(default_factory=SkillsConfig)
     worldbook: WorldbookConfig = field(default_factory=WorldbookConfig)
+    tasks: TasksConfig = field(default_factory=TasksConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     prompt: PromptConfig = field(default_factory=PromptConfig)
     index: IndexConfig = field(default_factory=IndexConfig)

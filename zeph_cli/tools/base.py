@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .sandbox import Sandbox
     from .skill_access import SkillAccess
     from .code_access import CodeSearchAccess
+    from ..store.sqlite import Database
 
 __all__ = [
     "SubagentRequest", "SubagentRunner", "Tool", "ToolContext", "ToolFailure", "ToolKind", "ToolResult", "ToolSet",
@@ -96,6 +97,10 @@ class ToolContext:
     # Set for each call by the runner: the call's id, and where a tool reports progress as it runs.
     call_id: str = ""
     progress: Callable[[object], None] | None = None
+    # The session the calls belong to and the database it is stored in (todo_write keeps its task list
+    # there); None = a session that is not stored.
+    conversation_id: int | None = None
+    database: "Database | None" = None
 
 
 class Tool(abc.ABC):

@@ -145,6 +145,12 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
                 except BrokenPipeError:  # the reader has gone (`| head`): the turn stops, what came is kept
                     drop_further_output()
                     return 0
+        if options.show_usage:
+            from ...features.tasks.registry import task_items
+            from ...features.tasks.items import summary_lines
+
+            for line in summary_lines(task_items(store.db, conversation.id)):  # after the usage: the list as left
+                eprint(line)
         if output.failure is not None:
             eprint(f"zeph: {_failed_prompt(store, conversation, created, output.failure, agent, text)}")
         if output.exit_code == 0:
