@@ -21,7 +21,7 @@ from ..tools.specs import BUILTIN, ToolDeclaration
 
 # The feature packages (by full dotted name), in the order their sources are asked, their tools offered and
 # their commands listed.
-PACKAGES = [f"{__name__}.{name}" for name in ("worldbook", "memory", "session_memory", "skills", "code_index", "mcp")]
+PACKAGES = [f"{__name__}.{name}" for name in ("worldbook", "memory", "session_memory", "skills", "code_index", "mcp", "tasks")]
 
 
 class CommandGroup(NamedTuple):
