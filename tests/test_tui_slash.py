@@ -28,6 +28,7 @@ ISSUE_COMMANDS = {
     "mcp",  # issue 15
     "enhance", "profile", "worldbook",  # issue 16
     "index",  # the code index
+    "tasks",  # the task list beside the transcript
 }
 
 

@@ -359,6 +359,8 @@ class Agent:
             code_search=self.extras.code_index,
             pass_env=tuple(tools_config.sandbox.pass_env),
             secret_env=provider_key_variables(self.config),
+            conversation_id=conversation.id,
+            database=self.store.db,
         )
         return ToolCallRunner(
             tools=tools,

@@ -41,6 +41,7 @@ from ..tokens import count_message
 from ..tools.permissions import Approver
 
 if TYPE_CHECKING:
+    from ..features.tasks.items import TaskItem
     from ..features.memory import LongTermMemory
 
 log = get_logger("chat")
@@ -361,6 +362,14 @@ class ChatSession:
             return []
         history = self.store.history(self.conversation.id)
         return build_transcript(history, lambda message: count_message(self.agent.counter, message))
+
+    def task_items(self) -> list[TaskItem]:
+        """The session's task list, as todo_write last wrote it (empty before the first message)."""
+        if self.conversation is None:
+            return []
+        from ..features.tasks.registry import task_items
+
+        return task_items(self.store.db, self.conversation.id)
 
     def reply_limit(self) -> int:
         """The `max_tokens` a reply is requested with (what a length-cut reply ran into)."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from ..config import Config
     from ..context.global_prompt import GlobalPrompt
-    from ..store import Conversation
+    from ..store import Conversation, ConversationStore
     from .workspace import Workspace
     from ..features.memory.service import MemoryService, TurnMemory
     from ..features.session_memory.service import SessionMemory
@@ -47,6 +47,7 @@ class SourceHost(CoreHost, Protocol):
     session_memory: SessionMemory
     worldbook: Worldbook
     turn_worldbook: WorldbookTurn
+    store: ConversationStore  # the session's database (the task list reads its own tables there)
 
     def memory_chars(self) -> int | None: ...
     def offered_tools(self) -> ToolSet: ...

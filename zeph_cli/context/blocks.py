@@ -170,7 +170,7 @@ SYSTEM_ORDER = {"worldbook before": 0, "base prompt": 10, "environment": 20, "pr
                 "global prompt": 50, "topic prompt": 60, "worldbook after": 70, "skills": 80}
 TURN_ORDER = {"worldbook an_top": 10, "time": 20, "memory": 30, "recent conversations": 40, "user profile": 50,
               "worldbook outlet": 60, "repo map": 62, "code context": 64, "semantic recall": 70,
-              "worldbook an_bottom": 80}
+              "worldbook an_bottom": 80, "todo": 90}
 CLOSING_ORDER = {"enhancement prompt": 10}
 
 

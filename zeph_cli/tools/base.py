@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .sandbox import Sandbox
     from .skill_access import SkillAccess
     from .code_access import CodeSearchAccess
+    from ..store.sqlite import Database
 
 __all__ = ["Tool", "ToolContext", "ToolFailure", "ToolKind", "ToolResult", "ToolSet", "validate_arguments"]
 
@@ -72,6 +73,10 @@ class ToolContext:
     skills: "SkillAccess | None" = None
     # The project's code index search_code reads; None = no index here.
     code_search: "CodeSearchAccess | None" = None
+    # The session the calls belong to and the database it is stored in (todo_write keeps its task list
+    # there); None = a session that is not stored.
+    conversation_id: int | None = None
+    database: "Database | None" = None
 
 
 class Tool(abc.ABC):

@@ -1,6 +1,6 @@
 """Task items as values: what a task list holds, how a list given by the model is checked, and how it reads.
 
-Invariant: pure (no I/O, importing nothing of zeph). A checked list has unique non-empty ids, non-empty
+Invariant: pure (no I/O; of zeph, only the statuses the tool declares). A checked list has unique non-empty ids, non-empty
 texts and known statuses; a list that is not so is refused with one line naming the first culprit.
 """
 
@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-PENDING, IN_PROGRESS, COMPLETED, ABANDONED = "pending", "in_progress", "completed", "abandoned"
-STATUSES = (PENDING, IN_PROGRESS, COMPLETED, ABANDONED)
+from .tool_specs import ABANDONED, COMPLETED, IN_PROGRESS, PENDING, STATUSES
+
+__all__ = ["ABANDONED", "COMPLETED", "IN_PROGRESS", "PENDING", "STATUSES", "BadTaskList", "TaskItem", "checked_items",
+           "render_item", "render_list", "tally"]
 MARKS = {PENDING: "[ ]", IN_PROGRESS: "[>]", COMPLETED: "[x]", ABANDONED: "[-]"}
 MAX_ITEMS = 50
 MAX_TEXT_CHARS = 500

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 from rich.markup import escape
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
 from textual.widgets import Markdown, Static
 from textual.worker import Worker
 
@@ -35,6 +36,7 @@ from .help_panel import HelpPanel
 from .slash import SlashCommand, SlashError, complete, parse, unescape
 from .startup import Startup
 from .status_bar import StatusBar
+from .task_list import TaskList
 from .transcript import Divider, Notice, Transcript, UserEntry, entries_for
 
 log = get_logger("chat")
@@ -76,12 +78,14 @@ class ZephApp(App[int]):
     #header { height: 1; padding: 0 1; background: $primary-background; color: $text; }
     #completions { height: auto; max-height: 8; padding: 0 2; color: $text-muted; display: none; }
     #completions.shown { display: block; }
+    #body { height: 1fr; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel_turn", "cancel", show=False),
         Binding("ctrl+c", "interrupt", "cancel / quit", show=False, priority=True),
         Binding("ctrl+q", "quit", "quit", show=False, priority=True),
         Binding("f1", "help", "help", show=False),
+        Binding("ctrl+t", "toggle_tasks", "task list", show=False, priority=True),
     ]
 
     def __init__(self, session: "ChatSession | None" = None, *,
@@ -105,7 +109,9 @@ class ZephApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield Static(id="header")
-        yield Transcript(id="transcript")
+        with Horizontal(id="body"):
+            yield Transcript(id="transcript")
+            yield TaskList(id="checklist")
         yield Static(id="completions")
         yield PromptInput(id="prompt")
         yield StatusBar(id="status")
@@ -184,6 +190,22 @@ class ZephApp(App[int]):
         entries = [entry for item in self.session.transcript() for entry in entries_for(item)]
         await transcript.add(*entries)
         transcript.scroll_end(animate=False)
+        self.refresh_tasks()
+
+    def refresh_tasks(self) -> None:
+        """The task list beside the transcript, as the session has it now."""
+        self.query_one(TaskList).show(self.session.task_items())
+
+    async def action_toggle_tasks(self) -> None:
+        await self.toggle_tasks()
+
+    async def toggle_tasks(self) -> None:
+        """Fold or unfold the task list (Ctrl+T, /tasks)."""
+        panel = self.query_one(TaskList)
+        unfolded = panel.toggle()
+        if not panel.items:
+            await self.notice("no task list in this session yet: the model keeps one for multi-step work"
+                              + ("" if unfolded else " (it will stay folded away)"))
 
     def refresh_gauge(self) -> "ContextReport":
         """The context as the next turn would send it, shown in the gauge."""
@@ -281,7 +303,7 @@ class ZephApp(App[int]):
     # ---- one turn ---------------------------------------------------------------------------
 
     async def run_turn(self, text: str) -> None:
-        from ...agent.events import TurnStarted
+        from ...agent.events import ToolCallFinished, TurnStarted
         from ..event_handler import dispatch
         from ...paths import data_dir
         from ..prompt_keeper import rescue_reply
@@ -296,6 +318,8 @@ class ZephApp(App[int]):
                 async for event in events:
                     stored = stored or isinstance(event, TurnStarted)
                     await dispatch(event, view)
+                    if isinstance(event, ToolCallFinished):
+                        self.refresh_tasks()  # the checklist follows the model's list (todo_write) as it changes
         except asyncio.CancelledError:
             await view.cancelled()
             if not stored:  # it was waiting for another turn on the session: back into the box to send again
@@ -323,6 +347,7 @@ class ZephApp(App[int]):
         finally:
             status.set_streaming(False)
             status.show_badge("")
+        self.refresh_tasks()
         self.turn_reports = [*self.turn_reports[-1:], self.refresh_gauge()]
 
     async def action_help(self) -> None:

@@ -61,6 +61,7 @@ KEY_BINDINGS: tuple[tuple[str, str], ...] = (
     ("Ctrl+C twice or Ctrl+Q", "quit"),
     ("Ctrl+C on selected text", "copy it"),
     ("F1", "this help"),
+    ("Ctrl+T", "show or hide the task list"),
 )
 
 
