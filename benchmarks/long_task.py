@@ -2,9 +2,9 @@
 did with each item's messages.
 
 Sixty turns (`--turns`) at an 8k budget (`--budget`). The scripted model keeps a task list with todo_write:
-item 1 in progress from the first turn, then each quarter of the session closes one item (item 3 is
-abandoned, the others completed) and puts the next in progress; between those calls it reads and writes
-files of the workspace. Every turn runs through the real `Agent.run_turn` and the real openai SDK against a
+each quarter of the session belongs to one item, in progress for its first 80% of turns, then closed (item
+3 abandoned, the others completed) and reviewed with no item in progress; every turn reads or writes a
+file of the workspace. Every turn runs through the real `Agent.run_turn` and the real openai SDK against a
 local fake OpenAI-compatible server whose window is the budget: it counts each request's prompt tokens over
 everything sent (tool schemas and the chat template included), reports usage as api.openai.com does, and
 refuses a request over the window with the real context_length_exceeded error. Summaries come from the
@@ -55,7 +55,11 @@ ITEMS = (
 )
 CLOSING = {"1": "completed", "2": "completed", "3": "abandoned", "4": "completed"}  # how each item ends
 FILES = 6  # src/module_N.py in the workspace
-FILE_CHARS = 1_400
+FILE_CHARS = 2000  # a file read_file returns
+WRITE_CHARS = 200  # what write_file writes
+PROMPT_CHARS = 60  # the user's words beyond the item's name
+WORK = 0.8  # the share of an item's turns it is in progress for; the rest review it
+REPLY_CHARS = 160  # the model's answer closing a turn
 TURN_TIMEOUT_S = 120.0
 
 
@@ -72,9 +76,19 @@ class TurnPlan:
     reply: str
 
 
-def item_of(turn: int, turns: int) -> int:
-    """The index (0-3) of the item in progress during `turn`."""
-    return min(turn * len(ITEMS) // turns, len(ITEMS) - 1)
+def phase_of(turn: int, turns: int) -> tuple[int, int, int]:
+    """(item index 0-3, the turn's place in the item's share of the session, that share's length)."""
+    share = turns / len(ITEMS)
+    index = min(int(turn / share), len(ITEMS) - 1)
+    start, end = round(index * share), round((index + 1) * share)
+    return index, turn - start, end - start
+
+
+def in_progress(turn: int, turns: int) -> bool:
+    """Whether the turn's item is in progress: the first WORK share of its turns; the rest review the work
+    with no item in progress (ordinary history)."""
+    _, place, length = phase_of(turn, turns)
+    return place < max(1, round(length * WORK))
 
 
 def todo_items(current: int, *, finished: bool = False) -> list[dict[str, str]]:
@@ -92,24 +106,27 @@ def todo_items(current: int, *, finished: bool = False) -> list[dict[str, str]]:
 
 
 def session_plans(turns: int) -> list[TurnPlan]:
+    """Each turn's prompt, tool calls and reply: todo_write puts an item in progress at the start of its
+    share, a read or a write each turn, todo_write closes the item at the end of its work."""
     rng = random.Random(5)
     plans = []
     for turn in range(turns):
-        current = item_of(turn, turns)
+        current, place, _ = phase_of(turn, turns)
+        working = in_progress(turn, turns)
         calls: list[Call] = []
-        if turn == 0 or item_of(turn - 1, turns) != current:
+        if place == 0:
             calls.append((f"todo{turn}", "todo_write", {"items": todo_items(current)}))
-        path = f"src/module_{turn % FILES}.py"
-        if turn % 3 == 2:
-            content = code(rng, 500) + "\n"
+        if turn % 3 == 2 and working:
+            content = code(rng, WRITE_CHARS) + "\n"
             calls.append((f"write{turn}", "write_file", {"path": f"src/new_{turn % FILES}.py", "content": content}))
         else:
-            calls.append((f"read{turn}", "read_file", {"path": path}))
-        if turn == turns - 1:
-            calls.append((f"todo{turn}", "todo_write", {"items": todo_items(current, finished=True)}))
+            calls.append((f"read{turn}", "read_file", {"path": f"src/module_{turn % FILES}.py"}))
+        if working and (turn == turns - 1 or not in_progress(turn + 1, turns) or phase_of(turn + 1, turns)[1] == 0):
+            calls.append((f"done{turn}", "todo_write", {"items": todo_items(current, finished=True)}))
         _, text = ITEMS[current]
-        prompt = f"Turn {turn}: keep going with '{text}'. " + prose(rng, 160)
-        plans.append(TurnPlan(prompt, tuple(calls), f"Step {turn} done. " + prose(rng, 360)))
+        ask = f"keep going with '{text}'" if working else f"review what '{text}' changed"
+        prompt = f"Turn {turn}: {ask}. " + prose(rng, PROMPT_CHARS)
+        plans.append(TurnPlan(prompt, tuple(calls), f"Step {turn} done. " + prose(rng, REPLY_CHARS)))
     return plans
 
 
@@ -187,7 +204,7 @@ class ScriptedModel:
 class Compaction:
     turn: int
     kind: str
-    outcome: dict[str, str]  # item id -> summarized | kept | partly summarized | not in range
+    outcome: dict[str, str]  # item id -> summarized | kept | partly summarized | summarized earlier
     states: dict[str, str]  # item id -> its state when compacted (active | completed | abandoned)
 
     def describe(self) -> str:
@@ -272,11 +289,40 @@ def build_agent(server_url: str, budget: int, workspace: Path, db_path: Path):
     )
 
 
-def summarized_origins(store, conversation_id: int, summary_id: int) -> set[int]:
-    """The stored ids a summary took in, a pruned copy counted as the message it was pruned from."""
+def summarized_originals(store, conversation_id: int, summary_id: int) -> set[int]:
+    """The original messages a compaction summary took in: a pruned copy counted as the message it was
+    pruned from, a tool-pair summary as the pair; an earlier compaction summary carried forward adds
+    nothing (its originals were counted when it was made)."""
     rows = {row.id: row for row in store.history(conversation_id)}
-    ids = rows[summary_id].metadata.get("summary_of") or []
-    return {rows[i].metadata.get("pruned_from", i) if i in rows else i for i in ids}
+
+    def originals(message_id: int) -> set[int]:
+        row = rows.get(message_id)
+        if row is None:
+            return {message_id}
+        if "pruned_from" in row.metadata:
+            return {row.metadata["pruned_from"]}
+        if row.metadata.get("summary_kind") == "compaction":
+            return set()
+        if "summary_of" in row.metadata:
+            return {o for i in row.metadata["summary_of"] for o in originals(i)}
+        return {message_id}
+
+    return {o for i in rows[summary_id].metadata.get("summary_of") or [] for o in originals(i)}
+
+
+def visible_originals(store, conversation_id: int) -> set[int]:
+    """The original messages the agent still sees verbatim (a pruned copy counted as its original; a
+    tool-pair summary as its pair); compaction summaries are not counted."""
+    rows = store.history(conversation_id, agent_visible=True)
+    out: set[int] = set()
+    for row in rows:
+        if "pruned_from" in row.metadata:
+            out.add(row.metadata["pruned_from"])
+        elif row.metadata.get("summary_kind") == "tool_pair":
+            out.update(row.metadata.get("summary_of") or [])
+        elif row.metadata.get("summary_kind") != "compaction":
+            out.add(row.id)
+    return out
 
 
 async def run_session(turns: int, budget: int, tmp: Path, progress: Callable[[str], None] | None = None) -> Result:
@@ -316,13 +362,14 @@ async def run_session(turns: int, budget: int, tmp: Path, progress: Callable[[st
                     elif isinstance(event, AgentWarning):
                         result.warnings.append(event.text)
                     elif isinstance(event, CompactionFinished) and event.result.summary_id and event.result.kind != "soft":
-                        gone = summarized_origins(agent.store, conversation.id, event.result.summary_id)
+                        gone = summarized_originals(agent.store, conversation.id, event.result.summary_id)
+                        left = visible_originals(agent.store, conversation.id)
                         outcome: dict[str, str] = {}
                         states: dict[str, str] = {}
                         for goal in seen[0]:
-                            hit = any(goal.first_id <= i and (goal.last_id is None or i <= goal.last_id) for i in gone)
+                            hit = any(goal.holds(i) for i in gone)
+                            what = "summarized" if hit else "kept" if any(goal.holds(i) for i in left) else "summarized earlier"
                             before = outcome.get(goal.item_id)
-                            what = "summarized" if hit else "kept"
                             outcome[goal.item_id] = what if before in (None, what) else "partly summarized"
                             states[goal.item_id] = goal.state
                         result.compactions.append(Compaction(turn, event.result.kind, outcome, states))

@@ -43,6 +43,7 @@ from ..context.compaction import (
 from ..config import Config
 from ..context.compaction import provisional
 from ..context.compaction.guidelines import with_guidelines
+from ..context.compaction.markers import is_pruned
 from ..context.compaction.informative import CARRIED_HEADER, copied_share, normalized, shingles, states_fact
 from ..context.compaction.prompts import render_transcript
 from ..context.compaction.ranges import SUMMARY_PROMPT_TOKENS, chunk_size, newest_round
@@ -436,6 +437,9 @@ class Compactor:
         candidate_end = visible[-1].id if visible else 0
         subgoals = list(deps.subgoals(conversation)) if redo is None else []
         plan = self._plan(conversation, kind, visible, subgoals) if subgoals else None
+        if plan is not None and self._prune_active(conversation, plan, visible):  # ids changed: plan again
+            visible = self._middle(conversation, kind)
+            plan = self._plan(conversation, kind, visible, subgoals)
         if plan is not None:
             visible = plan.summarize
             if plan.over is not None and plan.over[0].item_id not in self._warned_over:
@@ -594,6 +598,30 @@ class Compactor:
         over = math.ceil((report.context_tokens + estimate - hard_line) / factor)
         may_keep = sum(item.tokens for item in middle) - over
         return plan_range(middle, subgoals, must_free=must_free, may_keep=may_keep)
+
+    def _prune_active(self, conversation: Conversation, plan: SubgoalPlan, middle: list[HistoryItem]) -> int:
+        """Prune the tool outputs of the active ranges `plan` keeps (the soft tier's placeholder, the output
+        kept for read_overflow): their messages stay, and an output is the one part read again cheaply.
+        The preserved tail and the running turn are not in `middle`. How many were pruned."""
+        targets = [item for item in middle if item.id in plan.active and item.message.tool_results and not is_pruned(item)]
+        if not targets:
+            return 0
+        deps = self.deps
+        counter = deps.counter()
+        replacements = {item.id: pruned_message(item.message, self._kept_output(conversation, item)) for item in targets}
+        before = self._report(conversation).context_tokens
+        with write_transaction(deps.store.db):
+            pruned = self.store.prune_tool_outputs(
+                conversation.id,
+                replacements,
+                token_counts={i: count_message(counter, m) for i, m in replacements.items()},
+                token_counter=counter.name,
+            )
+            after = self._report(conversation).context_tokens
+            self.store.record_event(
+                conversation.id, "soft", tokens_before=before, tokens_after=after, outputs_pruned=len(pruned)
+            )
+        return len(pruned)
 
     def _placeholder(self, item: HistoryItem) -> HistoryItem:
         """`item` as the summarizer sees a finished task's tool output: pruned, naming its size."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..assembler import HistoryItem, message_groups
+from .markers import is_pruned
 
 ACTIVE, COMPLETED, ABANDONED = "active", "completed", "abandoned"
 CLOSED = (COMPLETED, ABANDONED)
@@ -47,7 +48,8 @@ class SubgoalPlan:
     """What one compaction does with its candidate range.
 
     `summarize`: the items to summarize, in history order (not necessarily contiguous); `kept`: the
-    candidate items kept verbatim (active ranges); `hardest`: ids among `summarize` whose tool outputs the
+    candidate items kept verbatim; `active`: the ids of the candidate items in active ranges (kept unless
+    FALLBACK); `hardest`: ids among `summarize` whose tool outputs the
     summarizer sees as pruned placeholders (completed and abandoned ranges); `closed`: the completed and
     abandoned subgoals whose messages are summarized, and `fallen`: the active ones summarized anyway
     (FALLBACK); `over`: (subgoal, tokens) of the largest active range when FALLBACK; `outcome`: per
@@ -57,6 +59,7 @@ class SubgoalPlan:
     mode: str
     summarize: list[HistoryItem]
     kept: list[HistoryItem] = field(default_factory=list)
+    active: frozenset[int] = frozenset()
     hardest: frozenset[int] = frozenset()
     closed: tuple[Subgoal, ...] = ()
     fallen: tuple[Subgoal, ...] = ()
@@ -126,13 +129,15 @@ def plan_range(
             plain.append(group)
     kept_tokens = sum(_tokens(g) for g in active)
     hardest = frozenset(
-        item.id for group in closed for item in group if item.message.tool_results and not item.metadata.get("pruned")
+        item.id for group in closed for item in group if item.message.tool_results and not is_pruned(item)
     )
+    active_ids = frozenset(item.id for group in active for item in group)
     if active and may_keep is not None and kept_tokens > may_keep:
         largest = max(active_tokens, key=lambda o: (active_tokens[o], -o))
         return SubgoalPlan(
             FALLBACK,
             list(middle),
+            active=active_ids,
             hardest=hardest,
             closed=_closed(subgoals, middle),
             fallen=tuple(dict.fromkeys(subgoals[o] for o in sorted(active_tokens))),
@@ -152,6 +157,7 @@ def plan_range(
         mode,
         summarize,
         kept,
+        active=active_ids,
         hardest=hardest,
         closed=_closed(subgoals, summarize),
         outcome=_outcome(subgoals, summarize, middle),
