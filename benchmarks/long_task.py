@@ -206,6 +206,7 @@ class Compaction:
     kind: str
     outcome: dict[str, str]  # item id -> summarized | kept | partly summarized | summarized earlier
     states: dict[str, str]  # item id -> its state when compacted (active | completed | abandoned)
+    names_closed: bool = True  # the summary starts by naming each closed item it summarized
 
     def describe(self) -> str:
         parts = [f"item {i} ({self.states[i]}): {what}" for i, what in sorted(self.outcome.items())]
@@ -221,6 +222,7 @@ class Result:
     first_todo_request: int | None = None  # index in `sent` of the first request after the first todo_write call
     failed: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    registry_files: int | None = None  # NNNN-subgoal-registry.txt files dumped (None: no dump asked for)
     wall_s: float = 0.0
 
     @property
@@ -259,7 +261,7 @@ class Result:
         return sum(s.over for s in self.sent)
 
 
-def build_agent(server_url: str, budget: int, workspace: Path, db_path: Path):
+def build_agent(server_url: str, budget: int, workspace: Path, db_path: Path, dump_dir: Path | None = None):
     """The agent as `zeph` builds it for a compatible server, defaults everywhere but the budget (no
     semantic memory: the session's own history is what is measured)."""
     from zeph_cli.agent import Agent
@@ -276,6 +278,7 @@ def build_agent(server_url: str, budget: int, workspace: Path, db_path: Path):
         "ZEPH_LLM_MODEL": MODEL,
         "ZEPH_LLM_MAX_RETRIES": "0",
         "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": str(budget),
+        **({"ZEPH_DEBUG_DUMP_DIR": str(dump_dir)} if dump_dir else {}),
     }
     loaded = load_config(env=environ)
     settings = resolve_settings(loaded.config, environ)
@@ -325,7 +328,9 @@ def visible_originals(store, conversation_id: int) -> set[int]:
     return out
 
 
-async def run_session(turns: int, budget: int, tmp: Path, progress: Callable[[str], None] | None = None) -> Result:
+async def run_session(
+    turns: int, budget: int, tmp: Path, progress: Callable[[str], None] | None = None, dump_dir: Path | None = None
+) -> Result:
     from zeph_cli.agent.events import AgentWarning, CompactionFinished, TurnFailed
     from zeph_cli.context.compaction.subgoals import Subgoal
     from zeph_cli.tokens import default_counter
@@ -338,7 +343,7 @@ async def run_session(turns: int, budget: int, tmp: Path, progress: Callable[[st
     workspace = tmp / "workspace"
     write_workspace(workspace)
     result = Result(turns, budget)
-    agent = build_agent(server.url, budget, workspace, tmp / "data" / "zeph.db")
+    agent = build_agent(server.url, budget, workspace, tmp / "data" / "zeph.db", dump_dir)
     seen: list[Sequence[Subgoal]] = [()]  # what the registry answered the latest compaction
     read = agent.compactor.deps.subgoals
 
@@ -372,7 +377,12 @@ async def run_session(turns: int, budget: int, tmp: Path, progress: Callable[[st
                             before = outcome.get(goal.item_id)
                             outcome[goal.item_id] = what if before in (None, what) else "partly summarized"
                             states[goal.item_id] = goal.state
-                        result.compactions.append(Compaction(turn, event.result.kind, outcome, states))
+                        text = next(r.message.content for r in agent.store.history(conversation.id)
+                                    if r.id == event.result.summary_id)
+                        head = text.split("\n\n", 1)[0]
+                        named = all(f"Task {g.item_id} '{g.text}' {g.state}" in head for g in seen[0]
+                                    if g.state != "active" and outcome[g.item_id] in ("summarized", "partly summarized"))
+                        result.compactions.append(Compaction(turn, event.result.kind, outcome, states, named))
                 return failure
 
             try:
@@ -394,7 +404,9 @@ async def run_session(turns: int, budget: int, tmp: Path, progress: Callable[[st
     return result
 
 
-def run(turns: int = TURNS, budget: int = BUDGET, progress: Callable[[str], None] | None = None) -> Result:
+def run(
+    turns: int = TURNS, budget: int = BUDGET, progress: Callable[[str], None] | None = None, dump_dir: Path | None = None
+) -> Result:
     """One session in a fresh data directory."""
     zeph_log = logging.getLogger("zeph")
     if not zeph_log.handlers:
@@ -404,7 +416,10 @@ def run(turns: int = TURNS, budget: int = BUDGET, progress: Callable[[str], None
         os.environ["XDG_CONFIG_HOME"] = str(Path(tmp) / "config")
         for name in [n for n in os.environ if n.startswith("ZEPH_") and n != "ZEPH_HOME"]:
             del os.environ[name]
-        return asyncio.run(run_session(turns, budget, Path(tmp), progress))
+        result = asyncio.run(run_session(turns, budget, Path(tmp), progress, dump_dir))
+    if dump_dir is not None:
+        result.registry_files = len(list(dump_dir.glob("*-subgoal-registry.txt")))
+    return result
 
 
 def report(r: Result) -> str:
@@ -419,6 +434,8 @@ def report(r: Result) -> str:
         "",
         f"active item's messages ever summarized: {'yes' if r.active_summarized else 'never'}"
         f" ({r.active_summarized} of {len(r.compactions)} compactions)",
+        f"summaries naming the closed items they took in: {sum(c.names_closed for c in r.compactions)} of "
+        f"{len(r.compactions)}",
         "closed items summarized: " + (", ".join(f"item {i} {'yes' if hit else 'no'}" for i, hit in sorted(closed.items()))
                                        or "none closed before a compaction"),
         f"<todo> in every chat request since the list was written: {'yes' if chats and carrying == chats else 'no'}"
@@ -427,6 +444,8 @@ def report(r: Result) -> str:
         f" (peak {r.peak:,} ÷ {r.budget:,} = {r.peak / r.budget:.2f}; {r.over_budget} over budget)",
         f"failed turns: {len(r.failed)}" + (f" (first: {r.failed[0]})" if r.failed else ""),
     ]
+    if r.registry_files is not None:
+        lines.append(f"subgoal registry files dumped: {r.registry_files} (for {len(r.compactions)} compactions)")
     if r.warnings:
         lines.append(f"warnings: {len(r.warnings)} (first: {' '.join(r.warnings[0].split())[:160]})")
     return "\n".join(lines)
@@ -436,11 +455,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=TURNS)
     parser.add_argument("--budget", type=int, default=BUDGET)
+    parser.add_argument("--dump", type=Path, help="[debug] dump_dir for the session (requests, compactions, registries)")
     args = parser.parse_args(argv)
     if args.turns < len(ITEMS) or args.budget < 1_000:
         print(f"--turns must be at least {len(ITEMS)} and --budget at least 1000", file=sys.stderr)
         return 2
-    print(report(run(args.turns, args.budget, progress=lambda line: print(line, file=sys.stderr))))
+    progress = lambda line: print(line, file=sys.stderr)  # noqa: E731
+    print(report(run(args.turns, args.budget, progress, args.dump.resolve() if args.dump else None)))
     return 0
 
 
