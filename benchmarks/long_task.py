@@ -329,8 +329,15 @@ def visible_originals(store, conversation_id: int) -> set[int]:
 
 
 async def run_session(
-    turns: int, budget: int, tmp: Path, progress: Callable[[str], None] | None = None, dump_dir: Path | None = None
+    turns: int,
+    budget: int,
+    tmp: Path,
+    progress: Callable[[str], None] | None = None,
+    dump_dir: Path | None = None,
+    subgoals: bool = True,
 ) -> Result:
+    """One session; `subgoals` False: compaction is not told the task items (as before subgoal-aware
+    compaction), while the figures still read them."""
     from zeph_cli.agent.events import AgentWarning, CompactionFinished, TurnFailed
     from zeph_cli.context.compaction.subgoals import Subgoal
     from zeph_cli.tokens import default_counter
@@ -349,7 +356,7 @@ async def run_session(
 
     def recorded(conversation) -> Sequence[Subgoal]:
         seen[0] = list(read(conversation))
-        return seen[0]
+        return seen[0] if subgoals else ()
 
     agent.compactor.deps.subgoals = recorded
     started = time.perf_counter()
@@ -405,7 +412,11 @@ async def run_session(
 
 
 def run(
-    turns: int = TURNS, budget: int = BUDGET, progress: Callable[[str], None] | None = None, dump_dir: Path | None = None
+    turns: int = TURNS,
+    budget: int = BUDGET,
+    progress: Callable[[str], None] | None = None,
+    dump_dir: Path | None = None,
+    subgoals: bool = True,
 ) -> Result:
     """One session in a fresh data directory."""
     zeph_log = logging.getLogger("zeph")
@@ -416,17 +427,17 @@ def run(
         os.environ["XDG_CONFIG_HOME"] = str(Path(tmp) / "config")
         for name in [n for n in os.environ if n.startswith("ZEPH_") and n != "ZEPH_HOME"]:
             del os.environ[name]
-        result = asyncio.run(run_session(turns, budget, Path(tmp), progress, dump_dir))
+        result = asyncio.run(run_session(turns, budget, Path(tmp), progress, dump_dir, subgoals))
     if dump_dir is not None:
         result.registry_files = len(list(dump_dir.glob("*-subgoal-registry.txt")))
     return result
 
 
-def report(r: Result) -> str:
+def report(r: Result, subgoals: bool = True) -> str:
     carrying, chats = r.todo_requests
     closed = r.closed_summarized()
     lines = [
-        f"long task: {r.turns} turns at a {r.budget:,}-token budget, {len(ITEMS)} task items, "
+        ("" if subgoals else "WITHOUT subgoal-aware compaction: ") + f"long task: {r.turns} turns at a {r.budget:,}-token budget, {len(ITEMS)} task items, "
         f"{len(r.compactions)} LLM compactions, {len(r.sent)} requests ({len(r.chat)} chat), {r.wall_s:.1f} s",
         "",
         "per compaction (each item's state then, and what happened to its messages):",
@@ -456,12 +467,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=TURNS)
     parser.add_argument("--budget", type=int, default=BUDGET)
     parser.add_argument("--dump", type=Path, help="[debug] dump_dir for the session (requests, compactions, registries)")
+    parser.add_argument("--without-subgoals", action="store_true",
+                        help="compaction is not told the task items (the figures still read them), for comparison")
     args = parser.parse_args(argv)
     if args.turns < len(ITEMS) or args.budget < 1_000:
         print(f"--turns must be at least {len(ITEMS)} and --budget at least 1000", file=sys.stderr)
         return 2
     progress = lambda line: print(line, file=sys.stderr)  # noqa: E731
-    print(report(run(args.turns, args.budget, progress, args.dump.resolve() if args.dump else None)))
+    result = run(args.turns, args.budget, progress, args.dump.resolve() if args.dump else None, not args.without_subgoals)
+    print(report(result, subgoals=not args.without_subgoals))
     return 0
 
 
