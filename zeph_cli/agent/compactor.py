@@ -6,7 +6,10 @@ agent-only in one transaction, together with the event that records it; a
 summary is always produced (the metadata summary when every LLM attempt
 fails), and a probe HardFail keeps the originals. LLM compaction runs at most
 once per turn on its own, and never again in a session once the guard says it
-cannot make progress.
+cannot make progress. With a task list, an LLM compaction never summarizes the
+messages of an item in progress unless they alone would leave the request over
+the hard line (said once per item), and its summary names the completed and
+abandoned items it took in (`context.compaction.subgoals`).
 """
 
 from __future__ import annotations
@@ -434,12 +437,12 @@ class Compactor:
         deps = self.deps
         before = self._report(conversation).context_tokens
         visible = self._middle(conversation, kind) if redo is None else [redo]
-        candidate_end = visible[-1].id if visible else 0
         subgoals = list(deps.subgoals(conversation)) if redo is None else []
         plan = self._plan(conversation, kind, visible, subgoals) if subgoals else None
         if plan is not None and self._prune_active(conversation, plan, visible):  # ids changed: plan again
             visible = self._middle(conversation, kind)
             plan = self._plan(conversation, kind, visible, subgoals)
+        candidate_end = visible[-1].id if visible else 0  # what `_cooling_down` compares after a rejection
         if plan is not None:
             visible = plan.summarize
             if plan.over is not None and plan.over[0].item_id not in self._warned_over:
@@ -451,9 +454,8 @@ class Compactor:
                     "do not fit the context beside a summary: they are summarized with the rest"
                 )
         if len(visible) < 2 and redo is None:
-            yield CompactionResult(
-                kind, before, before, len(visible), skipped="fewer than 2 messages before the preserved tail"
-            )
+            where = "outside the tasks in progress" if plan is not None and plan.active else "before the preserved tail"
+            yield CompactionResult(kind, before, before, len(visible), skipped=f"fewer than 2 messages {where}")
             return
         report = self._report(conversation)
         factor = self._calibration(report)
