@@ -58,7 +58,7 @@ FILES = 6  # src/module_N.py in the workspace
 FILE_CHARS = 2000  # a file read_file returns
 WRITE_CHARS = 200  # what write_file writes
 PROMPT_CHARS = 60  # the user's words beyond the item's name
-WORK = 0.8  # the share of an item's turns it is in progress for; the rest review it
+WORK = 0.8  # the share of an item's turns it is in progress for; the rest review it (--work)
 REPLY_CHARS = 160  # the model's answer closing a turn
 TURN_TIMEOUT_S = 120.0
 
@@ -84,11 +84,11 @@ def phase_of(turn: int, turns: int) -> tuple[int, int, int]:
     return index, turn - start, end - start
 
 
-def in_progress(turn: int, turns: int) -> bool:
-    """Whether the turn's item is in progress: the first WORK share of its turns; the rest review the work
-    with no item in progress (ordinary history)."""
+def in_progress(turn: int, turns: int, work: float = WORK) -> bool:
+    """Whether the turn's item is in progress: the first `work` share of its turns; the rest review the
+    work with no item in progress (ordinary history)."""
     _, place, length = phase_of(turn, turns)
-    return place < max(1, round(length * WORK))
+    return place < max(1, round(length * work))
 
 
 def todo_items(current: int, *, finished: bool = False) -> list[dict[str, str]]:
@@ -105,14 +105,14 @@ def todo_items(current: int, *, finished: bool = False) -> list[dict[str, str]]:
     return out
 
 
-def session_plans(turns: int) -> list[TurnPlan]:
+def session_plans(turns: int, work: float = WORK) -> list[TurnPlan]:
     """Each turn's prompt, tool calls and reply: todo_write puts an item in progress at the start of its
     share, a read or a write each turn, todo_write closes the item at the end of its work."""
     rng = random.Random(5)
     plans = []
     for turn in range(turns):
         current, place, _ = phase_of(turn, turns)
-        working = in_progress(turn, turns)
+        working = in_progress(turn, turns, work)
         calls: list[Call] = []
         if place == 0:
             calls.append((f"todo{turn}", "todo_write", {"items": todo_items(current)}))
@@ -121,7 +121,7 @@ def session_plans(turns: int) -> list[TurnPlan]:
             calls.append((f"write{turn}", "write_file", {"path": f"src/new_{turn % FILES}.py", "content": content}))
         else:
             calls.append((f"read{turn}", "read_file", {"path": f"src/module_{turn % FILES}.py"}))
-        if working and (turn == turns - 1 or not in_progress(turn + 1, turns) or phase_of(turn + 1, turns)[1] == 0):
+        if working and (turn == turns - 1 or not in_progress(turn + 1, turns, work) or phase_of(turn + 1, turns)[1] == 0):
             calls.append((f"done{turn}", "todo_write", {"items": todo_items(current, finished=True)}))
         _, text = ITEMS[current]
         ask = f"keep going with '{text}'" if working else f"review what '{text}' changed"
@@ -335,6 +335,7 @@ async def run_session(
     progress: Callable[[str], None] | None = None,
     dump_dir: Path | None = None,
     subgoals: bool = True,
+    work: float = WORK,
 ) -> Result:
     """One session; `subgoals` False: compaction is not told the task items (as before subgoal-aware
     compaction), while the figures still read them."""
@@ -363,7 +364,7 @@ async def run_session(
     try:
         await agent.start()
         conversation = agent.new_conversation("long task")
-        for turn, plan in enumerate(session_plans(turns)):
+        for turn, plan in enumerate(session_plans(turns, work)):
             model.start_turn(plan)
 
             async def one_turn(turn: int = turn, plan: TurnPlan = plan) -> str | None:
@@ -417,6 +418,7 @@ def run(
     progress: Callable[[str], None] | None = None,
     dump_dir: Path | None = None,
     subgoals: bool = True,
+    work: float = WORK,
 ) -> Result:
     """One session in a fresh data directory."""
     zeph_log = logging.getLogger("zeph")
@@ -427,7 +429,7 @@ def run(
         os.environ["XDG_CONFIG_HOME"] = str(Path(tmp) / "config")
         for name in [n for n in os.environ if n.startswith("ZEPH_") and n != "ZEPH_HOME"]:
             del os.environ[name]
-        result = asyncio.run(run_session(turns, budget, Path(tmp), progress, dump_dir, subgoals))
+        result = asyncio.run(run_session(turns, budget, Path(tmp), progress, dump_dir, subgoals, work))
     if dump_dir is not None:
         result.registry_files = len(list(dump_dir.glob("*-subgoal-registry.txt")))
     return result
@@ -469,12 +471,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dump", type=Path, help="[debug] dump_dir for the session (requests, compactions, registries)")
     parser.add_argument("--without-subgoals", action="store_true",
                         help="compaction is not told the task items (the figures still read them), for comparison")
+    parser.add_argument("--work", type=float, default=WORK,
+                        help=f"the share of an item's turns it is in progress for (default {WORK}; 1.0: no review turns)")
     args = parser.parse_args(argv)
+    if not 0 < args.work <= 1:
+        print("--work must be above 0 and at most 1", file=sys.stderr)
+        return 2
     if args.turns < len(ITEMS) or args.budget < 1_000:
         print(f"--turns must be at least {len(ITEMS)} and --budget at least 1000", file=sys.stderr)
         return 2
     progress = lambda line: print(line, file=sys.stderr)  # noqa: E731
-    result = run(args.turns, args.budget, progress, args.dump.resolve() if args.dump else None, not args.without_subgoals)
+    result = run(args.turns, args.budget, progress, args.dump.resolve() if args.dump else None,
+                 not args.without_subgoals, args.work)
     print(report(result, subgoals=not args.without_subgoals))
     return 0
 
