@@ -211,3 +211,23 @@ async def test_the_registry_is_dumped_beside_the_compaction(tmp_path):
     assert lines[2] == f"task 2\tactive\tmessages {spans['2'][0]}..newest\tkept\tWrite"
     assert "subgoal_registry" not in (tmp_path / "dump" / "0002-compaction.json").read_text()
     session.close()
+
+
+async def test_the_hard_tier_summarizes_only_closed_ranges_when_they_free_enough(tmp_path):
+    spans: dict[str, list[int]] = {}
+    session = session_with(tmp_path, lambda s: [Subgoal("1", "Draft", COMPLETED, spans["1"][0], spans["1"][-1]),
+                                                Subgoal("2", "Polish", ACTIVE, spans["2"][0])])
+    ordinary = work(session, 0, size=5, answer=40)
+    spans["1"] = [i for t in range(1, 4) for i in work(session, t, size=5, answer=350)]
+    spans["2"] = [i for t in range(4, 6) for i in work(session, t, size=5, answer=40)]
+    for t in range(6, 8):
+        work(session, t, size=5)
+    events = await session.before_request()
+    assert [e.result.kind for e in events if isinstance(e, CompactionFinished)][-1] == "hard"
+    (summary,) = session.summaries()
+    summarized = originals(session, summary.metadata["summary_of"])
+    assert summarized == set(spans["1"])  # the closed range alone: not the ordinary turn before it, not item 2
+    visible = originals(session, [r.id for r in session.store.history(session.conversation.id, agent_visible=True)])
+    assert set(ordinary) | set(spans["2"]) <= visible
+    assert summary.message.content.startswith(f"{SUMMARY_MARKER}\nTask 1 'Draft' completed\n\n")
+    session.close()

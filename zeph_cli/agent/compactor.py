@@ -505,7 +505,7 @@ class Compactor:
             return
         room = self._room(report, middle, max_summary)
         closing = closing_lines(plan) if plan is not None else ""
-        body_cap = cap - (deps.counter().count(closing + "\n\n") if closing else 0)
+        body_cap = max(cap - deps.counter().count(closing + "\n\n"), cap // 2) if closing else cap
         if fallback:
             log.warning("%s: every summary call failed, so the metadata summary keeps their most telling sentences until the summarizer answers again", kind)
             text = extractive_summary(middle, body_cap, deps.counter(), others_tokens=room.others)
