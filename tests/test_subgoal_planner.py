@@ -231,3 +231,31 @@ async def test_the_hard_tier_summarizes_only_closed_ranges_when_they_free_enough
     assert set(ordinary) | set(spans["2"]) <= visible
     assert summary.message.content.startswith(f"{SUMMARY_MARKER}\nTask 1 'Draft' completed\n\n")
     session.close()
+
+
+async def test_ranges_around_an_active_one_make_one_summary_where_the_first_began(tmp_path):
+    # Item 2 was in progress twice; item 3 was done in between: its range is summarized with item 1's, and
+    # item 2's first span stays between them, in its place.
+    spans: dict[str, list[int]] = {}
+    session = session_with(tmp_path, lambda s: [
+        Subgoal("1", "Draft", COMPLETED, spans["1"][0], spans["1"][-1]),
+        Subgoal("2", "Polish", ACTIVE, spans["2a"][0], spans["2a"][-1]),
+        Subgoal("3", "Fix typo", ABANDONED, spans["3"][0], spans["3"][-1]),
+        Subgoal("2", "Polish", ACTIVE, spans["2b"][0]),
+    ])
+    spans["1"] = [i for t in range(0, 2) for i in work(session, t, size=5, answer=60)]
+    spans["2a"] = work(session, 2, size=5, answer=60)
+    spans["3"] = [i for t in range(3, 5) for i in work(session, t, size=5, answer=60)]
+    spans["2b"] = work(session, 5, size=5, answer=60)
+    for t in range(6, 8):
+        work(session, t, size=5)
+    [e async for e in session.compactor.compact(session.conversation)]
+    (summary,) = session.summaries()
+    assert originals(session, summary.metadata["summary_of"]) == set(spans["1"]) | set(spans["3"])
+    order = [r.id for r in session.store.history(session.conversation.id, agent_visible=True)]
+    kept = [i for i in order if i != summary.id]
+    assert order[0] == summary.id  # where item 1 began
+    assert originals(session, kept[: len(spans["2a"])]) == set(spans["2a"])  # then item 2's first span
+    assert summary.message.content.startswith(
+        f"{SUMMARY_MARKER}\nTask 1 'Draft' completed\nTask 3 'Fix typo' abandoned\n\n")
+    session.close()
