@@ -80,6 +80,11 @@ def test_active_range_over_the_room_falls_back_to_the_whole_range():
     assert closing_lines(plan).splitlines() == [
         "Task 1 'Parse' completed", "Task 2 'Big' still in progress (its earlier messages are summarized here)"]
     assert "over budget: task 2 'Big' keeps 240 tokens" in registry_text(goals, plan)
+    assert plan.hardest == frozenset()  # as without subgoals: outputs read whole
+    # An item in progress twice: its spans count together, named by the first.
+    twice = [Subgoal("2", "Big", ACTIVE, 2, 3), Subgoal("1", "Parse", COMPLETED, 4, 4), Subgoal("2", "Big", ACTIVE, 8)]
+    plan = plan_range(history(), twice, may_keep=200)
+    assert plan.mode == FALLBACK and plan.over == (twice[0], 110 + 120)
     # Within the room: kept.
     assert plan_range(history(), goals, must_free=10, may_keep=240).mode in (CLOSED_ONLY, NON_ACTIVE)
 

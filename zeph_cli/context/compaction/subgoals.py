@@ -50,9 +50,10 @@ class SubgoalPlan:
     `summarize`: the items to summarize, in history order (not necessarily contiguous); `kept`: the
     candidate items kept verbatim; `active`: the ids of the candidate items in active ranges (kept unless
     FALLBACK); `hardest`: ids among `summarize` whose tool outputs the
-    summarizer sees as pruned placeholders (completed and abandoned ranges); `closed`: the completed and
-    abandoned subgoals whose messages are summarized, and `fallen`: the active ones summarized anyway
-    (FALLBACK); `over`: (subgoal, tokens) of the largest active range when FALLBACK; `outcome`: per
+    summarizer sees as pruned placeholders (completed and abandoned ranges; none in FALLBACK); `closed`:
+    the completed and abandoned subgoals whose messages are summarized, and `fallen`: the active items
+    summarized anyway (FALLBACK; each item's first span); `over`: (the item's first span, the tokens of all
+    its spans in the range) of the largest active item when FALLBACK; `outcome`: per
     subgoal index in the input, "summarized", "kept", "partly summarized" or "not in range".
     """
 
@@ -116,13 +117,16 @@ def plan_range(
     active: list[list[HistoryItem]] = []
     closed: list[list[HistoryItem]] = []
     plain: list[list[HistoryItem]] = []
-    active_tokens: dict[int, int] = {}
+    active_tokens: dict[str, int] = {}  # per active item (all its spans)
+    first_span: dict[str, Subgoal] = {}
     for group, found in zip(groups, group_owners):
-        live = [o for o in found if subgoals[o].state == ACTIVE]
+        live = [subgoals[o] for o in found if subgoals[o].state == ACTIVE]
         if live:
             active.append(group)
-            for o in live:
-                active_tokens[o] = active_tokens.get(o, 0) + _tokens(group)
+            for item_id in dict.fromkeys(goal.item_id for goal in live):
+                active_tokens[item_id] = active_tokens.get(item_id, 0) + _tokens(group)
+            for goal in live:
+                first_span.setdefault(goal.item_id, goal)
         elif any(subgoals[o].state in CLOSED for o in found):
             closed.append(group)
         else:
@@ -133,15 +137,14 @@ def plan_range(
     )
     active_ids = frozenset(item.id for group in active for item in group)
     if active and may_keep is not None and kept_tokens > may_keep:
-        largest = max(active_tokens, key=lambda o: (active_tokens[o], -o))
-        return SubgoalPlan(
+        largest = max(active_tokens, key=lambda item: active_tokens[item])  # the first of equals
+        return SubgoalPlan(  # as without subgoals: the whole range, every output read whole
             FALLBACK,
             list(middle),
             active=active_ids,
-            hardest=hardest,
             closed=_closed(subgoals, middle),
-            fallen=tuple(dict.fromkeys(subgoals[o] for o in sorted(active_tokens))),
-            over=(subgoals[largest], active_tokens[largest]),
+            fallen=tuple(first_span.values()),
+            over=(first_span[largest], active_tokens[largest]),
             outcome=_outcome(subgoals, middle, middle),
         )
     closed_tokens = sum(_tokens(g) for g in closed)
