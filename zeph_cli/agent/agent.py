@@ -246,6 +246,7 @@ class Agent:
     @cached_property
     def compactor(self) -> "Compactor":
         """Pruning and summaries, built (and imported) when a request first needs them."""
+        from ..features.tasks import registry
         from .compactor import CompactionDeps, Compactor
 
         return Compactor(
@@ -264,6 +265,7 @@ class Agent:
                 dump_compaction=self.dump_compaction,
                 ensure_started=self._ensure_started,
                 recall_entries=lambda: self.turn_memory.entries,
+                subgoals=lambda conversation: registry.subgoals(self.store.db, conversation.id),
             )
         )
 

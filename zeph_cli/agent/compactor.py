@@ -6,7 +6,10 @@ agent-only in one transaction, together with the event that records it; a
 summary is always produced (the metadata summary when every LLM attempt
 fails), and a probe HardFail keeps the originals. LLM compaction runs at most
 once per turn on its own, and never again in a session once the guard says it
-cannot make progress.
+cannot make progress. With a task list, an LLM compaction never summarizes the
+messages of an item in progress unless they alone would leave the request over
+the hard line (said once per item), and its summary names the completed and
+abandoned items it took in (`context.compaction.subgoals`).
 """
 
 from __future__ import annotations
@@ -45,10 +48,12 @@ from ..context.compaction import provisional
 from ..context.compaction.guard import GUARD_KEY
 from ..context.compaction.anchored import ANCHORED_HEADER
 from ..context.compaction.guidelines import with_guidelines
+from ..context.compaction.markers import is_pruned
 from ..context.compaction.informative import CARRIED_HEADER, copied_share, normalized, shingles, states_fact
 from ..context.compaction.prompts import render_transcript
 from ..context.compaction.ranges import SUMMARY_PROMPT_TOKENS, chunk_size, newest_round
 from ..context.compaction.result import CompactionResult
+from ..context.compaction.subgoals import Subgoal, SubgoalPlan, closing_lines, plan_range, registry_text
 from ..context.compaction.summarizer import carry_earlier_facts
 from ..context.probe import VALIDATING_MESSAGE, blocks_compaction, run_probe
 from ..context.assembler import HistoryItem, pinned_index
@@ -107,6 +112,7 @@ class CompactionDeps:
     dump_compaction: Callable[[dict], None] = _nothing
     ensure_started: Callable[[], Awaitable[object]] | None = None  # before compaction on demand
     recall_entries: Callable[[], Sequence[RecallEntry]] = tuple  # what semantic recall found for the turn
+    subgoals: Callable[[Conversation], Sequence[Subgoal]] = lambda c: ()  # the task items' message ranges
 
 
 class Compactor:
@@ -124,6 +130,7 @@ class Compactor:
         self.turn = TurnCompactionState()
         self._proactive_off = False
         self._rejected_through = 0  # last message id of a range the probe rejected
+        self._warned_over: set[str] = set()  # task items already said to be too large to keep
 
     def _report(self, conversation: Conversation) -> ContextReport:
         return self.deps.report(conversation)
@@ -471,10 +478,25 @@ class Compactor:
         deps = self.deps
         before = self._report(conversation).context_tokens
         visible = self._middle(conversation, kind) if redo is None else [redo]
+        subgoals = list(deps.subgoals(conversation)) if redo is None else []
+        plan = self._plan(conversation, kind, visible, subgoals) if subgoals else None
+        if plan is not None and self._prune_active(conversation, plan, visible):  # ids changed: plan again
+            visible = self._middle(conversation, kind)
+            plan = self._plan(conversation, kind, visible, subgoals)
+        candidate_end = visible[-1].id if visible else 0  # what `_cooling_down` compares after a rejection
+        if plan is not None:
+            visible = plan.summarize
+            if plan.over is not None and plan.over[0].item_id not in self._warned_over:
+                goal, tokens = plan.over
+                self._warned_over.add(goal.item_id)
+                log.warning("task %s in progress takes %d tokens: summarized with the rest", goal.item_id, tokens)
+                yield AgentWarning(
+                    f"task {goal.item_id} '{goal.text}' is in progress, but its messages ({tokens:,} tokens) "
+                    "do not fit the context beside a summary: they are summarized with the rest"
+                )
         if len(visible) < 2 and redo is None:
-            yield CompactionResult(
-                kind, before, before, len(visible), skipped="fewer than 2 messages before the preserved tail"
-            )
+            where = "outside the tasks in progress" if plan is not None and plan.active else "before the preserved tail"
+            yield CompactionResult(kind, before, before, len(visible), skipped=f"fewer than 2 messages {where}")
             return
         report = self._report(conversation)
         factor = self._calibration(report)
@@ -493,6 +515,8 @@ class Compactor:
         # What is summarized: a provisional summary stands for its originals, which the summarizer now sees,
         # within a few chunks' worth (beyond that its kept sentences stand in for them).
         start = visible if redo is None else self._originals(conversation, redo)
+        if plan is not None and plan.hardest:  # completed and abandoned work: its outputs as placeholders
+            start = [self._placeholder(item) if item.id in plan.hardest else item for item in start]
         limit = max(sum(item.tokens for item in start), EXPANSION_CHUNKS * chunk_tokens)
         middle = provisional.expand(start, lambda item: self._originals(conversation, item), limit)
         if redo is not None and not middle:
@@ -522,12 +546,17 @@ class Compactor:
             yield CompactionResult(kind, before, before, skipped="the summarizer still does not answer")
             return
         room = self._room(report, middle, max_summary)
+        closing = closing_lines(plan) if plan is not None else ""
+        body_cap = max(cap - deps.counter().count(closing + "\n\n"), cap // 2) if closing else cap
         if fallback:
             log.warning("%s: every summary call failed, so the metadata summary keeps their most telling sentences until the summarizer answers again", kind)
-            text = extractive_summary(middle, cap, deps.counter(), others_tokens=room.others)
+            text = extractive_summary(middle, body_cap, deps.counter(), others_tokens=room.others)
             outcome = dataclasses.replace(outcome, text=f"{SUMMARY_MARKER}\n{text}")
         else:
-            outcome = dataclasses.replace(outcome, text=await self._fit_slot(outcome.text, cap, purpose, room))
+            outcome = dataclasses.replace(outcome, text=await self._fit_slot(outcome.text, body_cap, purpose, room))
+        if closing:  # the items this summary closed, named by the registry, not left to the summarizer
+            body = outcome.text.removeprefix(SUMMARY_MARKER).lstrip("\n")
+            outcome = dataclasses.replace(outcome, text=f"{SUMMARY_MARKER}\n{closing}\n\n{body}")
         probe_config = deps.config.memory.compression.probe
         verdict, score = None, None
         if probe_config.enabled and not fallback:
@@ -555,7 +584,7 @@ class Compactor:
                     probe_score=score,
                 )
                 if redo is None:
-                    self._rejected_through = visible[-1].id
+                    self._rejected_through = candidate_end
                 yield CompactionResult(kind, before, before, 0, outcome.method, probe_verdict=verdict, probe_score=score)
                 return
         summary = Message.context(outcome.text)
@@ -583,10 +612,66 @@ class Compactor:
             )
         deps.dump_compaction(
             {"kind": kind, "tokens_before": before, "tokens_after": after, "messages_compacted": len(middle if redo else visible),
-             "method": outcome.method, "attempts": outcome.attempts, "summary": outcome.text}
+             "method": outcome.method, "attempts": outcome.attempts, "summary": outcome.text,
+             **({"subgoal_registry": registry_text(subgoals, plan)} if subgoals else {})}
         )
         yield CompactionResult(kind, before, after, len(middle if redo else visible), outcome.method, stored.id,
                                probe_verdict=verdict, probe_score=score)
+
+    def _plan(self, conversation: Conversation, kind: str, middle: list[HistoryItem],
+              subgoals: list[Subgoal]) -> SubgoalPlan:
+        """`plan_range` for a compaction of `kind`: the automatic ones (hard, a request the provider refused,
+        proactive) must free enough for usage to get under their line (the soft line; proactive's
+        threshold), so completed and abandoned ranges alone are summarized when they free that; on demand
+        (manual, autonomous) everything but the active ranges is. With a budget, active ranges are kept only
+        while the request stays under the hard line beside the summary (its floor, `summary_cap`)."""
+        memory = self.deps.config.memory
+        report = self._report(conversation)
+        if not report.capacity:
+            return plan_range(middle, subgoals)
+        factor = self._calibration(report)
+        limit = memory.compression.max_summary_tokens
+        estimate = summary_cap(report.capacity, report.fixed_tokens, limit)
+        line = {
+            "hard": int(memory.soft_compaction_threshold * report.capacity),
+            "reactive_retry": int(memory.soft_compaction_threshold * report.capacity),
+            "proactive": memory.compression.threshold_tokens,
+        }.get(kind)
+        must_free = None if line is None else math.ceil((report.context_tokens - line + estimate) / factor)
+        hard_line = int(memory.hard_compaction_threshold * report.capacity)
+        over = math.ceil((report.context_tokens + estimate - hard_line) / factor)
+        may_keep = sum(item.tokens for item in middle) - over
+        return plan_range(middle, subgoals, must_free=must_free, may_keep=may_keep)
+
+    def _prune_active(self, conversation: Conversation, plan: SubgoalPlan, middle: list[HistoryItem]) -> int:
+        """Prune the tool outputs of the active ranges `plan` keeps (the soft tier's placeholder, the output
+        kept for read_overflow): their messages stay, and an output is the one part read again cheaply.
+        The preserved tail and the running turn are not in `middle`. How many were pruned."""
+        targets = [item for item in middle if item.id in plan.active and item.message.tool_results and not is_pruned(item)]
+        if not targets:
+            return 0
+        deps = self.deps
+        counter = deps.counter()
+        replacements = {item.id: pruned_message(item.message, self._kept_output(conversation, item)) for item in targets}
+        before = self._report(conversation).context_tokens
+        with write_transaction(deps.store.db):
+            pruned = self.store.prune_tool_outputs(
+                conversation.id,
+                replacements,
+                token_counts={i: count_message(counter, m) for i, m in replacements.items()},
+                token_counter=counter.name,
+            )
+            after = self._report(conversation).context_tokens
+            self.store.record_event(
+                conversation.id, "soft", tokens_before=before, tokens_after=after, outputs_pruned=len(pruned)
+            )
+        return len(pruned)
+
+    def _placeholder(self, item: HistoryItem) -> HistoryItem:
+        """`item` as the summarizer sees a finished task's tool output: pruned, naming its size."""
+        kept = item.metadata.get("kept_output_id")
+        message = pruned_message(item.message, kept if isinstance(kept, str) and kept else None)
+        return dataclasses.replace(item, message=message, tokens=count_message(self.deps.counter(), message))
 
     def _kept_tokens(self, conversation: Conversation, summarized: list[HistoryItem], report: ContextReport) -> dict:
         """`summary_slot`'s `kept_tokens` (the history that stays verbatim beside a summary of `summarized`)

@@ -2,7 +2,8 @@
 
 Invariant: every file is named `{id:04}-{kind}.json` with one counter shared by
 all kinds that continues after the highest number already in the directory, so
-no run overwrites another; a request file's `wire` is the body the adapter sent
+no run overwrites another (a compaction's subgoal registry is the one text file,
+`{id:04}-subgoal-registry.txt`, numbered like the compaction it belongs to); a request file's `wire` is the body the adapter sent
 (`ChatRequest.wire_tap`: the HTTP body, or the arguments handed to llama.cpp),
 kept apart from zeph's own `context` report, and never a header; every string
 written passes through secret redaction and the configured API keys are replaced
@@ -139,8 +140,13 @@ class DebugDump:
         return self._write_next("compaction-probe", result.to_dict)
 
     def compaction(self, record: dict[str, Any]) -> int | None:
-        """Dump one compaction as the caller describes it (kind, tokens before/after, method, summary)."""
-        return self._write_next("compaction", lambda: dict(record))
+        """Dump one compaction as the caller describes it (kind, tokens before/after, method, summary); its
+        `subgoal_registry` text, when there is one, goes to `{id:04}-subgoal-registry.txt` beside it."""
+        registry = record.get("subgoal_registry")
+        number = self._write_next("compaction", lambda: {k: v for k, v in record.items() if k != "subgoal_registry"})
+        if number is not None and isinstance(registry, str):
+            self._write_text(f"{number:04}-subgoal-registry.txt", registry)
+        return number
 
     # ---- writing ------------------------------------------------------------------
 
@@ -175,6 +181,16 @@ class DebugDump:
         try:
             data = json.dumps(self._scrubbed(record), indent=2, ensure_ascii=False, default=str) + "\n"
             payload = data.encode("utf-8", errors="replace")  # lone surrogates from undecodable input
+            self.directory.mkdir(parents=True, exist_ok=True)
+            write_atomically(self.directory / name, payload)
+        except (OSError, ValueError) as exc:
+            self._fail(exc)
+            return False
+        return True
+
+    def _write_text(self, name: str, text: str) -> bool:
+        try:
+            payload = self._scrubbed(text).encode("utf-8", errors="replace")
             self.directory.mkdir(parents=True, exist_ok=True)
             write_atomically(self.directory / name, payload)
         except (OSError, ValueError) as exc:
