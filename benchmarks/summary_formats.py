@@ -90,7 +90,7 @@ async def run_format(label: str, anchored: bool, wire: str, data, complete: Comp
     row = Row(label)
     for items, planted in data:
         start = time.perf_counter()
-        outcome = await summarize_range(items, complete, counter=counter, anchored=anchored, wire=wire)
+        outcome = await summarize_range(items, complete, counter=counter, anchored=wire if anchored else False)
         row.seconds += time.perf_counter() - start
         row.calls += outcome.attempts
         row.first += outcome.anchored_try == "first"

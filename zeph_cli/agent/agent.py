@@ -103,6 +103,9 @@ class AgentServices:
     memory: MemoryService | None = None  # recall and the embedder
     extras: TurnExtras | None = None  # skills and MCP servers
     clock: Callable[[], datetime] | None = None  # the local time (tests give a fixed one)
+    # A sub-agent's: its parent's permission policy ("always" answers hold for both) and sandbox.
+    policy: PermissionPolicy | None = None
+    sandbox: Sandbox | None = None
 
 
 def _tool_guard(settings: SandboxConfig, roots: Sequence[Path], cwd: Path) -> "ToolGuard":
@@ -190,6 +193,10 @@ class Agent:
             small_summarizer=lambda: self.side_jobs.small_embedded("summary"),
         ))
         self.deps = self._turn_deps()
+        if services.policy is not None:  # a sub-agent shares its parent's (the properties would build their own)
+            self.__dict__["policy"] = services.policy
+        if services.sandbox is not None:
+            self.__dict__["sandbox"] = services.sandbox
 
     def _turn_deps(self) -> TurnDeps:
         """What the turn's steps use, built once: the steps never see the agent."""
@@ -272,9 +279,25 @@ class Agent:
     @cached_property
     def subagents(self) -> "Subagents":
         """The sub-agents the task tool starts, built (and imported) when a task call first runs."""
-        from .subagents import Subagents
+        from .subagents import SubagentDeps, Subagents
 
-        return Subagents(self)
+        return Subagents(SubagentDeps(
+            config=self.config, depth=self.depth, mode=lambda: self.mode,
+            budget=lambda: self.budget().total if self.profile is not None else 0,
+            provider=lambda: self.side_jobs.pool.get("subagent"), approver=self.approver,
+            counter=self.exact_counter, spawn=self._spawn_child,
+        ))
+
+    def _spawn_child(self, config: Config, mode: str, approver: Approver) -> "Agent":
+        """A sub-agent's agent (not started): this one's store, directory, policy and sandbox, one level deeper."""
+        child = Agent(
+            config=config, store=self.store, provider=self.side_jobs.pool.get("subagent"), cwd=self.cwd,
+            approver=approver, mode=mode, one_shot=self.one_shot,
+            services=AgentServices(helper_settings=self.helper_settings, clock=self.clock, policy=self.policy,
+                                   sandbox=self.sandbox),
+        )
+        child.depth = self.depth + 1
+        return child
 
     def withheld_tools(self) -> dict[str, str]:
         """Tools this agent knows but does not offer, with why: the task tool beyond `[agent.subagents] max_depth`."""

@@ -20,7 +20,7 @@ import copy
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import Config
 from ..config.modes import MODES
@@ -44,10 +44,13 @@ from .events import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from collections.abc import AsyncIterator
+
     from ..providers.base import Provider
-    from ..store import Conversation
+    from ..store import Conversation, ConversationStore
     from ..tokens import TokenCounter
-    from .agent import Agent
+    from ..tools.approval import Approver
+    from .turn import TurnDeps
 
 SETTINGS = "agent.subagents"
 FINAL_PROMPT = (
@@ -128,22 +131,58 @@ class Run:
     error: str = ""
 
 
+class Child(Protocol):
+    """What running a sub-agent uses of its child agent."""
+
+    config: Config
+    store: ConversationStore
+    provider: Provider
+    cwd: Path
+    depth: int
+    deps: TurnDeps
+    offer: Any  # its ToolOffer
+    only_tools: frozenset[str] | None
+
+    @property
+    def model_label(self) -> str: ...
+    async def start(self) -> list[str]: ...
+    async def aclose(self) -> None: ...
+    def withheld_tools(self) -> dict[str, str]: ...
+    def run_turn(self, conversation: Conversation, prompt: str) -> AsyncIterator[Any]: ...
+
+
+@dataclass
+class SubagentDeps:
+    """What the sub-agents use of the agent that starts them (its parent); `spawn` builds a child agent
+    (not started) from its configuration, mode and approver, with the parent's store, working directory,
+    permission policy and sandbox, one level deeper."""
+
+    config: Config
+    depth: int
+    mode: Callable[[], str]
+    budget: Callable[[], int]  # the parent's whole budget (0: none yet)
+    provider: Callable[[], Provider]  # the provider sub-agents use
+    approver: Approver
+    counter: Callable[[], TokenCounter]  # exact
+    spawn: Callable[[Config, str, Approver], Child]
+
+
 class Subagents:
     """The sub-agents one agent starts (see the module's invariant)."""
 
-    def __init__(self, parent: Agent) -> None:
-        self.parent = parent
+    def __init__(self, deps: SubagentDeps) -> None:
+        self.deps = deps
         self._slots: asyncio.Semaphore | None = None
         self._asking = asyncio.Lock()  # one approval question at a time, whichever sub-agent asks
 
     def provider(self) -> Provider:
         """The provider sub-agents use: the parent's, unless `[agent.subagents]` names another."""
-        return self.parent.side_jobs.pool.get("subagent")
+        return self.deps.provider()
 
     def slots(self) -> asyncio.Semaphore:
         if self._slots is None:
             local = self.provider().settings.kind == "local"  # the embedded model serves one request at a time
-            self._slots = asyncio.Semaphore(1 if local else self.parent.config.agent.subagents.concurrency)
+            self._slots = asyncio.Semaphore(1 if local else self.deps.config.agent.subagents.concurrency)
         return self._slots
 
     async def approve(self, request: ApprovalRequest, description: str) -> ApprovalDecision:
@@ -151,17 +190,17 @@ class Subagents:
         said = f"[sub-agent: {description}]"
         asked = dataclasses.replace(request, preview=f"{said}\n{request.preview}" if request.preview else said)
         async with self._asking:
-            return await self.parent.approver(asked)
+            return await self.deps.approver(asked)
 
     async def run(
         self, conversation: Conversation, request: SubagentRequest, progress: Callable[[object], None]
     ) -> ToolResult:
         """Run the sub-agent `request` asks for, from the parent's session `conversation`; its result."""
-        parent = self.parent
-        reason = withheld_reason(parent.config, parent.depth)
+        deps = self.deps
+        reason = withheld_reason(deps.config, deps.depth)
         if reason:
             raise ToolFailure(f"task is not available here: {reason}")
-        mode = child_mode(parent.mode, request.mode)
+        mode = child_mode(deps.mode(), request.mode)
         child = self.build(mode, request.call_id, request.description)
         try:
             async with self.slots():
@@ -185,28 +224,13 @@ class Subagents:
             await child.aclose()
         return self.result(run, session)
 
-    def build(self, mode: str, call_id: str, description: str = "") -> Agent:
-        """The child agent (not started): the parent's store, provider, policy, sandbox and approver."""
-        from .agent import Agent, AgentServices
+    def build(self, mode: str, call_id: str, description: str = "") -> Child:
+        """The child agent (not started), asking the parent's approver as this sub-agent."""
+        deps = self.deps
+        config = child_config(deps.config, mode, deps.budget(), call_id)
+        return deps.spawn(config, mode, lambda request: self.approve(request, description or "task"))
 
-        parent = self.parent
-        budget = parent.budget().total if parent.profile is not None else 0
-        child = Agent(
-            config=child_config(parent.config, mode, budget, call_id),
-            store=parent.store,
-            provider=self.provider(),
-            cwd=parent.cwd,
-            approver=lambda request: self.approve(request, description or "task"),
-            mode=mode,
-            services=AgentServices(helper_settings=parent.helper_settings, clock=parent.clock),
-            one_shot=parent.one_shot,
-        )
-        child.depth = parent.depth + 1
-        child.__dict__["policy"] = parent.policy  # "always" answers hold for both
-        child.__dict__["sandbox"] = parent.sandbox
-        return child
-
-    def restrict(self, child: Agent, mode: str, names: tuple[str, ...]) -> None:
+    def restrict(self, child: Child, mode: str, names: tuple[str, ...]) -> None:
         """Offer the child only the tools `names`; an unknown or unavailable one is the model's error."""
         available = child.offer.mode_tools()[0].names()
         missing = [name for name in names if name not in available]
@@ -219,7 +243,7 @@ class Subagents:
             )
         child.only_tools = frozenset(names)
 
-    def session(self, child: Agent, parent: Conversation, request: SubagentRequest, mode: str) -> Conversation:
+    def session(self, child: Child, parent: Conversation, request: SubagentRequest, mode: str) -> Conversation:
         """The sub-agent's own session, linked to the parent's session and task call."""
         link = {"parent": parent.id, "call_id": request.call_id, "description": request.description, "mode": mode,
                 "depth": child.depth}
@@ -229,7 +253,7 @@ class Subagents:
         )
 
     async def drive(
-        self, child: Agent, session: Conversation, request: SubagentRequest, run: Run,
+        self, child: Child, session: Conversation, request: SubagentRequest, run: Run,
         progress: Callable[[object], None],
     ) -> None:
         """The child's turn on the job, then, when it used all its tool rounds, one turn to answer."""
@@ -243,7 +267,7 @@ class Subagents:
             run.outcome = "max_turns"
 
     async def turn(
-        self, child: Agent, session: Conversation, prompt: str, call_id: str, run: Run,
+        self, child: Child, session: Conversation, prompt: str, call_id: str, run: Run,
         progress: Callable[[object], None],
     ) -> None:
         new_reply = False
@@ -263,14 +287,14 @@ class Subagents:
 
     def result(self, run: Run, session: Conversation) -> ToolResult:
         """The task call's result: the answer, cut to `result_tokens`, with what the parent should know."""
-        settings = self.parent.config.agent.subagents
+        settings = self.deps.config.agent.subagents
         where = f"session {session.id}"
         spent = run.usage.prompt_tokens + run.usage.output_tokens
         summary = f"{where} · {run.rounds} tool round{'s' if run.rounds != 1 else ''} · {spent:,} tokens"
         if run.outcome == "failed":
             return ToolResult(f"The sub-agent failed: {run.error} (its transcript: {where}).", is_error=True,
                               summary=f"failed: {run.error}"[:200])
-        text, cut = capped(run.text.strip(), settings.result_tokens, self.parent.exact_counter())
+        text, cut = capped(run.text.strip(), settings.result_tokens, self.deps.counter())
         notes = []
         if run.outcome == "max_turns":
             notes.append(f"[the sub-agent used all {settings.max_turns} tool rounds ({SETTINGS} max_turns): "

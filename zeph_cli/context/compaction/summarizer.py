@@ -160,19 +160,19 @@ async def summarize_range(
     counter: TokenCounter,
     chunk_tokens: int = CHUNK_TOKENS,
     concurrency: int = CHUNK_CONCURRENCY,
-    anchored: bool = False,
+    anchored: bool | str = False,
     limit_tokens: int | None = None,
     single_fallback: bool = True,
-    wire: str = WIRE,
 ) -> SummaryOutcome:
     """Summarize `items` (a compaction range); see the module invariant for the order of attempts.
 
     `limit_tokens` (e.g. proactive `max_summary_tokens`) is stated in the prompt, not enforced.
     `single_fallback=False` (with `concurrency=1`: one failed call ends the attempt) is for asking a
     summarizer that was down whether it answers again. `anchored` asks for the anchored sections in the
-    last pass (as `wire` says: Markdown headings or JSON), the nine sections when that fails.
+    last pass (True: as Markdown headings; "markdown" or "json": so asked), the nine sections when that fails.
     """
-    run = _Run(summarize, counter, chunk_tokens, concurrency, anchored, limit_tokens, single_fallback, wire)
+    wire = anchored if isinstance(anchored, str) and anchored else WIRE
+    run = _Run(summarize, counter, chunk_tokens, concurrency, bool(anchored), limit_tokens, single_fallback, wire)
 
     earlier = [item.message.content for item in items if is_compaction_summary(item)]
 
