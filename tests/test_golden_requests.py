@@ -32,7 +32,7 @@ A temporary path found in a request fails the test.
 Where the embedded model runs, only its last step is recorded: the turns before it are the compatible
 session's (the same session, on the same fake OpenAI-compatible server, whose scripted replies keep the
 history the same from run to run), run once for both tests (`compatible_session`): each goes on from a copy
-of its data dir after step 07. The embedded model's own turn runs in a 3,000-token budget with no
+of its data dir after step 07. The embedded model's own turn runs in a 2,000-token budget with no
 compaction cooldown, so it compacts there, the summaries made by that server (`summary_model`, the
 `[[llm.providers]]` entry named `fake`), and with `llm.max_tokens = 8` (the model's reply, the session's
 last and never sent again, stays short). A compatible server's probes are answered from zeph's ten-minute
@@ -74,7 +74,7 @@ GOLDEN = Path(__file__).parent / "golden"
 RECORD = os.environ.get("ZEPH_RECORD_GOLDEN") == "1"
 PROVIDERS = ("compatible", "embedded", "anthropic", "openai", "ollama")  # the two that share steps 01-07 together
 BUDGET = 6000
-EMBEDDED_BUDGET = 3000
+EMBEDDED_BUDGET = 2000
 ANTHROPIC_KEY = "sk-ant-api03-golden-test-key"
 OPENAI_KEY = "sk-proj-golden-test-key"
 
