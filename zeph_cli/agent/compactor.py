@@ -62,7 +62,7 @@ from ..context.report import ContextReport
 from .events import AgentEvent, AgentWarning, CompactionFinished, CompactionStarted, CompactionStatus
 from ..log import get_logger
 from ..messages import Message
-from ..store import CompactionStore, Conversation, ConversationStore, ToolLog
+from ..store import CompactionStore, Conversation, ConversationStore, StoredMessage, ToolLog
 from ..store.transactions import write_transaction
 from ..tokens import MESSAGE_OVERHEAD, TokenCounter, count_message
 
@@ -423,17 +423,25 @@ class Compactor:
                     token_count=summary.item.tokens,
                     token_counter=counter.name,
                 )
-            pruned = self.store.prune_tool_outputs(
-                conversation.id,
-                replacements,
-                token_counts={i: count_message(counter, m) for i, m in replacements.items()},
-                token_counter=counter.name,
-            )
-            after = self._report(conversation).context_tokens
-            self.store.record_event(
-                conversation.id, "soft", tokens_before=before, tokens_after=after, outputs_pruned=len(pruned)
-            )
+            pruned, after = self._store_pruned(conversation, replacements, before, counter)
         return CompactionResult("soft", before, after, outputs_pruned=len(pruned), summaries_applied=len(applied))
+
+    def _store_pruned(
+        self, conversation: Conversation, replacements: dict[int, Message], before: int, counter: TokenCounter
+    ) -> tuple[list[StoredMessage], int]:
+        """Prune the tool outputs `replacements` replaces and record the soft event, within the caller's
+        transaction; (the pruned copies, the context's tokens after)."""
+        pruned = self.store.prune_tool_outputs(
+            conversation.id,
+            replacements,
+            token_counts={i: count_message(counter, m) for i, m in replacements.items()},
+            token_counter=counter.name,
+        )
+        after = self._report(conversation).context_tokens
+        self.store.record_event(
+            conversation.id, "soft", tokens_before=before, tokens_after=after, outputs_pruned=len(pruned)
+        )
+        return pruned, after
 
     def _prune_plan(
         self, history: list[HistoryItem], capacity: int, *, before_summary: bool, pinned_from: int | None = None
@@ -655,16 +663,7 @@ class Compactor:
         replacements = {item.id: pruned_message(item.message, self._kept_output(conversation, item)) for item in targets}
         before = self._report(conversation).context_tokens
         with write_transaction(deps.store.db):
-            pruned = self.store.prune_tool_outputs(
-                conversation.id,
-                replacements,
-                token_counts={i: count_message(counter, m) for i, m in replacements.items()},
-                token_counter=counter.name,
-            )
-            after = self._report(conversation).context_tokens
-            self.store.record_event(
-                conversation.id, "soft", tokens_before=before, tokens_after=after, outputs_pruned=len(pruned)
-            )
+            pruned, _ = self._store_pruned(conversation, replacements, before, counter)
         return len(pruned)
 
     def _placeholder(self, item: HistoryItem) -> HistoryItem:

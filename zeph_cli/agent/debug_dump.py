@@ -180,17 +180,18 @@ class DebugDump:
     def _write(self, name: str, record: dict[str, Any]) -> bool:
         try:
             data = json.dumps(self._scrubbed(record), indent=2, ensure_ascii=False, default=str) + "\n"
-            payload = data.encode("utf-8", errors="replace")  # lone surrogates from undecodable input
-            self.directory.mkdir(parents=True, exist_ok=True)
-            write_atomically(self.directory / name, payload)
-        except (OSError, ValueError) as exc:
+        except ValueError as exc:
             self._fail(exc)
             return False
-        return True
+        return self._save(name, data)
 
     def _write_text(self, name: str, text: str) -> bool:
+        return self._save(name, self._scrubbed(text))
+
+    def _save(self, name: str, text: str) -> bool:
+        """Write `text` (scrubbed already) as the file `name`; False when the dump failed."""
         try:
-            payload = self._scrubbed(text).encode("utf-8", errors="replace")
+            payload = text.encode("utf-8", errors="replace")  # lone surrogates from undecodable input
             self.directory.mkdir(parents=True, exist_ok=True)
             write_atomically(self.directory / name, payload)
         except (OSError, ValueError) as exc:

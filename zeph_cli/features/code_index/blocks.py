@@ -56,7 +56,7 @@ class RepoMapEntries(NamedTuple):
         while files:
             text = repo_map_text("\n".join(files))
             if room.measure(text) <= allowance:
-                return Fitted(text, f"{len(files)} files", tuple(f.split("\n", 1)[0] for f in files))
+                return Fitted(text, f"{len(files)} file{'' if len(files) == 1 else 's'}", tuple(f.split("\n", 1)[0] for f in files))
             files.pop()
         return Fitted()
 

@@ -484,7 +484,7 @@ class ZephApp(App[int]):
             await self.notice(f"dropped {', '.join(a.path for a in dropped)}" if dropped else "no file was attached")
         elif argument:
             attachment = session.stage(argument)  # AttachmentError: shown, and the command back in the box
-            await self.notice(f"attached {attachment.path} ({attachment.lines:,} lines, {attachment.tokens:,} tokens) "
+            await self.notice(f"attached {attachment.path} ({attachment.lines:,} line{'' if attachment.lines == 1 else 's'}, {attachment.tokens:,} tokens) "
                               "to your next message · /attach lists · /attach clear drops")
         elif session.staged:
             await self.notice("attached to your next message: " + attached_line(
