@@ -74,23 +74,89 @@ def test_spans_open_at_the_calling_message_and_close_at_the_newest_and_take_the_
     ]
 
 
-def test_an_item_in_progress_twice_has_two_spans_both_in_its_current_state(conversations):
+def test_an_item_resumed_with_the_same_text_keeps_its_earlier_spans_in_its_state(conversations):
     sid = new_session(conversations)
     one = say(conversations, sid)
     write(conversations, sid, ("1", "build", "in_progress"))
     two = say(conversations, sid)
     write(conversations, sid, ("1", "build", "pending"))
-    assert [g.state for g in subgoals(conversations.db, sid)] == []  # back to pending: ordinary history
+    assert subgoals(conversations.db, sid) == []  # back to pending: ordinary history
     three = say(conversations, sid)
-    write(conversations, sid, ("1", "build it all", "in_progress"))
+    write(conversations, sid, ("1", "build", "in_progress"))  # the same item again: the work goes on
     assert subgoals(conversations.db, sid) == [
-        Subgoal("1", "build it all", ACTIVE, one, two),
-        Subgoal("1", "build it all", ACTIVE, three, None),
+        Subgoal("1", "build", ACTIVE, one, two),
+        Subgoal("1", "build", ACTIVE, three, None),
     ]
-    write(conversations, sid, ("1", "build it all", "in_progress"))  # still in progress: nothing new opens
+    write(conversations, sid, ("1", "build", "in_progress"))  # still in progress: nothing new opens
     assert len(subgoals(conversations.db, sid)) == 2
-    write(conversations, sid, ("1", "build it all", "completed"))
+    write(conversations, sid, ("1", "build", "completed"))
     assert [(g.state, g.last_id) for g in subgoals(conversations.db, sid)] == [(COMPLETED, two), (COMPLETED, three)]
+
+
+def test_a_span_closed_as_pending_gives_no_subgoal_unless_its_item_resumes_with_the_same_text(conversations):
+    sid = new_session(conversations)
+    one = say(conversations, sid)
+    write(conversations, sid, ("1", "build", "in_progress"), ("2", "test", "in_progress"))
+    two = say(conversations, sid)
+    write(conversations, sid, ("1", "build", "pending"), ("2", "test", "pending"))
+    three = say(conversations, sid)
+    write(conversations, sid, ("1", "write the docs", "in_progress"))  # id 1 reused, 2 dropped while pending
+    assert subgoals(conversations.db, sid) == [Subgoal("1", "write the docs", ACTIVE, three, None)]
+    write(conversations, sid, ("1", "write the docs", "completed"))
+    assert subgoals(conversations.db, sid) == [Subgoal("1", "write the docs", COMPLETED, three, three)]
+    assert one < two < three
+
+
+def test_an_item_reworded_while_in_progress_keeps_one_span_with_its_latest_text(conversations):
+    sid = new_session(conversations)
+    one = say(conversations, sid)
+    write(conversations, sid, ("1", "fix it", "in_progress"))
+    say(conversations, sid)
+    write(conversations, sid, ("1", "fix the parser", "in_progress"))
+    assert subgoals(conversations.db, sid) == [Subgoal("1", "fix the parser", ACTIVE, one, None)]
+    last = say(conversations, sid)
+    write(conversations, sid, ("1", "fix the parser's errors", "completed"))  # closes with the text it has then
+    assert subgoals(conversations.db, sid) == [Subgoal("1", "fix the parser's errors", COMPLETED, one, last)]
+
+
+def test_a_reused_id_leaves_the_earlier_items_span_as_it_closed(conversations):
+    sid = new_session(conversations)
+    one = say(conversations, sid)
+    write(conversations, sid, ("1", "refactor parser", "in_progress"))
+    two = say(conversations, sid)
+    write(conversations, sid, ("1", "refactor parser", "completed"))
+    three = say(conversations, sid)
+    write(conversations, sid, ("1", "write docs", "in_progress"))  # a new list, numbered from 1 again
+    assert subgoals(conversations.db, sid) == [
+        Subgoal("1", "refactor parser", COMPLETED, one, two),
+        Subgoal("1", "write docs", ACTIVE, three, None),
+    ]
+    four = say(conversations, sid)
+    write(conversations, sid, ("1", "write docs", "pending"))  # the new item paused: only its own span goes
+    assert subgoals(conversations.db, sid) == [Subgoal("1", "refactor parser", COMPLETED, one, two)]
+    write(conversations, sid, ("1", "write docs", "in_progress"))
+    write(conversations, sid, ("1", "write docs", "abandoned"))
+    assert [(g.text, g.state, g.last_id) for g in subgoals(conversations.db, sid)] == [
+        ("refactor parser", COMPLETED, two), ("write docs", ABANDONED, four), ("write docs", ABANDONED, four)]
+
+
+def test_an_item_completed_and_then_left_off_the_list_stays_completed(conversations):
+    sid = new_session(conversations)
+    one = say(conversations, sid)
+    write(conversations, sid, ("1", "read", "in_progress"), ("2", "edit", "pending"))
+    two = say(conversations, sid)
+    write(conversations, sid, ("1", "read", "completed"), ("2", "edit", "in_progress"))
+    three = say(conversations, sid)
+    write(conversations, sid, ("2", "edit", "in_progress"), ("3", "test", "pending"))  # 1 dropped, done
+    assert subgoals(conversations.db, sid) == [
+        Subgoal("1", "read", COMPLETED, one, two),
+        Subgoal("2", "edit", ACTIVE, two, None),
+    ]
+    write(conversations, sid)  # an empty list: 2 was in progress, so abandoned; 1 is still done
+    assert subgoals(conversations.db, sid) == [
+        Subgoal("1", "read", COMPLETED, one, two),
+        Subgoal("2", "edit", ABANDONED, two, three),
+    ]
 
 
 def test_abandoned_and_removed_items_give_abandoned_subgoals(conversations):

@@ -134,6 +134,24 @@ async def test_spans_follow_the_calls_across_turns(fake_server, workspace):
     ]
 
 
+async def test_a_new_list_reusing_an_id_leaves_the_finished_range_completed(fake_server, workspace):
+    calls(fake_server, todo("call_1", ("1", "refactor parser", "in_progress")))
+    calls(fake_server, todo("call_2", ("1", "refactor parser", "completed")))
+    reply(fake_server, "refactored")
+    calls(fake_server, todo("call_3", ("1", "write docs", "in_progress"), ("2", "review", "pending")))
+    reply(fake_server, "writing")
+    agent = make_agent(fake_server, workspace)
+    conversation = agent.new_conversation("go")
+    await run(agent, conversation, "refactor the parser")
+    await run(agent, conversation, "now the docs")
+    history = agent.store.history(conversation.id)
+    call_ids = [m.id for m in history if m.role == "assistant" and m.message.tool_calls]
+    assert subgoals(agent.store.db, conversation.id) == [
+        Subgoal("1", "refactor parser", COMPLETED, call_ids[0], call_ids[1]),
+        Subgoal("1", "write docs", ACTIVE, call_ids[2], None),
+    ]
+
+
 @pytest.mark.parametrize(("mode", "offered"), [("agent", True), ("plan", True), ("ask", False)])
 async def test_agent_and_plan_modes_offer_it_and_ask_does_not(fake_server, workspace, mode, offered):
     agent = make_agent(fake_server, workspace, mode=mode)

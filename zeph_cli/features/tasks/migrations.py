@@ -32,9 +32,13 @@ def m018_task_list(db: Database) -> None:
             id integer primary key,
             conversation_id integer not null references conversations(id) on delete cascade,
             item_id text not null,
-            text text not null,  -- the item's text, kept when the item leaves the list
+            text text not null,  -- the item's text while the span was open (as it read when the span closed)
             first_message_id integer not null,  -- the assistant message that put the item in progress
-            last_message_id integer  -- the newest message when it left progress; null = still in progress
+            last_message_id integer,  -- the newest message when it left progress; null = still in progress
+            -- what the item became when the span closed ('abandoned' also when it left the list while in
+            -- progress); null while open
+            closed_status text check (closed_status in ('pending', 'completed', 'abandoned')),
+            check ((last_message_id is null) = (closed_status is null))
         )
         """
     )
