@@ -86,6 +86,7 @@ async def wait_for_session(lock: "TurnLock", conversation_id: int) -> AsyncItera
 
 
 ENHANCE_KEY = "enhance"  # conversation metadata: the session's enhancement prompt
+MIN_SUBAGENT_BUDGET = 4_000  # tokens: a sub-agent with less reads a file or two and runs out (the task tool is not offered)
 MEMORY_CHARS_PER_TOKEN = 4  # for the <memory> block's cap: English prose runs about four characters a token
 
 
@@ -300,17 +301,34 @@ class Agent:
         return child
 
     def withheld_tools(self) -> dict[str, str]:
-        """Tools this agent knows but does not offer, with why: the task tool beyond `[agent.subagents] max_depth`."""
+        """Tools this agent knows but does not offer, with why: the task tool beyond `[agent.subagents] max_depth`,
+        or when a sub-agent's share of the budget would be too small to work in."""
         from .subagents import withheld_reason
 
-        reason = withheld_reason(self.config, self.depth)
+        reason = withheld_reason(self.config, self.depth) or self._subagent_budget_problem()
         return {TASK_TOOL: reason} if reason else {}
 
     def offers_tool(self, name: str) -> bool:
-        """Whether the tool `name` may be offered: within a sub-agent's subset, and the task tool within the depth."""
+        """Whether the tool `name` may be offered: within a sub-agent's subset, and the task tool within the depth
+        and the budget."""
         if self.only_tools is not None and name not in self.only_tools:
             return False
-        return name != TASK_TOOL or self.depth < self.config.agent.subagents.max_depth
+        if name != TASK_TOOL:
+            return True
+        return self.depth < self.config.agent.subagents.max_depth and self._subagent_budget_problem() is None
+
+    def _subagent_budget_problem(self) -> str | None:
+        """Why a sub-agent's budget (`budget_share` of this agent's) is too small to offer the task tool, or None."""
+        if self.profile is None:
+            return None
+        settings = self.config.agent.subagents
+        total = self.budget().total
+        share = int(total * settings.budget_share)
+        if not total or share >= MIN_SUBAGENT_BUDGET:  # no budget: nothing to share out
+            return None
+        return (f"a sub-agent would get {share:,} tokens (agent.subagents budget_share = {settings.budget_share:g} of "
+                f"this session's {total:,}), below the {MIN_SUBAGENT_BUDGET:,} it needs to work in; "
+                "raise [memory] context_budget_tokens or budget_share")
 
     @cached_property
     def policy(self) -> "PermissionPolicy":
