@@ -490,3 +490,65 @@ async def test_max_depth_two_lets_a_subagent_start_one_more_level(fake_server, w
     assert "inner done" in agent.store.history(outer.id)[2].message.tool_results[0].content
     nested = [e.event.event for e in events if isinstance(e, SubagentProgress) and isinstance(e.event, SubagentProgress)]
     assert any(isinstance(e, TurnFinished) and e.text == "inner done" for e in nested)
+
+
+@pytest.mark.parametrize("tools", [[], ["  ", ""]])
+async def test_an_empty_tool_subset_is_a_tool_error_not_every_tool(fake_server, workspace, tools):
+    fake_server.queue(tool_reply(("call_t", "task", {"description": "d", "prompt": "p", "tools": tools})),
+                      text_reply("ok"))
+    agent = make_agent(fake_server, workspace)
+    conversation = agent.new_conversation("x")
+    events = await run(agent, conversation, "x")
+    (finished,) = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert finished.result.is_error and "tools is empty" in finished.result.content
+    assert agent.store.subagent_sessions(conversation.id) == []
+
+
+def nested_script(outer_calls: list[FakeResponse], inner: list[FakeResponse]) -> Script:
+    """The parent starts JOB-OUTER limited to read_file and task; what JOB-OUTER does is `outer_calls`."""
+    def key(request: RecordedRequest) -> str:
+        text = user_text(request)
+        return "JOB-INNER" if "JOB-INNER" in text else "JOB-OUTER" if "JOB-OUTER" in text else "parent"
+
+    script = Script(
+        parent=[tool_reply(("call_outer", "task", {"description": "outer", "prompt": "JOB-OUTER",
+                                                   "tools": ["read_file", "task"]})),
+                text_reply("top")],
+        children={"JOB-OUTER": outer_calls, "JOB-INNER": inner},
+    )
+    script.key = key  # type: ignore[method-assign]
+    return script
+
+
+async def test_a_grandchild_gets_no_tool_its_limited_parent_lacks(fake_server, workspace):
+    script = nested_script(
+        [tool_reply(("call_inner", "task", {"description": "inner", "prompt": "JOB-INNER"})), text_reply("outer done")],
+        [text_reply("inner done")],
+    )
+    fake_server.respond_with(script)
+    agent = make_agent(fake_server, workspace, ZEPH_AGENT_SUBAGENTS_MAX_DEPTH="2")
+    events = await run(agent, agent.new_conversation("x"), "x")
+    assert events[-1].text == "top"
+    assert offered(script.seen["JOB-OUTER"][0]) == ["read_file", "task"]
+    assert offered(script.seen["JOB-INNER"][0]) == ["read_file"]  # not bash, write_file, …; task is beyond max_depth
+
+
+async def test_a_grandchild_asking_for_a_tool_its_parent_lacks_is_refused(fake_server, workspace):
+    script = nested_script(
+        [tool_reply(("call_inner", "task", {"description": "inner", "prompt": "JOB-INNER",
+                                            "tools": ["read_file", "bash", "write_file"]})),
+         text_reply("outer done")],
+        [],
+    )
+    fake_server.respond_with(script)
+    agent = make_agent(fake_server, workspace, ZEPH_AGENT_SUBAGENTS_MAX_DEPTH="2")
+    conversation = agent.new_conversation("x")
+    events = await run(agent, conversation, "x")
+    assert events[-1].text == "top"
+    inner = [e.event for e in events if isinstance(e, SubagentProgress) and isinstance(e.event, ToolCallFinished)]
+    (refused,) = inner
+    assert refused.result.is_error
+    assert "'bash', 'write_file'" in refused.result.content and "'read_file'" not in refused.result.content
+    assert "JOB-INNER" not in script.seen
+    (outer,) = agent.store.subagent_sessions(conversation.id)
+    assert agent.store.subagent_sessions(outer.id) == []

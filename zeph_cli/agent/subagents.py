@@ -5,7 +5,8 @@ the parent's session and task call; the project context, environment and tools; 
 parent's history, memory, recall, session summaries, worldbook, skills or MCP servers — with
 `budget_share` of the parent's budget, the parent's provider (unless `[agent.subagents]` names
 another), permission policy, sandbox and approver (its writes and commands ask the same user, one
-question at a time), and a mode no wider than the parent's. It runs at most `max_turns` tool rounds,
+question at a time), a mode no wider than the parent's, and no tool outside the parent's own subset when it has one
+(a subset left out is the parent's). It runs at most `max_turns` tool rounds,
 then is asked once to answer; its final answer, cut to `result_tokens`, is the task call's result,
 which says when it was cut or stopped early. At most `concurrency` run at once (one on the embedded
 local model). Cancelled, it keeps what it stored (its own turn answers every call it made) and the
@@ -165,6 +166,7 @@ class SubagentDeps:
     approver: Approver
     counter: Callable[[], TokenCounter]  # exact
     spawn: Callable[[Config, str, Approver], Child]
+    only_tools: Callable[[], frozenset[str] | None] = lambda: None  # the parent's own subset (None: every tool)
 
 
 class Subagents:
@@ -201,6 +203,14 @@ class Subagents:
         if reason:
             raise ToolFailure(f"task is not available here: {reason}")
         mode = child_mode(deps.mode(), request.mode)
+        allowed = deps.only_tools()
+        if allowed is not None and request.tools is not None:
+            outside = [name for name in request.tools if name not in allowed]
+            if outside:
+                raise ToolFailure(
+                    f"task: {', '.join(repr(name) for name in outside)} not among this agent's own tools, and a "
+                    f"sub-agent gets no tool its parent lacks. Available: {', '.join(sorted(allowed))}"
+                )
         child = self.build(mode, request.call_id, request.description)
         try:
             async with self.slots():
@@ -209,7 +219,9 @@ class Subagents:
                 except ZephError as exc:  # its provider unreachable, say: the model reads why
                     raise ToolFailure(f"task: the sub-agent could not start: {exc}") from None
                 if request.tools is not None:
-                    self.restrict(child, mode, request.tools)
+                    self.restrict(child, mode, request.tools, allowed)
+                elif allowed is not None:  # left out: the parent's own subset, as far as the child's mode has it
+                    child.only_tools = frozenset(child.offer.mode_tools()[0].names()) & allowed
                 session = self.session(child, conversation, request, mode)
                 progress(SubagentStarted(request.call_id, request.description, session.id, mode))
                 run = Run()
@@ -230,9 +242,12 @@ class Subagents:
         config = child_config(deps.config, mode, deps.budget(), call_id)
         return deps.spawn(config, mode, lambda request: self.approve(request, description or "task"))
 
-    def restrict(self, child: Child, mode: str, names: tuple[str, ...]) -> None:
-        """Offer the child only the tools `names`; an unknown or unavailable one is the model's error."""
-        available = child.offer.mode_tools()[0].names()
+    def restrict(
+        self, child: Child, mode: str, names: tuple[str, ...], allowed: frozenset[str] | None = None
+    ) -> None:
+        """Offer the child only the tools `names` (all among `allowed`, the parent's own subset, when it has
+        one); an unknown or unavailable one is the model's error."""
+        available = [name for name in child.offer.mode_tools()[0].names() if allowed is None or name in allowed]
         missing = [name for name in names if name not in available]
         if missing:
             withheld = child.withheld_tools()
