@@ -148,3 +148,38 @@ async def test_escape_cancels_the_subagent_with_the_turn_and_both_sessions_stay_
     finally:
         release.set()
         await session.aclose()
+
+
+async def test_a_subagents_bash_call_asks_naming_the_subagent(fake_server, workspace):
+    from zeph_cli.frontends.tui.screens import ConfirmScreen
+
+    script = Script(
+        parent=[tool_reply(("call_task", "task", {"description": "Make  the\nfile",
+                                                  "prompt": "JOB-ASK: write a file"})),
+                text_reply("written")],
+        children={"JOB-ASK": [tool_reply(("call_bash", "bash", {"command": "echo hi > out.txt"})),
+                              text_reply("done")]},
+    )
+    fake_server.respond_with(script)
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            app.prompt.text = "make the file"
+            app.prompt.focus()
+            await pilot.press("enter")
+            for _ in range(1500):  # 30 s at most: a bound on a hang
+                await pilot.pause(0.02)
+                if isinstance(app.screen, ConfirmScreen) and app.screen.query("#asker"):
+                    break
+            assert isinstance(app.screen, ConfirmScreen)
+            assert str(app.screen.query_one("#asker").render()) == "asked by sub-agent: Make the file"
+            assert str(app.screen.query_one("#detail").render()) == "$ echo hi > out.txt"
+            await pilot.press("y")
+            if app.worker is not None:
+                await app.workers.wait_for_complete([app.worker])
+            await pilot.pause()
+            assert (workspace / "out.txt").read_text() == "hi\n"
+            (entry,) = [e for e in app.transcript.entries() if isinstance(e, SubagentEntry)]
+            assert entry.title.startswith("⧉ Make the file · done")
+    finally:
+        await session.aclose()

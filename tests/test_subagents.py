@@ -552,3 +552,31 @@ async def test_a_grandchild_asking_for_a_tool_its_parent_lacks_is_refused(fake_s
     assert "JOB-INNER" not in script.seen
     (outer,) = agent.store.subagent_sessions(conversation.id)
     assert agent.store.subagent_sessions(outer.id) == []
+
+
+async def test_a_subagents_bash_approval_names_the_subagent_in_the_terminal_question(fake_server, workspace):
+    from zeph_cli.frontends.cli.approval_prompt import render_question
+    from zeph_cli.tools.permissions import ApprovalDecision
+
+    description = "Check   the\nbuild " + "x" * 100
+    script = Script(
+        parent=[tool_reply(("call_t", "task", {"description": description, "prompt": "JOB-BASH"})),
+                text_reply("ok")],
+        children={"JOB-BASH": [tool_reply(("call_b", "bash", {"command": "echo hi > out.txt"})), text_reply("ran")]},
+    )
+    fake_server.respond_with(script)
+    asked = []
+
+    async def approver(request):
+        asked.append(request)
+        return ApprovalDecision("yes")
+
+    agent = make_agent(fake_server, workspace, approver=approver)
+    await run(agent, agent.new_conversation("x"), "x")
+    (request,) = asked
+    assert request.tool == "bash" and request.preview == "echo hi > out.txt"  # the preview is the command alone
+    assert request.asker.startswith("Check the build xxx") and request.asker.endswith("…")
+    assert len(request.asker) == 80 and "\n" not in request.asker
+    question = render_question(request)
+    assert f"asked by sub-agent: {request.asker}" in question
+    assert question.endswith("[a]lways bash in this command: ")

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from .turn import TurnDeps
 
 SETTINGS = "agent.subagents"
+ASKER_CHARS = 80  # of a sub-agent's description, as an approval question names it
 FINAL_PROMPT = (
     "You have used all {turns} tool rounds you may. Answer now, without tools, with what you found; "
     "say what is left undone."
@@ -102,6 +103,12 @@ def child_config(config: Config, mode: str, parent_budget: int, call_id: str) ->
     if config.debug.dump_dir:
         child.debug.dump_dir = str(Path(config.debug.dump_dir).expanduser() / f"task-{call_id or 'call'}")
     return child
+
+
+def asker_label(description: str, chars: int = ASKER_CHARS) -> str:
+    """A sub-agent's description as an approval question names it: one line, at most `chars` characters."""
+    text = " ".join(description.split()) or "task"
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
 
 
 def capped(text: str, tokens: int, counter: TokenCounter) -> tuple[str, bool]:
@@ -188,9 +195,10 @@ class Subagents:
         return self._slots
 
     async def approve(self, request: ApprovalRequest, description: str) -> ApprovalDecision:
-        """The parent's approver, asked one question at a time, told which sub-agent asks."""
-        said = f"[sub-agent: {description}]"
-        asked = dataclasses.replace(request, preview=f"{said}\n{request.preview}" if request.preview else said)
+        """The parent's approver, asked one question at a time, told which sub-agent asks (a sub-agent's own
+        sub-agent as `outer › inner`)."""
+        said = asker_label(description)
+        asked = dataclasses.replace(request, asker=f"{said} › {request.asker}" if request.asker else said)
         async with self._asking:
             return await self.deps.approver(asked)
 
