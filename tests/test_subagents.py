@@ -580,3 +580,108 @@ async def test_a_subagents_bash_approval_names_the_subagent_in_the_terminal_ques
     question = render_question(request)
     assert f"asked by sub-agent: {request.asker}" in question
     assert question.endswith("[a]lways bash in this command: ")
+
+
+class Boom(Exception):
+    """An error no layer expects (a bug, say)."""
+
+
+def two_jobs(hold: Callable[[RecordedRequest, str, int], None] = lambda request, key, n: None) -> Script:
+    return Script(
+        parent=[tool_reply(("call_one", "task", {"description": "first", "prompt": "JOB-ONE"}),
+                           ("call_two", "task", {"description": "second", "prompt": "JOB-TWO"})),
+                text_reply("went on")],
+        children={"JOB-ONE": [text_reply("one found")], "JOB-TWO": [text_reply("two found")]},
+        hold=hold,
+    )
+
+
+async def test_a_subagent_whose_run_fails_unexpectedly_is_an_error_result_and_the_turn_goes_on(
+    fake_server, workspace, monkeypatch
+):
+    from zeph_cli.agent.subagents import Subagents
+
+    drive = Subagents.drive
+
+    async def failing(self, child, session, request, run, progress):
+        if "JOB-ONE" in request.prompt:
+            raise Boom("the child broke")
+        await drive(self, child, session, request, run, progress)
+
+    monkeypatch.setattr(Subagents, "drive", failing)
+    fake_server.respond_with(two_jobs())
+    agent = make_agent(fake_server, workspace)
+    conversation = agent.new_conversation("x")
+    events = await run(agent, conversation, "x")
+    assert isinstance(events[-1], TurnFinished) and events[-1].text == "went on"
+    assert_every_call_answered(agent, conversation.id)
+    finished = {e.call.id: e for e in events if isinstance(e, ToolCallFinished)}
+    one, two = finished["call_one"].result, finished["call_two"].result
+    sessions = {s.title: s.id for s in agent.store.subagent_sessions(conversation.id)}
+    assert one.is_error and "Boom: the child broke" in one.content and f"session {sessions['first']}" in one.content
+    assert not two.is_error and "two found" in two.content
+    (ended,) = [e for e in events if isinstance(e, SubagentFinished) and e.call_id == "call_one"]
+    assert ended.outcome == "failed"
+
+
+async def test_a_subagent_session_the_store_cannot_make_is_an_error_result(fake_server, workspace, monkeypatch):
+    from zeph_cli.agent.subagents import Subagents
+    from zeph_cli.errors import StoreError
+
+    def no_session(self, child, parent, request, mode):
+        raise StoreError("database is locked")
+
+    monkeypatch.setattr(Subagents, "session", no_session)
+    fake_server.respond_with(two_jobs())
+    agent = make_agent(fake_server, workspace)
+    conversation = agent.new_conversation("x")
+    events = await run(agent, conversation, "x")
+    assert events[-1].text == "went on"
+    assert_every_call_answered(agent, conversation.id)
+    results = [e.result for e in events if isinstance(e, ToolCallFinished)]
+    assert len(results) == 2 and all(r.is_error and "database is locked" in r.content for r in results)
+
+
+async def test_an_error_escaping_one_task_call_answers_every_call_and_awaits_the_others(
+    fake_server, workspace, monkeypatch
+):
+    from zeph_cli.agent.subagents import Subagents
+
+    release = threading.Event()
+    started = asyncio.Event()
+
+    def hold(request: RecordedRequest, key: str, n: int) -> None:
+        if key == "JOB-TWO":
+            release.wait(30)  # the second sub-agent is still waiting for its reply when the first fails
+
+    original = Subagents.run
+
+    async def failing(self, conversation, request, progress):
+        if "JOB-ONE" in request.prompt:
+            await started.wait()
+            raise Boom("outside every handler")
+
+        def tell(event):
+            if isinstance(event, SubagentStarted):
+                started.set()  # the second one runs: now the first fails
+            progress(event)
+
+        return await original(self, conversation, request, tell)
+
+    monkeypatch.setattr(Subagents, "run", failing)
+    fake_server.respond_with(two_jobs(hold))
+    agent = make_agent(fake_server, workspace)
+    conversation = agent.new_conversation("x")
+    try:
+        with pytest.raises(Boom):
+            await run(agent, conversation, "x")
+    finally:
+        release.set()
+    assert_every_call_answered(agent, conversation.id)
+    rows = agent.store.history(conversation.id)
+    results = [r.message.tool_results[0] for r in rows if r.role == "tool"]
+    assert [r.tool_call_id for r in results] == ["call_one", "call_two"]
+    assert all(r.is_error and "stopped on an error (Boom)" in r.content for r in results)
+    (child,) = agent.store.subagent_sessions(conversation.id)  # the second one's, cancelled and awaited
+    assert child.title == "second"
+    assert_every_call_answered(agent, child.id)

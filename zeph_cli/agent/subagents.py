@@ -111,6 +111,11 @@ def asker_label(description: str, chars: int = ASKER_CHARS) -> str:
     return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
 
 
+def failure(exc: Exception) -> str:
+    """What a sub-agent's error says to the model: a ZephError's own message, any other's type too."""
+    return str(exc) if isinstance(exc, ZephError) else f"{type(exc).__name__}: {exc}"
+
+
 def capped(text: str, tokens: int, counter: TokenCounter) -> tuple[str, bool]:
     """`text` cut to at most `tokens` tokens (at a line or word end when one is near), and whether it was cut."""
     total = counter.count(text)
@@ -224,13 +229,13 @@ class Subagents:
             async with self.slots():
                 try:
                     await child.start()
-                except ZephError as exc:  # its provider unreachable, say: the model reads why
-                    raise ToolFailure(f"task: the sub-agent could not start: {exc}") from None
+                except Exception as exc:  # noqa: BLE001 — its provider unreachable, say: the model reads why
+                    raise ToolFailure(f"task: the sub-agent could not start: {failure(exc)}") from None
                 if request.tools is not None:
                     self.restrict(child, mode, request.tools, allowed)
                 elif allowed is not None:  # left out: the parent's own subset, as far as the child's mode has it
                     child.only_tools = frozenset(child.offer.mode_tools()[0].names()) & allowed
-                session = self.session(child, conversation, request, mode)
+                session = self.new_session(child, conversation, request, mode)
                 progress(SubagentStarted(request.call_id, request.description, session.id, mode))
                 run = Run()
                 try:
@@ -238,11 +243,13 @@ class Subagents:
                 except asyncio.CancelledError:
                     run.outcome = "cancelled"
                     raise
+                except Exception as exc:  # noqa: BLE001 — its session busy, a reply not stored, a bug: the result says
+                    run.outcome, run.error = "failed", failure(exc)
                 finally:
                     progress(SubagentFinished(request.call_id, session.id, run.outcome, run.usage, run.rounds))
+                return self.result(run, session)
         finally:
             await child.aclose()
-        return self.result(run, session)
 
     def build(self, mode: str, call_id: str, description: str = "") -> Child:
         """The child agent (not started), asking the parent's approver as this sub-agent."""
@@ -265,6 +272,13 @@ class Subagents:
                 + (f" ({why})" if why else "") + f". Available: {', '.join(available)}"
             )
         child.only_tools = frozenset(names)
+
+    def new_session(self, child: Child, parent: Conversation, request: SubagentRequest, mode: str) -> Conversation:
+        """`session`, or the ToolFailure that says why the store could not make it."""
+        try:
+            return self.session(child, parent, request, mode)
+        except Exception as exc:  # noqa: BLE001 — the store failing, say: the model reads why
+            raise ToolFailure(f"task: the sub-agent's session could not be made: {failure(exc)}") from None
 
     def session(self, child: Child, parent: Conversation, request: SubagentRequest, mode: str) -> Conversation:
         """The sub-agent's own session, linked to the parent's session and task call."""
