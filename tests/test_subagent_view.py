@@ -148,3 +148,79 @@ async def test_escape_cancels_the_subagent_with_the_turn_and_both_sessions_stay_
     finally:
         release.set()
         await session.aclose()
+
+
+async def test_a_subagents_bash_call_asks_naming_the_subagent(fake_server, workspace):
+    from zeph_cli.frontends.tui.screens import ConfirmScreen
+
+    script = Script(
+        parent=[tool_reply(("call_task", "task", {"description": "Make  the\nfile",
+                                                  "prompt": "JOB-ASK: write a file"})),
+                text_reply("written")],
+        children={"JOB-ASK": [tool_reply(("call_bash", "bash", {"command": "echo hi > out.txt"})),
+                              text_reply("done")]},
+    )
+    fake_server.respond_with(script)
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            app.prompt.text = "make the file"
+            app.prompt.focus()
+            await pilot.press("enter")
+            for _ in range(1500):  # 30 s at most: a bound on a hang
+                await pilot.pause(0.02)
+                if isinstance(app.screen, ConfirmScreen) and app.screen.query("#asker"):
+                    break
+            assert isinstance(app.screen, ConfirmScreen)
+            assert str(app.screen.query_one("#asker").render()) == "asked by sub-agent: Make the file"
+            assert str(app.screen.query_one("#detail").render()) == "$ echo hi > out.txt"
+            await pilot.press("y")
+            if app.worker is not None:
+                await app.workers.wait_for_complete([app.worker])
+            await pilot.pause()
+            assert (workspace / "out.txt").read_text() == "hi\n"
+            (entry,) = [e for e in app.transcript.entries() if isinstance(e, SubagentEntry)]
+            assert entry.title.startswith("⧉ Make the file · done")
+    finally:
+        await session.aclose()
+
+
+MARKUP = "Fix [/] and [b]bold[/b] [/$x [a=@b] [$var] [@click=app.quit]q[/] \\"
+
+
+async def test_what_the_model_wrote_shows_as_written_never_as_markup(fake_server, workspace):
+    script = Script(
+        parent=[tool_reply(("call_task", "task", {"description": MARKUP, "prompt": f"JOB-MARKUP: {MARKUP}"})),
+                text_reply("ok")],
+        children={"JOB-MARKUP": [tool_reply(("call_read", "read_file", {"path": "[/]notes.txt"})),
+                                 text_reply(f"answer {MARKUP}")]},
+    )
+    fake_server.respond_with(script)
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            app.prompt.text = "go"
+            app.prompt.focus()
+            await pilot.press("enter")
+            if app.worker is not None:
+                await app.workers.wait_for_complete([app.worker])
+            await pilot.pause()
+            assert app.is_running
+            (entry,) = [e for e in app.transcript.entries() if isinstance(e, SubagentEntry)]
+            shown = str(entry.query_one("CollapsibleTitle").render())
+            assert shown.startswith(f"▶ ⧉ {MARKUP.rstrip()} · done")
+            assert str(entry.query_one(".job", Static).render()) == f"JOB-MARKUP: {MARKUP}"
+            (inner,) = entry.query(ToolEntry)
+            assert str(inner.query_one("CollapsibleTitle").render()).startswith("▶ ⏺ read_file [/]notes.txt · ")
+            replies = [str(s.render()) for s in entry.query(Static) if s.has_class("reply")]
+            assert replies == [f"answer {MARKUP}"]
+    finally:
+        await session.aclose()
+
+
+def test_a_subagent_block_takes_markup_in_every_field_as_text():
+    from textual.content import Content
+
+    entry = SubagentEntry(MARKUP, {"prompt": MARKUP}, status=MARKUP, output=MARKUP, failed=True)
+    assert Content.from_text(entry._title_text()).plain == f"⧉ {MARKUP.rstrip()} · {MARKUP}"
+    assert Content.from_text(entry.replica()._title_text()).plain == f"⧉ {MARKUP.rstrip()} · {MARKUP}"

@@ -490,3 +490,198 @@ async def test_max_depth_two_lets_a_subagent_start_one_more_level(fake_server, w
     assert "inner done" in agent.store.history(outer.id)[2].message.tool_results[0].content
     nested = [e.event.event for e in events if isinstance(e, SubagentProgress) and isinstance(e.event, SubagentProgress)]
     assert any(isinstance(e, TurnFinished) and e.text == "inner done" for e in nested)
+
+
+@pytest.mark.parametrize("tools", [[], ["  ", ""]])
+async def test_an_empty_tool_subset_is_a_tool_error_not_every_tool(fake_server, workspace, tools):
+    fake_server.queue(tool_reply(("call_t", "task", {"description": "d", "prompt": "p", "tools": tools})),
+                      text_reply("ok"))
+    agent = make_agent(fake_server, workspace)
+    conversation = agent.new_conversation("x")
+    events = await run(agent, conversation, "x")
+    (finished,) = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert finished.result.is_error and "tools is empty" in finished.result.content
+    assert agent.store.subagent_sessions(conversation.id) == []
+
+
+def nested_script(outer_calls: list[FakeResponse], inner: list[FakeResponse]) -> Script:
+    """The parent starts JOB-OUTER limited to read_file and task; what JOB-OUTER does is `outer_calls`."""
+    def key(request: RecordedRequest) -> str:
+        text = user_text(request)
+        return "JOB-INNER" if "JOB-INNER" in text else "JOB-OUTER" if "JOB-OUTER" in text else "parent"
+
+    script = Script(
+        parent=[tool_reply(("call_outer", "task", {"description": "outer", "prompt": "JOB-OUTER",
+                                                   "tools": ["read_file", "task"]})),
+                text_reply("top")],
+        children={"JOB-OUTER": outer_calls, "JOB-INNER": inner},
+    )
+    script.key = key  # type: ignore[method-assign]
+    return script
+
+
+async def test_a_grandchild_gets_no_tool_its_limited_parent_lacks(fake_server, workspace):
+    script = nested_script(
+        [tool_reply(("call_inner", "task", {"description": "inner", "prompt": "JOB-INNER"})), text_reply("outer done")],
+        [text_reply("inner done")],
+    )
+    fake_server.respond_with(script)
+    agent = make_agent(fake_server, workspace, ZEPH_AGENT_SUBAGENTS_MAX_DEPTH="2")
+    events = await run(agent, agent.new_conversation("x"), "x")
+    assert events[-1].text == "top"
+    assert offered(script.seen["JOB-OUTER"][0]) == ["read_file", "task"]
+    assert offered(script.seen["JOB-INNER"][0]) == ["read_file"]  # not bash, write_file, …; task is beyond max_depth
+
+
+async def test_a_grandchild_asking_for_a_tool_its_parent_lacks_is_refused(fake_server, workspace):
+    script = nested_script(
+        [tool_reply(("call_inner", "task", {"description": "inner", "prompt": "JOB-INNER",
+                                            "tools": ["read_file", "bash", "write_file"]})),
+         text_reply("outer done")],
+        [],
+    )
+    fake_server.respond_with(script)
+    agent = make_agent(fake_server, workspace, ZEPH_AGENT_SUBAGENTS_MAX_DEPTH="2")
+    conversation = agent.new_conversation("x")
+    events = await run(agent, conversation, "x")
+    assert events[-1].text == "top"
+    inner = [e.event for e in events if isinstance(e, SubagentProgress) and isinstance(e.event, ToolCallFinished)]
+    (refused,) = inner
+    assert refused.result.is_error
+    assert "'bash', 'write_file'" in refused.result.content and "'read_file'" not in refused.result.content
+    assert "JOB-INNER" not in script.seen
+    (outer,) = agent.store.subagent_sessions(conversation.id)
+    assert agent.store.subagent_sessions(outer.id) == []
+
+
+async def test_a_subagents_bash_approval_names_the_subagent_in_the_terminal_question(fake_server, workspace):
+    from zeph_cli.frontends.cli.approval_prompt import render_question
+    from zeph_cli.tools.permissions import ApprovalDecision
+
+    description = "Check   the\nbuild " + "x" * 100
+    script = Script(
+        parent=[tool_reply(("call_t", "task", {"description": description, "prompt": "JOB-BASH"})),
+                text_reply("ok")],
+        children={"JOB-BASH": [tool_reply(("call_b", "bash", {"command": "echo hi > out.txt"})), text_reply("ran")]},
+    )
+    fake_server.respond_with(script)
+    asked = []
+
+    async def approver(request):
+        asked.append(request)
+        return ApprovalDecision("yes")
+
+    agent = make_agent(fake_server, workspace, approver=approver)
+    await run(agent, agent.new_conversation("x"), "x")
+    (request,) = asked
+    assert request.tool == "bash" and request.preview == "echo hi > out.txt"  # the preview is the command alone
+    assert request.asker.startswith("Check the build xxx") and request.asker.endswith("…")
+    assert len(request.asker) == 80 and "\n" not in request.asker
+    question = render_question(request)
+    assert f"asked by sub-agent: {request.asker}" in question
+    assert question.endswith("[a]lways bash in this command: ")
+
+
+class Boom(Exception):
+    """An error no layer expects (a bug, say)."""
+
+
+def two_jobs(hold: Callable[[RecordedRequest, str, int], None] = lambda request, key, n: None) -> Script:
+    return Script(
+        parent=[tool_reply(("call_one", "task", {"description": "first", "prompt": "JOB-ONE"}),
+                           ("call_two", "task", {"description": "second", "prompt": "JOB-TWO"})),
+                text_reply("went on")],
+        children={"JOB-ONE": [text_reply("one found")], "JOB-TWO": [text_reply("two found")]},
+        hold=hold,
+    )
+
+
+async def test_a_subagent_whose_run_fails_unexpectedly_is_an_error_result_and_the_turn_goes_on(
+    fake_server, workspace, monkeypatch
+):
+    from zeph_cli.agent.subagents import Subagents
+
+    drive = Subagents.drive
+
+    async def failing(self, child, session, request, run, progress):
+        if "JOB-ONE" in request.prompt:
+            raise Boom("the child broke")
+        await drive(self, child, session, request, run, progress)
+
+    monkeypatch.setattr(Subagents, "drive", failing)
+    fake_server.respond_with(two_jobs())
+    agent = make_agent(fake_server, workspace)
+    conversation = agent.new_conversation("x")
+    events = await run(agent, conversation, "x")
+    assert isinstance(events[-1], TurnFinished) and events[-1].text == "went on"
+    assert_every_call_answered(agent, conversation.id)
+    finished = {e.call.id: e for e in events if isinstance(e, ToolCallFinished)}
+    one, two = finished["call_one"].result, finished["call_two"].result
+    sessions = {s.title: s.id for s in agent.store.subagent_sessions(conversation.id)}
+    assert one.is_error and "Boom: the child broke" in one.content and f"session {sessions['first']}" in one.content
+    assert not two.is_error and "two found" in two.content
+    (ended,) = [e for e in events if isinstance(e, SubagentFinished) and e.call_id == "call_one"]
+    assert ended.outcome == "failed"
+
+
+async def test_a_subagent_session_the_store_cannot_make_is_an_error_result(fake_server, workspace, monkeypatch):
+    from zeph_cli.agent.subagents import Subagents
+    from zeph_cli.errors import StoreError
+
+    def no_session(self, child, parent, request, mode):
+        raise StoreError("database is locked")
+
+    monkeypatch.setattr(Subagents, "session", no_session)
+    fake_server.respond_with(two_jobs())
+    agent = make_agent(fake_server, workspace)
+    conversation = agent.new_conversation("x")
+    events = await run(agent, conversation, "x")
+    assert events[-1].text == "went on"
+    assert_every_call_answered(agent, conversation.id)
+    results = [e.result for e in events if isinstance(e, ToolCallFinished)]
+    assert len(results) == 2 and all(r.is_error and "database is locked" in r.content for r in results)
+
+
+async def test_an_error_escaping_one_task_call_answers_every_call_and_awaits_the_others(
+    fake_server, workspace, monkeypatch
+):
+    from zeph_cli.agent.subagents import Subagents
+
+    release = threading.Event()
+    started = asyncio.Event()
+
+    def hold(request: RecordedRequest, key: str, n: int) -> None:
+        if key == "JOB-TWO":
+            release.wait(30)  # the second sub-agent is still waiting for its reply when the first fails
+
+    original = Subagents.run
+
+    async def failing(self, conversation, request, progress):
+        if "JOB-ONE" in request.prompt:
+            await started.wait()
+            raise Boom("outside every handler")
+
+        def tell(event):
+            if isinstance(event, SubagentStarted):
+                started.set()  # the second one runs: now the first fails
+            progress(event)
+
+        return await original(self, conversation, request, tell)
+
+    monkeypatch.setattr(Subagents, "run", failing)
+    fake_server.respond_with(two_jobs(hold))
+    agent = make_agent(fake_server, workspace)
+    conversation = agent.new_conversation("x")
+    try:
+        with pytest.raises(Boom):
+            await run(agent, conversation, "x")
+    finally:
+        release.set()
+    assert_every_call_answered(agent, conversation.id)
+    rows = agent.store.history(conversation.id)
+    results = [r.message.tool_results[0] for r in rows if r.role == "tool"]
+    assert [r.tool_call_id for r in results] == ["call_one", "call_two"]
+    assert all(r.is_error and "stopped on an error (Boom)" in r.content for r in results)
+    (child,) = agent.store.subagent_sessions(conversation.id)  # the second one's, cancelled and awaited
+    assert child.title == "second"
+    assert_every_call_answered(agent, child.id)

@@ -156,8 +156,8 @@ class FakeRunner:
         self.ran.append(call.name)
         return ToolOutcome(ToolResultPart(call.id, f"{call.name} done", name=call.name), "auto", "ok", 5, 0)
 
-    def record_interrupted(self, call):
-        return interrupted_result(call)
+    def record_interrupted(self, call, what="interrupted by the user before it finished"):
+        return interrupted_result(call, what)
 
 
 def report(used: int = 100, budget: int = 1000, notes: tuple[str, ...] = (), tools: int = 0) -> ContextReport:

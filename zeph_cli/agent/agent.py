@@ -286,7 +286,7 @@ class Agent:
             config=self.config, depth=self.depth, mode=lambda: self.mode,
             budget=lambda: self.budget().total if self.profile is not None else 0,
             provider=lambda: self.side_jobs.pool.get("subagent"), approver=self.approver,
-            counter=self.exact_counter, spawn=self._spawn_child,
+            counter=self.exact_counter, spawn=self._spawn_child, only_tools=lambda: self.only_tools,
         ))
 
     def _spawn_child(self, config: Config, mode: str, approver: Approver) -> "Agent":

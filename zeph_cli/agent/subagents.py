@@ -5,7 +5,8 @@ the parent's session and task call; the project context, environment and tools; 
 parent's history, memory, recall, session summaries, worldbook, skills or MCP servers — with
 `budget_share` of the parent's budget, the parent's provider (unless `[agent.subagents]` names
 another), permission policy, sandbox and approver (its writes and commands ask the same user, one
-question at a time), and a mode no wider than the parent's. It runs at most `max_turns` tool rounds,
+question at a time), a mode no wider than the parent's, and no tool outside the parent's own subset when it has one
+(a subset left out is the parent's). It runs at most `max_turns` tool rounds,
 then is asked once to answer; its final answer, cut to `result_tokens`, is the task call's result,
 which says when it was cut or stopped early. At most `concurrency` run at once (one on the embedded
 local model). Cancelled, it keeps what it stored (its own turn answers every call it made) and the
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from .turn import TurnDeps
 
 SETTINGS = "agent.subagents"
+ASKER_CHARS = 80  # of a sub-agent's description, as an approval question names it
 FINAL_PROMPT = (
     "You have used all {turns} tool rounds you may. Answer now, without tools, with what you found; "
     "say what is left undone."
@@ -101,6 +103,17 @@ def child_config(config: Config, mode: str, parent_budget: int, call_id: str) ->
     if config.debug.dump_dir:
         child.debug.dump_dir = str(Path(config.debug.dump_dir).expanduser() / f"task-{call_id or 'call'}")
     return child
+
+
+def asker_label(description: str, chars: int = ASKER_CHARS) -> str:
+    """A sub-agent's description as an approval question names it: one line, at most `chars` characters."""
+    text = " ".join(description.split()) or "task"
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+
+
+def failure(exc: Exception) -> str:
+    """What a sub-agent's error says to the model: a ZephError's own message, any other's type too."""
+    return str(exc) if isinstance(exc, ZephError) else f"{type(exc).__name__}: {exc}"
 
 
 def capped(text: str, tokens: int, counter: TokenCounter) -> tuple[str, bool]:
@@ -165,6 +178,7 @@ class SubagentDeps:
     approver: Approver
     counter: Callable[[], TokenCounter]  # exact
     spawn: Callable[[Config, str, Approver], Child]
+    only_tools: Callable[[], frozenset[str] | None] = lambda: None  # the parent's own subset (None: every tool)
 
 
 class Subagents:
@@ -186,9 +200,10 @@ class Subagents:
         return self._slots
 
     async def approve(self, request: ApprovalRequest, description: str) -> ApprovalDecision:
-        """The parent's approver, asked one question at a time, told which sub-agent asks."""
-        said = f"[sub-agent: {description}]"
-        asked = dataclasses.replace(request, preview=f"{said}\n{request.preview}" if request.preview else said)
+        """The parent's approver, asked one question at a time, told which sub-agent asks (a sub-agent's own
+        sub-agent as `outer › inner`)."""
+        said = asker_label(description)
+        asked = dataclasses.replace(request, asker=f"{said} › {request.asker}" if request.asker else said)
         async with self._asking:
             return await self.deps.approver(asked)
 
@@ -201,16 +216,26 @@ class Subagents:
         if reason:
             raise ToolFailure(f"task is not available here: {reason}")
         mode = child_mode(deps.mode(), request.mode)
+        allowed = deps.only_tools()
+        if allowed is not None and request.tools is not None:
+            outside = [name for name in request.tools if name not in allowed]
+            if outside:
+                raise ToolFailure(
+                    f"task: {', '.join(repr(name) for name in outside)} not among this agent's own tools, and a "
+                    f"sub-agent gets no tool its parent lacks. Available: {', '.join(sorted(allowed))}"
+                )
         child = self.build(mode, request.call_id, request.description)
         try:
             async with self.slots():
                 try:
                     await child.start()
-                except ZephError as exc:  # its provider unreachable, say: the model reads why
-                    raise ToolFailure(f"task: the sub-agent could not start: {exc}") from None
+                except Exception as exc:  # noqa: BLE001 — its provider unreachable, say: the model reads why
+                    raise ToolFailure(f"task: the sub-agent could not start: {failure(exc)}") from None
                 if request.tools is not None:
-                    self.restrict(child, mode, request.tools)
-                session = self.session(child, conversation, request, mode)
+                    self.restrict(child, mode, request.tools, allowed)
+                elif allowed is not None:  # left out: the parent's own subset, as far as the child's mode has it
+                    child.only_tools = frozenset(child.offer.mode_tools()[0].names()) & allowed
+                session = self.new_session(child, conversation, request, mode)
                 progress(SubagentStarted(request.call_id, request.description, session.id, mode))
                 run = Run()
                 try:
@@ -218,11 +243,13 @@ class Subagents:
                 except asyncio.CancelledError:
                     run.outcome = "cancelled"
                     raise
+                except Exception as exc:  # noqa: BLE001 — its session busy, a reply not stored, a bug: the result says
+                    run.outcome, run.error = "failed", failure(exc)
                 finally:
                     progress(SubagentFinished(request.call_id, session.id, run.outcome, run.usage, run.rounds))
+                return self.result(run, session)
         finally:
             await child.aclose()
-        return self.result(run, session)
 
     def build(self, mode: str, call_id: str, description: str = "") -> Child:
         """The child agent (not started), asking the parent's approver as this sub-agent."""
@@ -230,9 +257,12 @@ class Subagents:
         config = child_config(deps.config, mode, deps.budget(), call_id)
         return deps.spawn(config, mode, lambda request: self.approve(request, description or "task"))
 
-    def restrict(self, child: Child, mode: str, names: tuple[str, ...]) -> None:
-        """Offer the child only the tools `names`; an unknown or unavailable one is the model's error."""
-        available = child.offer.mode_tools()[0].names()
+    def restrict(
+        self, child: Child, mode: str, names: tuple[str, ...], allowed: frozenset[str] | None = None
+    ) -> None:
+        """Offer the child only the tools `names` (all among `allowed`, the parent's own subset, when it has
+        one); an unknown or unavailable one is the model's error."""
+        available = [name for name in child.offer.mode_tools()[0].names() if allowed is None or name in allowed]
         missing = [name for name in names if name not in available]
         if missing:
             withheld = child.withheld_tools()
@@ -242,6 +272,13 @@ class Subagents:
                 + (f" ({why})" if why else "") + f". Available: {', '.join(available)}"
             )
         child.only_tools = frozenset(names)
+
+    def new_session(self, child: Child, parent: Conversation, request: SubagentRequest, mode: str) -> Conversation:
+        """`session`, or the ToolFailure that says why the store could not make it."""
+        try:
+            return self.session(child, parent, request, mode)
+        except Exception as exc:  # noqa: BLE001 — the store failing, say: the model reads why
+            raise ToolFailure(f"task: the sub-agent's session could not be made: {failure(exc)}") from None
 
     def session(self, child: Child, parent: Conversation, request: SubagentRequest, mode: str) -> Conversation:
         """The sub-agent's own session, linked to the parent's session and task call."""

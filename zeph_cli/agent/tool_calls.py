@@ -234,7 +234,9 @@ class ToolCallRunner:
             output_chars=output_chars,
         )
 
-    def record_interrupted(self, call: ToolCallPart) -> ToolResultPart:
-        result = interrupted_result(call)
+    def record_interrupted(
+        self, call: ToolCallPart, what: str = "interrupted by the user before it finished"
+    ) -> ToolResultPart:
+        result = interrupted_result(call, what)
         self._audit(call, ToolOutcome(result, "interrupted", "interrupted"), 0, reason="interrupted")
         return result

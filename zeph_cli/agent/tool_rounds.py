@@ -2,7 +2,7 @@
 calls at the same time), store each result in the order of the calls.
 
 Invariant: every tool call stored has exactly one stored result — real, refused, or a
-synthetic "not completed" one when the round is cancelled or the round limit is hit —
+synthetic "not completed" one when the round is cancelled, an error escapes a call, or the round limit is hit —
 so the next request is valid on every provider; call ids are unique within the
 conversation's agent-visible messages and match what every provider accepts. The
 tool-safety modules, and this module, are imported only when a reply calls a tool.
@@ -97,7 +97,8 @@ async def run_calls(
     save: Callable[[ToolResultPart, dict], None],
     parsed: list[tuple[ToolCallPart, str | None]],
 ) -> AsyncGenerator[AgentEvent, None]:
-    """Run the calls of one reply in order, `save` each result; on cancellation, answer every unanswered call.
+    """Run the calls of one reply in order, `save` each result; on cancellation or an error that escapes a call
+    (running calls are cancelled and awaited first), answer every unanswered call, then raise it on.
     Consecutive `task` calls run at the same time (what their sub-agents report is passed on as it comes);
     their results are stored in the order of the calls. `take_notice` gives the sandbox's one-time notice
     (commands are not confined here), if any."""
@@ -153,11 +154,14 @@ async def run_calls(
                     yield store(call, task.result())
                     stored += 1
             running = []
-    except (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit):
+    except BaseException as exc:  # cancelled, interrupted, closed, or an error no call's result holds
         for task in running:
             task.cancel()
         if running:
             await asyncio.gather(*running, return_exceptions=True)  # sub-agents store what they did first
+        stopped = isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit))
+        what = "interrupted by the user before it finished" if stopped else \
+            f"the round stopped on an error ({type(exc).__name__}) before it finished"
         for call, _ in parsed:
             if call.id in done:
                 continue
@@ -166,7 +170,7 @@ async def run_calls(
             if kept is not None:
                 store(call, kept)  # it finished before the round was stopped
             else:
-                save(runner.record_interrupted(call), {"decision": "interrupted"})
+                save(runner.record_interrupted(call, what), {"decision": "interrupted"})
         raise
     finally:
         for task in running:

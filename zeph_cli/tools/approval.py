@@ -16,13 +16,15 @@ Approval = Literal["yes", "no", "always"]
 
 @dataclass(frozen=True)
 class ApprovalRequest:
-    """What the user is asked to approve: the tool, its command or path, and a preview."""
+    """What the user is asked to approve: the tool, its command or path, a preview, and which sub-agent asks
+    (empty: the session the user talks to)."""
 
     tool: str
     kind: str
     subject: str
     arguments: dict[str, Any]
     preview: str = ""
+    asker: str = ""
 
 
 @dataclass(frozen=True)

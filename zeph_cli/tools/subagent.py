@@ -27,13 +27,18 @@ class TaskTool(Tool, declared="task"):
         if not prompt:
             raise ToolFailure("task: 'prompt' is empty: say the whole job the sub-agent should do.")
         tools = arguments.get("tools")
-        if tools is not None and not all(isinstance(name, str) for name in tools):
-            raise ToolFailure(f"task: 'tools' must be a list of tool names, got {tools!r}"[:300])
+        names: tuple[str, ...] | None = None
+        if tools is not None:
+            if not all(isinstance(name, str) for name in tools):
+                raise ToolFailure(f"task: 'tools' must be a list of tool names, got {tools!r}"[:300])
+            names = tuple(dict.fromkeys(name.strip() for name in tools if name.strip()))
+            if not names:  # [] or only blanks: never read as "every tool"
+                raise ToolFailure("task: tools is empty; leave it out for every tool of the mode, or name some")
         request = SubagentRequest(
             description=description or prompt.splitlines()[0][:60],
             prompt=prompt,
             mode=arguments.get("mode"),
-            tools=tuple(dict.fromkeys(name.strip() for name in tools if name.strip())) if tools else None,
+            tools=names,
             call_id=context.call_id,
         )
         return await context.run_subagent(request, context.progress or (lambda event: None))

@@ -59,7 +59,7 @@ class TerminalApprover:
 
 def render_question(request: ApprovalRequest) -> str:
     verb = {"exec": "Run", "write": "Write"}.get(request.kind, "Use")
-    lines: list[str] = []
+    lines: list[str] = [f"  asked by sub-agent: {request.asker}"] if request.asker else []
     if request.tool == "bash":
         if len(request.subject) > SHOWN_SUBJECT_CHARS or "\n" in request.subject:  # the tool line cut it short
             lines.extend("  $ " + line for line in request.subject.splitlines())

@@ -52,6 +52,8 @@ class ConfirmScreen(ModalScreen[str]):
         verb = {"exec": "Run", "write": "Write"}.get(request.kind, "Use")
         detail = f"$ {request.subject}" if request.tool == "bash" else (request.preview or request.subject)
         with Vertical():
+            if request.asker:
+                yield Static(f"asked by sub-agent: [b]{escape(request.asker)}[/b]", id="asker")
             yield Static(f"[b]{escape(request.tool)}[/b] wants to {'run' if request.kind == 'exec' else 'change a file'}:")
             with VerticalScroll():
                 yield Static(escape(detail), id="detail")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markup import escape
 from textual.containers import Vertical
 from textual.widgets import Collapsible, Static
 
@@ -28,7 +27,7 @@ from ...agent.events import (
     UsageReported,
 )
 from ...messages import Usage
-from .transcript import Notice, ToolEntry, clip_output
+from .transcript import Notice, ToolEntry, clip_output, literal
 
 TASK_TOOL = "task"  # the tool whose calls get this block (tools/specs.py)
 OUTCOMES = {"done": "done", "max_turns": "stopped at max_turns", "failed": "failed", "cancelled": "cancelled"}
@@ -59,9 +58,9 @@ class SubagentEntry(Collapsible):
         self.reply: Static | None = None  # the reply block being streamed
         self.reply_text = ""
         super().__init__(
-            Static(escape(str(arguments.get("prompt", ""))), classes="job"),
+            Static(literal(str(arguments.get("prompt", ""))), classes="job"),
             self.activity,
-            Static(escape(clip_output(output)), classes="output"),
+            Static(literal(clip_output(output)), classes="output"),
             title=self._title_text(),
             collapsed=True,
             classes="failed" if failed else "",
@@ -70,7 +69,7 @@ class SubagentEntry(Collapsible):
     def _title_text(self) -> str:
         tokens = f" · {self.usage.prompt_tokens:,} in · {self.usage.output_tokens:,} out" if self.usage.prompt_tokens else ""
         session = f" · session {self.session_id}" if self.session_id is not None else ""
-        return f"⧉ {self.subject} · {self.status}{tokens}{session}"
+        return literal(f"⧉ {self.subject} · {self.status}{tokens}{session}")  # the model's words, never markup
 
     def _retitle(self) -> None:
         self.title = self._title_text()
@@ -103,7 +102,7 @@ class SubagentEntry(Collapsible):
             self.status = status or "done"
         self.output = output
         self._retitle()
-        self.query_one(".output", Static).update(escape(clip_output(output)))
+        self.query_one(".output", Static).update(literal(clip_output(output)))
         self.set_class(failed, "failed")
 
     # ---- the sub-agent's own events -----------------------------------------------------
@@ -115,7 +114,7 @@ class SubagentEntry(Collapsible):
                 self.reply, self.reply_text = Static("", classes="reply"), ""
                 await self.activity.mount(self.reply)
             self.reply_text += event.text
-            self.reply.update(escape(self.reply_text))
+            self.reply.update(literal(self.reply_text))
         elif isinstance(event, ToolCallStarted):
             self.reply = None
             entry: ToolEntry | SubagentEntry
@@ -136,7 +135,7 @@ class SubagentEntry(Collapsible):
             self._retitle()
         elif isinstance(event, TurnFinished):
             if self.reply is None and event.text:
-                await self.activity.mount(Static(escape(event.text), classes="reply"))
+                await self.activity.mount(Static(literal(event.text), classes="reply"))
             self.reply = None
         elif isinstance(event, (AgentWarning, TurnFailed)):
             text = event.text if isinstance(event, AgentWarning) else str(event.error)

@@ -34,6 +34,12 @@ MAX_OUTPUT_CHARS = 4000  # of a tool output shown in its block (the model saw it
 MAX_OUTPUT_LINES = 60
 
 
+def literal(text: str) -> str:
+    """`text` as Textual markup that shows it as it is: every `[` escaped, so no tag, variable or action in it
+    is read as markup (rich's `escape` leaves some that Textual's parser reads, and fails on: `[/$x`, `[a=@b`)."""
+    return text.replace("[", "\\[")
+
+
 def clip_output(text: str) -> str:
     lines = text.splitlines()
     clipped = False
@@ -256,21 +262,21 @@ class ToolEntry(Collapsible):
         self.status = status
         self.output = output
         super().__init__(
-            Static(escape(_arguments_text(arguments)), classes="arguments"),
-            Static(escape(clip_output(output)), classes="output"),
+            Static(literal(_arguments_text(arguments)), classes="arguments"),
+            Static(literal(clip_output(output)), classes="output"),
             title=self._title_text(),
             collapsed=True,
             classes="failed" if failed else "",
         )
 
     def _title_text(self) -> str:
-        return f"⏺ {self.tool_name} {self.subject} · {self.status}"
+        return literal(f"⏺ {self.tool_name} {self.subject} · {self.status}")  # the model's words, never markup
 
     def finish(self, status: str, output: str, *, failed: bool = False) -> None:
         self.status = status or "done"
         self.output = output
         self.title = self._title_text()
-        self.query_one(".output", Static).update(escape(clip_output(output)))
+        self.query_one(".output", Static).update(literal(clip_output(output)))
         self.set_class(failed, "failed")
 
 
@@ -295,7 +301,7 @@ class Notice(Static):
     """
 
     def __init__(self, text: str, kind: str = "warning") -> None:
-        super().__init__(escape(text), classes=kind)
+        super().__init__(literal(text), classes=kind)
         self.text = text
         self.kind = kind
 
