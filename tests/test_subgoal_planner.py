@@ -89,6 +89,26 @@ def test_active_range_over_the_room_falls_back_to_the_whole_range():
     assert plan_range(history(), goals, must_free=10, may_keep=240).mode in (CLOSED_ONLY, NON_ACTIVE)
 
 
+def test_closing_lines_take_no_more_than_they_are_given():
+    from zeph_cli.context.compaction.subgoals import SubgoalPlan
+    from zeph_cli.tokens import ApproximateCounter
+
+    count = ApproximateCounter().count
+    long = "Rewrite the configuration loader so every section is validated before use " * 3
+    closed = tuple(Subgoal(str(i), f"{long} ({i})", COMPLETED, i, i) for i in range(1, 41))
+    plan = SubgoalPlan(NON_ACTIVE, [], closed=closed)
+    whole = closing_lines(plan)
+    assert closing_lines(plan, count, count(whole)) == whole  # within the room: as they are
+    for room in (2000, 400, 60, 12):
+        lines = closing_lines(plan, count, room)
+        assert count(lines) <= room, room
+    shortened = closing_lines(plan, count, 2000)
+    assert len(shortened.splitlines()) == 40 and "…' completed" in shortened  # the texts give way first
+    cut = closing_lines(plan, count, 60).splitlines()
+    assert cut[0].startswith("Task 1 '") and cut[-1] == f"({41 - len(cut)} more items)"
+    assert closing_lines(plan, count, 1) == ""  # not even the count fits
+
+
 def test_a_message_of_a_closed_and_an_active_item_is_kept():
     # One todo_write call closes item 1 and opens item 2 at message 5: the pair 5-6 belongs to both.
     goals = [Subgoal("1", "Parse", COMPLETED, 2, 5), Subgoal("2", "Wire", ACTIVE, 5)]

@@ -75,6 +75,7 @@ HARD_SUMMARY_TOKENS = 4096  # reply cap of one hard-compaction summary call
 TRANSCRIPT_MARKS = ("[tool call]", "[tool result]", "[tool output pruned", "[user]", "[assistant]", "[system]")
 HISTORY_BLOCKS = ("history", "compaction summary")
 ORIGINALS_GONE = "the provisional summary's originals are gone"
+CLOSING_SHARE = 4  # the lines naming the task items a summary closed take at most 1/4 of its slot
 EXPANSION_CHUNKS = 6  # a provisional summary's originals are read again up to this many summary chunks
 
 
@@ -554,8 +555,11 @@ class Compactor:
             yield CompactionResult(kind, before, before, skipped="the summarizer still does not answer")
             return
         room = self._room(report, middle, max_summary)
-        closing = closing_lines(plan) if plan is not None else ""
-        body_cap = max(cap - deps.counter().count(closing + "\n\n"), cap // 2) if closing else cap
+        # The items it closed take a quarter of the slot at most; the body the rest.
+        counter = deps.counter()
+        closing_room = cap // CLOSING_SHARE - counter.count("\n\n")
+        closing = closing_lines(plan, counter.count, closing_room) if plan is not None else ""
+        body_cap = cap - counter.count(closing + "\n\n") if closing else cap
         if fallback:
             log.warning("%s: every summary call failed, so the metadata summary keeps their most telling sentences until the summarizer answers again", kind)
             text = extractive_summary(middle, body_cap, deps.counter(), others_tokens=room.others)
