@@ -525,3 +525,32 @@ def test_summaries_go_to_a_worker_only_for_the_embedded_model_on_the_cpu(main_ki
                             session_memory=SimpleNamespace(detached=None))
     _summaries_by_worker(agent)
     assert agent.session_memory.detached is on_cpu
+
+
+async def test_a_file_attached_while_the_turn_waits_for_the_session_stays_for_the_next_message(
+    model, fake_server, env, workspace
+):
+    from zeph_cli.agent.events import TurnQueued
+    from zeph_cli.store.turn_lock import TurnLock, lock_path
+
+    (workspace / "later.txt").write_text("attached while waiting\n", encoding="utf-8")
+    session = await open_session(env, workspace)
+    model.say("first answer")
+    model.say("second answer")
+    model.say("third answer")
+    await turn(session, "first message")
+    other = TurnLock(lock_path(database_path(env), session.conversation.id))
+    assert other.try_acquire()  # another zeph runs a turn on the session
+    session.stage("notes.txt")
+    events = session.run("second message")
+    assert isinstance(await anext(events), TurnQueued)
+    session.stage("later.txt")  # /attach while the turn waits
+    other.release()
+    rest = [event async for event in events]
+    assert isinstance(rest[0], TurnStarted) and isinstance(rest[-1], TurnFinished)
+    sent = non_system(chat_requests(fake_server)[-1])[-1][1]
+    assert "line 0: the quick brown fox" in sent and "attached while waiting" not in sent
+    assert list(session.staged) == ["later.txt"]  # not sent: kept for the next message
+    await turn(session, "third message")
+    sent = non_system(chat_requests(fake_server)[-1])[-1][1]
+    assert "attached while waiting" in sent and "line 0: the quick" not in sent and not session.staged

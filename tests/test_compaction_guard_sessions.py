@@ -81,3 +81,25 @@ async def test_clear_in_the_chat_app_resets_the_kept_guard(fake_server, compatib
         assert kept_guard() is not None
     finally:
         await session.aclose()
+
+
+async def test_a_later_metadata_write_keeps_the_guard_a_compaction_saved(fake_server, compatible):
+    fake_server.queue(openai_wire.stream_response(openai_wire.text_chunks(["An answer."])))
+    assert ask(compatible, 32000, "a roomy start").returncode == 0
+    env = {**os.environ, **compatible, "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": "380",
+           "ZEPH_MEMORY_COMPACTION_COOLDOWN_TURNS": "0"}
+    session = await ChatSession.open(load_config(env=env), env=env, cwd=EMPTY_PROJECT, approver=approve_all, session_id=1)
+    try:
+        stale = session.agent.store.get_conversation(1)  # as the chat app holds it from before the turn
+        events = [event async for event in session.run("first question")]
+        assert EXHAUSTED_WARNING in [e.text for e in events if isinstance(e, AgentWarning)]
+        saved = kept_guard()
+        assert saved is not None and GUARD_KEY not in stale.metadata
+        updated = session.agent.with_metadata(stale, "system", "Answer briefly.")  # /system, /enhance, /profile
+        assert kept_guard() == saved and updated.metadata[GUARD_KEY] == saved
+        assert updated.metadata["system"] == "Answer briefly."
+        session.conversation = stale
+        session.set_system("")
+        assert kept_guard() == saved and "system" not in session.conversation.metadata
+    finally:
+        await session.aclose()

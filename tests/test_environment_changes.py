@@ -93,6 +93,18 @@ async def test_detached_head_and_a_worktree_are_followed(fake_server, tmp_path):
     sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout[:7]
     assert f"git_branch: detached at {sha} (switched from main since the last turn)" in environment_sent(fake_server)
 
+    # Still detached, at a new commit (a rebase or bisect step): the block says where, without a note.
+    (repo / "a.txt").write_text("b\n")
+    git(repo, "commit", "-q", "-am", "second")
+    reply(fake_server, 2)
+    await collect(agent, conversation, "three")
+    moved = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout[:7]
+    assert moved != sha and f"git_branch: detached at {moved}\n" in environment_sent(fake_server) + "\n"
+    assert "since the last turn" not in environment_sent(fake_server)
+    git(repo, "checkout", "-q", "main")  # back on a branch: said
+    await collect(agent, conversation, "four")
+    assert f"git_branch: main (switched from detached at {moved} since the last turn)" in environment_sent(fake_server)
+
     git(repo, "worktree", "add", "-q", "-b", "wt-branch", str(tmp_path / "wt"))  # `.git` there is a file
     watch = workspace.HeadWatch(tmp_path / "wt")
     assert watch.branch() == "wt-branch"
@@ -134,6 +146,11 @@ def test_the_block_says_changes_and_nothing_else():
     assert "git_branch: none (it was main at the last turn)" in render_environment(gone)
     new_repo = noticed(now, {"working_directory": "/a", "git_branch": None})
     assert render_environment(new_repo) == render_environment(now)
+    stepped = noticed(EnvironmentFacts("/a", "linux", "detached at 1234567", "m"),
+                      {"working_directory": "/a", "git_branch": "detached at abcdef0"})
+    assert stepped.previous_branch is None and "git_branch: detached at 1234567\n" in render_environment(stepped)
+    left = noticed(EnvironmentFacts("/a", "linux", "detached at 1234567", "m"), now.seen())
+    assert left.previous_branch == "feature-x"
 
 
 def test_zeph_ask_c_from_another_branch_then_another_directory(fake_server, compatible, tmp_path):

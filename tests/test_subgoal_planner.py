@@ -89,6 +89,26 @@ def test_active_range_over_the_room_falls_back_to_the_whole_range():
     assert plan_range(history(), goals, must_free=10, may_keep=240).mode in (CLOSED_ONLY, NON_ACTIVE)
 
 
+def test_closing_lines_take_no_more_than_they_are_given():
+    from zeph_cli.context.compaction.subgoals import SubgoalPlan
+    from zeph_cli.tokens import ApproximateCounter
+
+    count = ApproximateCounter().count
+    long = "Rewrite the configuration loader so every section is validated before use " * 3
+    closed = tuple(Subgoal(str(i), f"{long} ({i})", COMPLETED, i, i) for i in range(1, 41))
+    plan = SubgoalPlan(NON_ACTIVE, [], closed=closed)
+    whole = closing_lines(plan)
+    assert closing_lines(plan, count, count(whole)) == whole  # within the room: as they are
+    for room in (2000, 400, 60, 12):
+        lines = closing_lines(plan, count, room)
+        assert count(lines) <= room, room
+    shortened = closing_lines(plan, count, 2000)
+    assert len(shortened.splitlines()) == 40 and "…' completed" in shortened  # the texts give way first
+    cut = closing_lines(plan, count, 60).splitlines()
+    assert cut[0].startswith("Task 1 '") and cut[-1] == f"({41 - len(cut)} more items)"
+    assert closing_lines(plan, count, 1) == ""  # not even the count fits
+
+
 def test_a_message_of_a_closed_and_an_active_item_is_kept():
     # One todo_write call closes item 1 and opens item 2 at message 5: the pair 5-6 belongs to both.
     goals = [Subgoal("1", "Parse", COMPLETED, 2, 5), Subgoal("2", "Wire", ACTIVE, 5)]
@@ -171,6 +191,70 @@ async def test_compaction_keeps_the_active_range_and_names_the_closed_item(tmp_p
     session.close()
 
 
+def pruned_from(session: Session) -> set[int]:
+    """The messages the agent now sees as pruned copies."""
+    return {r.metadata["pruned_from"] for r in session.store.history(session.conversation.id, agent_visible=True)
+            if r.metadata.get("pruned")}
+
+
+def big_active_outputs(tmp_path: Path, size: int = 300) -> tuple[Session, dict[str, list[int]]]:
+    """An active item whose tool outputs (`size` words each) alone leave no room for a summary beside it,
+    pruned they do; the soft tier left out, so that any pruning is the LLM compaction's."""
+    spans: dict[str, list[int]] = {}
+    session = session_with(tmp_path, lambda s: [Subgoal("1", "Read", COMPLETED, spans["1"][0], spans["1"][-1]),
+                                                Subgoal("2", "Big", ACTIVE, spans["2"][0])])
+    session.compactor.soft = lambda conversation: None  # type: ignore[method-assign]
+    spans["1"] = [i for t in range(2) for i in work(session, t, size=5, answer=100)]
+    spans["2"] = [i for t in range(2, 5) for i in work(session, t, size=size)]
+    for t in range(10, 12):
+        work(session, t, size=5)
+    return session, spans
+
+
+def mode_now(session: Session) -> str:
+    middle = session.compactor._middle(session.conversation, "manual")
+    goals = list(session.compactor.deps.subgoals(session.conversation))
+    return session.compactor._plan(session.conversation, "manual", middle, goals).mode
+
+
+async def test_active_outputs_are_pruned_when_that_keeps_the_item_and_only_with_the_summary(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from zeph_cli.agent import compactor as compactor_module
+
+    # Small outputs: the item fits beside the summary as it is, and its outputs stay whole.
+    session, spans = big_active_outputs(tmp_path / "small", size=20)
+    assert mode_now(session) == NON_ACTIVE
+    [e async for e in session.compactor.compact(session.conversation)]
+    (summary,) = session.summaries()
+    assert originals(session, summary.metadata["summary_of"]) == set(spans["1"]) and pruned_from(session) == set()
+    session.close()
+
+    session, spans = big_active_outputs(tmp_path / "kept")
+    assert mode_now(session) == FALLBACK  # with their outputs whole
+    events = [e async for e in session.compactor.compact(session.conversation)]
+    assert not [e for e in events if isinstance(e, AgentWarning)]
+    (summary,) = session.summaries()
+    assert originals(session, summary.metadata["summary_of"]) == set(spans["1"])
+    outputs = set(spans["2"][2::4])  # each turn's tool result (the item is still open: later ones are its too)
+    assert outputs <= pruned_from(session) and min(pruned_from(session)) > spans["1"][-1]
+    session.close()
+
+    # The probe rejects the summary: nothing is summarized, and nothing pruned either.
+    session, spans = big_active_outputs(tmp_path / "rejected")
+    session.config.memory.compression.probe.enabled = True
+    rejected = SimpleNamespace(verdict="HardFail", score=0.1, threshold=0.6, detail="")
+
+    async def probe(*args, **kwargs):
+        return rejected
+
+    monkeypatch.setattr(compactor_module, "run_probe", probe)
+    monkeypatch.setattr(compactor_module, "blocks_compaction", lambda result: result is rejected)
+    [e async for e in session.compactor.compact(session.conversation)]
+    assert session.summaries() == [] and pruned_from(session) == set()
+    session.close()
+
+
 @pytest.mark.asyncio
 async def test_an_active_range_too_large_is_summarized_with_one_warning(tmp_path):
     spans: dict[str, list[int]] = {}
@@ -184,6 +268,8 @@ async def test_an_active_range_too_large_is_summarized_with_one_warning(tmp_path
     assert len(warnings) == 1 and "task 7 'Huge'" in warnings[0] and "tokens" in warnings[0]
     (summary,) = session.summaries()
     assert set(spans["7"]) & originals(session, summary.metadata["summary_of"])  # fell back: summarized as today
+    assert any("line1_0 line1_1" in prompt for prompt in session.calls)  # every output read whole
+    assert not pruned_from(session)
     assert summary.metadata.get(COMPACTION_SUMMARY)
     spans["7"] += work(session, 6, size=5, answer=600)
     work(session, 7, size=5)

@@ -447,8 +447,8 @@ class MetadataStore:
     def __init__(self) -> None:
         self.updates: list[dict] = []
 
-    def update_conversation(self, conversation_id, *, metadata):
-        self.updates.append(metadata)
+    def set_metadata(self, conversation_id, key, value):
+        self.updates.append({key: value})
 
 
 def offer(available: int, *, dropped: tuple[str, ...] = (), mcp: dict | None = None):

@@ -607,13 +607,13 @@ class Agent:
         return read
 
     def with_metadata(self, conversation: Conversation, key: str, value: object | None) -> Conversation:
-        """The conversation with metadata `key` set (None removes it), saved when the session is stored."""
+        """The conversation with metadata `key` set (None removes it), saved when the session is stored: then
+        from the metadata as stored, not as `conversation` (perhaps taken when the turn started) has it."""
+        if conversation.id:
+            return self.store.set_metadata(conversation.id, key, value)
         metadata = {k: v for k, v in conversation.metadata.items() if k != key}
         if value is not None:
             metadata[key] = value
-        if conversation.id:
-            self.store.update_conversation(conversation.id, metadata=metadata)
-            return self.store.get_conversation(conversation.id)
         return dataclasses.replace(conversation, metadata=metadata)
 
     def notice_environment(self, conversation: Conversation) -> Conversation:
@@ -669,7 +669,7 @@ class Agent:
             conversation.id, user, token_count=count_message(self.counter, user), token_counter=self.counter.name
         )
         if system and system != conversation.metadata.get("system"):
-            self.store.update_conversation(conversation.id, metadata={**conversation.metadata, "system": system})
+            self.store.set_metadata(conversation.id, "system", system)
         conversation = self.notice_environment(self.store.get_conversation(conversation.id))
         turn = TurnState(conversation, system, stream, call_ids(self.store, conversation.id), prompt_id=saved.id)
         self.unanswered_prompt = None

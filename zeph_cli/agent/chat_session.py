@@ -415,8 +415,10 @@ class ChatSession:
     async def run(self, prompt: str, *, system: str | None = None) -> AsyncGenerator[AgentEvent, None]:
         """One turn; the first prompt creates the session, titled from it. The files staged with `stage` go
         with it (read now; one that cannot be raises `AttachmentError` before anything is stored), and are
-        unstaged once the prompt is stored."""
-        attachments = self.agent.attachments(list(self.staged))
+        unstaged once the prompt is stored (those alone: a file staged while the turn waits for the session
+        stays staged for the next message)."""
+        sent = dict(self.staged)
+        attachments = self.agent.attachments(list(sent))
         if self.conversation is None:
             self.conversation = self.agent.new_conversation(prompt, system if system is not None else self._pending_system)
             self._pending_system = None
@@ -430,7 +432,7 @@ class ChatSession:
             async for event in self.agent.run_turn(self.conversation, with_attachments(attachments, prompt), system=system):
                 if isinstance(event, TurnStarted):
                     self.conversation = event.conversation
-                    self.staged = {}
+                    self.staged = {raw: a for raw, a in self.staged.items() if sent.get(raw) is not a}
                 yield event
         finally:  # also when the reader stops after the reply (a summary due is left to a worker)
             self._start_summary_worker()

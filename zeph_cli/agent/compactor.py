@@ -8,7 +8,8 @@ fails), and a probe HardFail keeps the originals. LLM compaction runs at most
 once per turn on its own, and never again in a session once the guard says it
 cannot make progress. With a task list, an LLM compaction never summarizes the
 messages of an item in progress unless they alone would leave the request over
-the hard line (said once per item), and its summary names the completed and
+the hard line (said once per item); their tool outputs are pruned, with the
+summary, only when that alone keeps them. Its summary names the completed and
 abandoned items it took in (`context.compaction.subgoals`).
 """
 
@@ -53,7 +54,7 @@ from ..context.compaction.informative import CARRIED_HEADER, copied_share, norma
 from ..context.compaction.prompts import render_transcript
 from ..context.compaction.ranges import SUMMARY_PROMPT_TOKENS, chunk_size, newest_round
 from ..context.compaction.result import CompactionResult
-from ..context.compaction.subgoals import Subgoal, SubgoalPlan, closing_lines, plan_range, registry_text
+from ..context.compaction.subgoals import FALLBACK, Subgoal, SubgoalPlan, closing_lines, plan_range, registry_text
 from ..context.compaction.summarizer import carry_earlier_facts
 from ..context.probe import VALIDATING_MESSAGE, blocks_compaction, run_probe
 from ..context.assembler import HistoryItem, pinned_index
@@ -75,6 +76,8 @@ HARD_SUMMARY_TOKENS = 4096  # reply cap of one hard-compaction summary call
 TRANSCRIPT_MARKS = ("[tool call]", "[tool result]", "[tool output pruned", "[user]", "[assistant]", "[system]")
 HISTORY_BLOCKS = ("history", "compaction summary")
 ORIGINALS_GONE = "the provisional summary's originals are gone"
+KEPT_ID_SIZE = "ov_00000000"  # an overflow id as `ToolLog.save_output` makes them: a placeholder's size before it is kept
+CLOSING_SHARE = 4  # the lines naming the task items a summary closed take at most 1/4 of its slot
 EXPANSION_CHUNKS = 6  # a provisional summary's originals are read again up to this many summary chunks
 
 
@@ -488,9 +491,10 @@ class Compactor:
         visible = self._middle(conversation, kind) if redo is None else [redo]
         subgoals = list(deps.subgoals(conversation)) if redo is None else []
         plan = self._plan(conversation, kind, visible, subgoals) if subgoals else None
-        if plan is not None and self._prune_active(conversation, plan, visible):  # ids changed: plan again
-            visible = self._middle(conversation, kind)
-            plan = self._plan(conversation, kind, visible, subgoals)
+        prune: list[HistoryItem] = []  # active tool outputs pruned with the summary, for it to fit beside them
+        freed = 0
+        if plan is not None and plan.mode == FALLBACK:
+            plan, prune, freed = self._plan_pruning_active(conversation, kind, visible, subgoals, plan)
         candidate_end = visible[-1].id if visible else 0  # what `_cooling_down` compares after a rejection
         if plan is not None:
             visible = plan.summarize
@@ -514,7 +518,7 @@ class Compactor:
             soft_threshold=deps.config.memory.soft_compaction_threshold,
             hard_threshold=deps.config.memory.hard_compaction_threshold,
             recall_tokens=recall_room(report.capacity, report.fixed_tokens, self._recall_tokens(report)),
-            **self._kept_tokens(conversation, visible, report),
+            **self._kept_tokens(conversation, visible, report, freed),
         )
         cap = int(slot / factor)  # the slot is in the report's (calibrated) tokens, the summary in the tokenizer's
         # The reply and its marker line fit the slot: a summary cut at max_tokens needs no condensing call.
@@ -554,8 +558,11 @@ class Compactor:
             yield CompactionResult(kind, before, before, skipped="the summarizer still does not answer")
             return
         room = self._room(report, middle, max_summary)
-        closing = closing_lines(plan) if plan is not None else ""
-        body_cap = max(cap - deps.counter().count(closing + "\n\n"), cap // 2) if closing else cap
+        # The items it closed take a quarter of the slot at most; the body the rest.
+        counter = deps.counter()
+        closing_room = cap // CLOSING_SHARE - counter.count("\n\n")
+        closing = closing_lines(plan, counter.count, closing_room) if plan is not None else ""
+        body_cap = cap - counter.count(closing + "\n\n") if closing else cap
         if fallback:
             log.warning("%s: every summary call failed, so the metadata summary keeps their most telling sentences until the summarizer answers again", kind)
             text = extractive_summary(middle, body_cap, deps.counter(), others_tokens=room.others)
@@ -597,6 +604,10 @@ class Compactor:
                 return
         summary = Message.context(outcome.text)
         with write_transaction(deps.store.db):
+            if prune:  # the active outputs the plan counted pruned, now that the summary is stored with them
+                replacements = {item.id: pruned_message(item.message, self._kept_output(conversation, item))
+                                for item in prune}
+                self._store_pruned(conversation, replacements, before, deps.counter())
             stored = self.store.replace_with_summary(
                 conversation.id,
                 [item.id for item in visible],
@@ -627,17 +638,19 @@ class Compactor:
                                probe_verdict=verdict, probe_score=score)
 
     def _plan(self, conversation: Conversation, kind: str, middle: list[HistoryItem],
-              subgoals: list[Subgoal]) -> SubgoalPlan:
+              subgoals: list[Subgoal], freed: int = 0) -> SubgoalPlan:
         """`plan_range` for a compaction of `kind`: the automatic ones (hard, a request the provider refused,
         proactive) must free enough for usage to get under their line (the soft line; proactive's
         threshold), so completed and abandoned ranges alone are summarized when they free that; on demand
         (manual, autonomous) everything but the active ranges is. With a budget, active ranges are kept only
-        while the request stays under the hard line beside the summary (its floor, `summary_cap`)."""
+        while the request stays under the hard line beside the summary (its floor, `summary_cap`). `freed`:
+        tokens `middle` counts pruned that the stored history does not yet (the context is that much less)."""
         memory = self.deps.config.memory
         report = self._report(conversation)
         if not report.capacity:
             return plan_range(middle, subgoals)
         factor = self._calibration(report)
+        context = report.context_tokens - math.floor(freed * factor)
         limit = memory.compression.max_summary_tokens
         estimate = summary_cap(report.capacity, report.fixed_tokens, limit)
         line = {
@@ -645,26 +658,37 @@ class Compactor:
             "reactive_retry": int(memory.soft_compaction_threshold * report.capacity),
             "proactive": memory.compression.threshold_tokens,
         }.get(kind)
-        must_free = None if line is None else math.ceil((report.context_tokens - line + estimate) / factor)
+        must_free = None if line is None else math.ceil((context - line + estimate) / factor)
         hard_line = int(memory.hard_compaction_threshold * report.capacity)
-        over = math.ceil((report.context_tokens + estimate - hard_line) / factor)
+        over = math.ceil((context + estimate - hard_line) / factor)
         may_keep = sum(item.tokens for item in middle) - over
         return plan_range(middle, subgoals, must_free=must_free, may_keep=may_keep)
 
-    def _prune_active(self, conversation: Conversation, plan: SubgoalPlan, middle: list[HistoryItem]) -> int:
-        """Prune the tool outputs of the active ranges `plan` keeps (the soft tier's placeholder, the output
-        kept for read_overflow): their messages stay, and an output is the one part read again cheaply.
-        The preserved tail and the running turn are not in `middle`. How many were pruned."""
+    def _plan_pruning_active(
+        self, conversation: Conversation, kind: str, middle: list[HistoryItem], subgoals: list[Subgoal],
+        plan: SubgoalPlan,
+    ) -> tuple[SubgoalPlan, list[HistoryItem], int]:
+        """A FALLBACK `plan` made again as if the tool outputs of its active ranges were pruned (the soft tier's
+        placeholder, the output kept for read_overflow: their messages stay, and an output is the one part
+        read again cheaply). When that keeps the active ranges, (that plan, the items to prune when the
+        summary is stored, the tokens pruning frees); else (`plan`, [], 0): nothing is pruned, and the
+        fallback reads every output whole. Nothing is stored here. The preserved tail and the running turn
+        are not in `middle`."""
         targets = [item for item in middle if item.id in plan.active and item.message.tool_results and not is_pruned(item)]
         if not targets:
-            return 0
-        deps = self.deps
-        counter = deps.counter()
-        replacements = {item.id: pruned_message(item.message, self._kept_output(conversation, item)) for item in targets}
-        before = self._report(conversation).context_tokens
-        with write_transaction(deps.store.db):
-            pruned, _ = self._store_pruned(conversation, replacements, before, counter)
-        return len(pruned)
+            return plan, [], 0
+        counter = self.deps.counter()
+        sized: dict[int, HistoryItem] = {}
+        for item in targets:
+            kept = item.metadata.get("kept_output_id")
+            message = pruned_message(item.message, kept if isinstance(kept, str) and kept else KEPT_ID_SIZE)
+            sized[item.id] = dataclasses.replace(item, message=message, tokens=count_message(counter, message))
+        freed = sum(max(item.tokens - sized[item.id].tokens, 0) for item in targets)
+        pruned = [sized.get(item.id, item) for item in middle]
+        again = self._plan(conversation, kind, pruned, subgoals, freed)
+        if again.mode == FALLBACK:
+            return plan, [], 0
+        return again, targets, freed
 
     def _placeholder(self, item: HistoryItem) -> HistoryItem:
         """`item` as the summarizer sees a finished task's tool output: pruned, naming its size."""
@@ -672,15 +696,18 @@ class Compactor:
         message = pruned_message(item.message, kept if isinstance(kept, str) and kept else None)
         return dataclasses.replace(item, message=message, tokens=count_message(self.deps.counter(), message))
 
-    def _kept_tokens(self, conversation: Conversation, summarized: list[HistoryItem], report: ContextReport) -> dict:
+    def _kept_tokens(
+        self, conversation: Conversation, summarized: list[HistoryItem], report: ContextReport, freed: int = 0
+    ) -> dict:
         """`summary_slot`'s `kept_tokens` (the history that stays verbatim beside a summary of `summarized`)
-        and `prunable_tokens` (the tool outputs among it), calibrated as the report's blocks are."""
+        and `prunable_tokens` (the tool outputs among it), calibrated as the report's blocks are; `freed`:
+        the tokens of kept tool outputs pruned with the summary."""
         gone = {item.id for item in summarized}
         kept = [item for item in self.deps.history(conversation) if item.id not in gone]
         factor = self._calibration(report)
         return {
-            "kept_tokens": math.ceil(sum(item.tokens for item in kept) * factor),
-            "prunable_tokens": int(sum(item.tokens for item in kept if item.message.tool_results) * factor),
+            "kept_tokens": math.ceil((sum(item.tokens for item in kept) - freed) * factor),
+            "prunable_tokens": int(max(sum(item.tokens for item in kept if item.message.tool_results) - freed, 0) * factor),
         }
 
     def _recall_tokens(self, report: ContextReport) -> int:

@@ -157,9 +157,7 @@ class ToolOffer:
         if not self.offered().tools and self.dropped and not self.said_unavailable:
             self.said_unavailable = True
             if conversation.metadata.get(TOOLS_DROPPED_SAID) != self.dropped:  # once per session, not per `ask -c`
-                self.deps.store.update_conversation(
-                    conversation.id, metadata={**conversation.metadata, TOOLS_DROPPED_SAID: self.dropped}
-                )
+                self.deps.store.set_metadata(conversation.id, TOOLS_DROPPED_SAID, self.dropped)
                 return [AgentWarning(self.dropped)]
         if self.mcp_trimmed and not self.said_mcp_trimmed and self.deps.extras.mcp_left_out:
             self.said_mcp_trimmed = True

@@ -13,7 +13,7 @@ import platform
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..context.environment import EnvironmentFacts, noticed
+from ..context.environment import DETACHED, EnvironmentFacts, noticed
 from ..context.project import ProjectContext, ProjectFile
 from ..context.prompt_modules import PromptModule
 from ..errors import ZephError
@@ -97,7 +97,7 @@ def read_head(head_file: Path) -> str | None:
     if head.startswith("ref:"):
         ref = head.split(":", 1)[1].strip()
         return ref.removeprefix("refs/heads/")
-    return f"detached at {head[:7]}" if head else None
+    return f"{DETACHED}{head[:7]}" if head else None
 
 
 def git_branch(cwd: Path) -> str | None:

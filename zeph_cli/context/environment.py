@@ -3,7 +3,8 @@
 Invariant: pure formatting of facts the caller gathered (and compared with
 what the session last saw); no file, process or network access here. The
 block changes only when its facts do: a branch switch or a new working
-directory is said in one line on the turn that first sees it.
+directory is said in one line on the turn that first sees it (a detached HEAD
+moving to another commit is not: the block shows the commit it is at).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, replace
 
 # Conversation metadata: the working directory and branch the session's last turn saw.
 SEEN_KEY = "environment_seen"
+DETACHED = "detached at "  # how `git_branch` states a detached HEAD: "detached at <sha>"
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,16 @@ def noticed(facts: EnvironmentFacts, seen: object, cwd_at_start: str | None = No
     facts = replace(facts, previous_directory=None, previous_branch=None)
     if isinstance(before_dir, str) and before_dir and before_dir != facts.working_directory:
         facts = replace(facts, previous_directory=before_dir)
-    if branch_known and isinstance(before_branch, str) and before_branch != facts.git_branch:
+    if branch_known and isinstance(before_branch, str) and before_branch != facts.git_branch \
+            and not (_detached(before_branch) and _detached(facts.git_branch)):
+        # A detached HEAD moving on (a rebase or bisect commits at every step) is not said: the block states
+        # where it is now, and a one-turn note would change the cached prompt prefix twice per step.
         facts = replace(facts, previous_branch=before_branch)
     return facts
+
+
+def _detached(branch: str | None) -> bool:
+    return branch is not None and branch.startswith(DETACHED)
 
 
 def render_environment(facts: EnvironmentFacts) -> str:

@@ -284,6 +284,16 @@ class ConversationStore:
             if not self.db.update("conversations", conversation_id, fields):
                 raise NotFound(f"no session with id {conversation_id} (see `zeph sessions list`)")
 
+    def set_metadata(self, conversation_id: int, key: str, value: object | None) -> Conversation:
+        """Set metadata `key` of a stored session (None removes it), starting from its metadata as stored, so
+        what another part wrote meanwhile (the compaction guard, say) stays; the session as it now is."""
+        with write_transaction(self.db):
+            metadata = {k: v for k, v in self.get_conversation(conversation_id).metadata.items() if k != key}
+            if value is not None:
+                metadata[key] = value
+            self.update_conversation(conversation_id, metadata=metadata)
+            return self.get_conversation(conversation_id)
+
     def delete_conversation(self, conversation_id: int) -> int:
         """Delete a conversation and its messages; return how many messages went with it. Refused while a turn
         runs on it (`SessionBusy`): the lock is held through the deletion and its file removed with it."""

@@ -12,7 +12,7 @@ starts with, one per closed item it took in, written here rather than left to th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -167,20 +167,49 @@ def plan_range(
     )
 
 
-def closing_lines(plan: SubgoalPlan) -> str:
+CLOSING_TEXT_CHARS = (80, 40, 16)  # an item's text shortened to these lengths, in turn, when the lines are over
+FALLEN_NOTE = "still in progress (its earlier messages are summarized here)"
+
+
+def closing_lines(plan: SubgoalPlan, count: Callable[[str], int] | None = None, max_tokens: int | None = None) -> str:
     """The lines a summary of `plan` starts with: one per task item whose messages it closed (and, in a
-    fallback, one per active item summarized anyway), in the order the items first appear."""
-    lines = []
+    fallback, one per active item summarized anyway), in the order the items first appear.
+
+    With `count` and `max_tokens`, they take at most `max_tokens` as `count` counts them: the items' texts
+    are shortened first, then the last lines give way to one "(N more items)"; "" when not even that fits."""
+    items: list[tuple[str, str, str]] = []  # (item id, text, what became of it)
     seen: set[tuple[str, str]] = set()
     for goal in plan.closed:
         if (goal.item_id, goal.state) not in seen:
             seen.add((goal.item_id, goal.state))
-            lines.append(f"Task {goal.item_id} '{goal.text}' {goal.state}")
+            items.append((goal.item_id, goal.text, goal.state))
     for goal in plan.fallen:
         if (goal.item_id, ACTIVE) not in seen:
             seen.add((goal.item_id, ACTIVE))
-            lines.append(f"Task {goal.item_id} '{goal.text}' still in progress (its earlier messages are summarized here)")
-    return "\n".join(lines)
+            items.append((goal.item_id, goal.text, FALLEN_NOTE))
+    text = _closing_text(items, None)
+    if count is None or max_tokens is None or count(text) <= max_tokens:
+        return text
+    for chars in CLOSING_TEXT_CHARS:
+        text = _closing_text(items, chars)
+        if count(text) <= max_tokens:
+            return text
+    lines = _closing_text(items, CLOSING_TEXT_CHARS[-1]).split("\n")
+    for kept in range(len(lines) - 1, -1, -1):
+        more = len(lines) - kept
+        text = "\n".join([*lines[:kept], f"({more} more item{'s' if more != 1 else ''})"])
+        if count(text) <= max_tokens:
+            return text
+    return ""
+
+
+def _closing_text(items: list[tuple[str, str, str]], chars: int | None) -> str:
+    """The closing lines of `items`, each item's text cut to `chars` characters (None: whole)."""
+    return "\n".join(f"Task {item_id} '{_shortened(text, chars)}' {what}" for item_id, text, what in items)
+
+
+def _shortened(text: str, chars: int | None) -> str:
+    return text if chars is None or len(text) <= chars else text[: chars - 1].rstrip() + "…"
 
 
 def registry_text(subgoals: Sequence[Subgoal], plan: SubgoalPlan | None) -> str:

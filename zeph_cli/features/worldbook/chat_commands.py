@@ -37,11 +37,7 @@ def _isolate(session: Any, on: bool) -> str:
     if conversation is None:
         raise UsageError("isolation is kept with the session: send a first message, then /worldbook isolate on")
     store = session.agent.store
-    metadata = {k: v for k, v in conversation.metadata.items() if k != ISOLATED_KEY}
-    if on:
-        metadata[ISOLATED_KEY] = True
-    store.update_conversation(conversation.id, metadata=metadata)
-    session.conversation = store.get_conversation(conversation.id)
+    session.conversation = store.set_metadata(conversation.id, ISOLATED_KEY, True if on else None)
     if not on:
         return "worldbook isolation off: memory, recall, skills and MCP tools are sent again"
     bound = WorldbookStore(store.db).in_force(session.agent.worldbook.project_root, conversation.id)

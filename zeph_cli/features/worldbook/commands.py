@@ -279,11 +279,7 @@ def worldbook_isolate(
         raise UsageError(f"isolate takes on or off, not {state!r}")
     store, conversations = _stores()
     sid = _session(conversations, session)
-    conversation = conversations.get_conversation(sid)
-    metadata = {k: v for k, v in conversation.metadata.items() if k != ISOLATED_KEY}
-    if state == "on":
-        metadata[ISOLATED_KEY] = True
-    conversations.update_conversation(sid, metadata=metadata)
+    conversations.set_metadata(sid, ISOLATED_KEY, True if state == "on" else None)
     bound = list(store.in_force(_project_root(), sid))
     eprint(f"session {sid}: worldbook isolation {state}"
            + ("" if state == "off" or bound else " (no worldbook entries are in force here, so nothing is dropped yet)"))
