@@ -313,9 +313,7 @@ class Agent:
         and the budget."""
         if self.only_tools is not None and name not in self.only_tools:
             return False
-        if name != TASK_TOOL:
-            return True
-        return self.depth < self.config.agent.subagents.max_depth and self._subagent_budget_problem() is None
+        return name != TASK_TOOL or TASK_TOOL not in self.withheld_tools()
 
     def _subagent_budget_problem(self) -> str | None:
         """Why a sub-agent's budget (`budget_share` of this agent's) is too small to offer the task tool, or None."""

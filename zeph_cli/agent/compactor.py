@@ -159,14 +159,9 @@ class Compactor:
             return
         if self.guard.exhausted and not self.guard.capacity and self._guard_of:
             self.guard.capacity = self._guard_of[1]
-        current = self.deps.store.get_conversation(conversation.id).metadata
         kept = self.guard.to_metadata()
-        if current.get(GUARD_KEY) == kept:
-            return
-        metadata = {k: v for k, v in current.items() if k != GUARD_KEY}
-        if kept is not None:
-            metadata[GUARD_KEY] = kept
-        self.deps.store.update_conversation(conversation.id, metadata=metadata)
+        if self.deps.store.get_conversation(conversation.id).metadata.get(GUARD_KEY) != kept:
+            self.deps.store.set_metadata(conversation.id, GUARD_KEY, kept)
 
     def forget_exhaustion(self, conversation: Conversation) -> None:
         """A fresh start for compaction in `conversation` (`/clear`): its guard is reset, here and as kept."""
@@ -677,12 +672,7 @@ class Compactor:
         targets = [item for item in middle if item.id in plan.active and item.message.tool_results and not is_pruned(item)]
         if not targets:
             return plan, [], 0
-        counter = self.deps.counter()
-        sized: dict[int, HistoryItem] = {}
-        for item in targets:
-            kept = item.metadata.get("kept_output_id")
-            message = pruned_message(item.message, kept if isinstance(kept, str) and kept else KEPT_ID_SIZE)
-            sized[item.id] = dataclasses.replace(item, message=message, tokens=count_message(counter, message))
+        sized = {item.id: self._placeholder(item, KEPT_ID_SIZE) for item in targets}
         freed = sum(max(item.tokens - sized[item.id].tokens, 0) for item in targets)
         pruned = [sized.get(item.id, item) for item in middle]
         again = self._plan(conversation, kind, pruned, subgoals, freed)
@@ -690,10 +680,11 @@ class Compactor:
             return plan, [], 0
         return again, targets, freed
 
-    def _placeholder(self, item: HistoryItem) -> HistoryItem:
-        """`item` as the summarizer sees a finished task's tool output: pruned, naming its size."""
+    def _placeholder(self, item: HistoryItem, unkept: str | None = None) -> HistoryItem:
+        """`item` with its tool output pruned, naming its size and the overflow id it is kept under (`unkept`
+        when it is not kept yet): as the summarizer sees a finished task's output, or as pruning would leave it."""
         kept = item.metadata.get("kept_output_id")
-        message = pruned_message(item.message, kept if isinstance(kept, str) and kept else None)
+        message = pruned_message(item.message, kept if isinstance(kept, str) and kept else unkept)
         return dataclasses.replace(item, message=message, tokens=count_message(self.deps.counter(), message))
 
     def _kept_tokens(

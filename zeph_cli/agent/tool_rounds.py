@@ -162,11 +162,12 @@ async def run_calls(
         stopped = isinstance(exc, (asyncio.CancelledError, KeyboardInterrupt, GeneratorExit))
         what = "interrupted by the user before it finished" if stopped else \
             f"the round stopped on an error ({type(exc).__name__}) before it finished"
+        finished = {o.result.tool_call_id: o for o in
+                    (t.result() for t in running if t.done() and not t.cancelled() and t.exception() is None)}
         for call, _ in parsed:
             if call.id in done:
                 continue
-            finished = [t.result() for t in running if t.done() and not t.cancelled() and t.exception() is None]
-            kept = next((o for o in finished if o.result.tool_call_id == call.id), None)
+            kept = finished.get(call.id)
             if kept is not None:
                 store(call, kept)  # it finished before the round was stopped
             else:

@@ -102,8 +102,7 @@ def read_head(head_file: Path) -> str | None:
 
 def git_branch(cwd: Path) -> str | None:
     """The checked-out branch (or `detached at <sha>`), read from `.git/HEAD`."""
-    git_dir = _git_dir(cwd.resolve())
-    return None if git_dir is None else read_head(git_dir / "HEAD")
+    return HeadWatch(cwd).branch()
 
 
 class HeadWatch:
@@ -134,9 +133,8 @@ class HeadWatch:
         return self._branch
 
 
-def environment_facts(cwd: Path, model: str, head: HeadWatch | None = None) -> EnvironmentFacts:
-    branch = head.branch() if head is not None else git_branch(cwd)
-    return EnvironmentFacts(str(cwd), os_name(), branch, model)
+def environment_facts(cwd: Path, model: str, head: HeadWatch) -> EnvironmentFacts:
+    return EnvironmentFacts(str(cwd), os_name(), head.branch(), model)
 
 
 @dataclass
