@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from zeph_cli.frontends.tui.screens import ConfirmScreen
 from zeph_cli.frontends.tui.task_list import TaskList
 from zeph_cli.frontends.tui.transcript import Notice
 from tests.scripted_model import ScriptedModel
@@ -32,6 +33,15 @@ def items(*triples: tuple[str, str, str]) -> dict:
     return {"items": [{"id": i, "text": t, "status": s} for i, t, s in triples]}
 
 
+async def asked(pilot, app) -> None:
+    """Wait until the turn asks for an approval (it waits there until answered)."""
+    for _ in range(500):  # a busy machine is slow to push the dialog
+        await pilot.pause(0.02)
+        if isinstance(app.screen, ConfirmScreen):
+            return
+    raise AssertionError("no approval was asked")
+
+
 def panel_text(app) -> str:
     return str(app.query_one(TaskList).render())
 
@@ -49,9 +59,10 @@ async def test_the_checklist_updates_live_during_the_turn_and_folds_away(fake_se
             await send(pilot, app, "hi")
             assert not panel.display  # no list: no panel
             await send(pilot, app, "write the file, then check it", wait=False)
-            await answer_confirmation(pilot, app, "y")  # the turn is still running: the list is already shown
+            await asked(pilot, app)  # the turn waits on the bash call's approval: the list is already shown
             assert panel.display and "Tasks 0/2" in panel_text(app)
             assert "◐ write the file" in panel_text(app) and "○ check it" in panel_text(app)
+            await answer_confirmation(pilot, app, "y")
             await settle(pilot, app)
             assert "Tasks 1/2" in panel_text(app) and "● write the file" in panel_text(app)
             assert "◐ check it" in panel_text(app)
