@@ -70,6 +70,22 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True)
+class ToolCallProgress:
+    """A running tool reported how far it got (an MCP server's progress notification)."""
+
+    call_id: str
+    message: str = ""
+    progress: float | None = None
+    total: float | None = None  # None: the server did not say how much there is
+
+    @property
+    def percent(self) -> int | None:
+        if self.progress is None or not self.total:
+            return None
+        return max(0, min(100, round(100 * self.progress / self.total)))
+
+
+@dataclass(frozen=True)
 class UsageReported:
     """The provider's token usage for a request, beside the context it measured."""
 
@@ -162,6 +178,7 @@ AgentEvent = Union[
     ReplyDelta,
     ToolCallStarted,
     ToolCallFinished,
+    ToolCallProgress,
     UsageReported,
     AgentWarning,
     TurnFailed,

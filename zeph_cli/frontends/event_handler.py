@@ -19,6 +19,7 @@ from ..agent.events import (
     SubagentProgress,
     SubagentStarted,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
     TurnFailed,
     TurnFinished,
@@ -42,6 +43,8 @@ class AgentEventHandler:
     async def on_tool_call_started(self, event: ToolCallStarted) -> None: ...
 
     async def on_tool_call_finished(self, event: ToolCallFinished) -> None: ...
+
+    async def on_tool_call_progress(self, event: ToolCallProgress) -> None: ...
 
     async def on_usage_reported(self, event: UsageReported) -> None: ...
 
@@ -71,6 +74,7 @@ _METHODS: dict[type, str] = {
     ReplyDelta: "on_reply_delta",
     ToolCallStarted: "on_tool_call_started",
     ToolCallFinished: "on_tool_call_finished",
+    ToolCallProgress: "on_tool_call_progress",
     UsageReported: "on_usage_reported",
     AgentWarning: "on_warning",
     TurnFailed: "on_turn_failed",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .expand import UnsetVariable, expand_table, expand_value
+from .hooks import ServerHooks
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -55,6 +56,7 @@ class ServerConnection:
     env: Mapping[str, str]
     cwd: Path
     log_dir: Path
+    hooks: ServerHooks = field(default_factory=ServerHooks)
     state: str = "not started"
     reason: str = ""
     tools: list[ListedTool] = field(default_factory=list)

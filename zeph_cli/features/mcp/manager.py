@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ...config.mcp import McpServerEntry, ToolDiscoveryConfig
 from ...paths import mcp_log_dir
 from .connection import ListedPrompt, ServerConnection, ServerError
+from .hooks import ServerHooks
 from .discovery import EmbedderSource, ToolDiscovery
 from .names import ToolNames
 from .tools import McpTool, result_text
@@ -42,7 +43,8 @@ class ServerStatus:
 class McpManager:
     def __init__(self, entries: Sequence[McpServerEntry], *, env: Mapping[str, str], cwd: Path, log_dir: Path,
                  discovery: ToolDiscoveryConfig | None = None, embedder: EmbedderSource = None) -> None:
-        self.connections = {e.id: ServerConnection(e, env, cwd, log_dir) for e in entries}
+        self.hooks = ServerHooks(roots=lambda: [cwd])
+        self.connections = {e.id: ServerConnection(e, env, cwd, log_dir, self.hooks) for e in entries}
         self.discovery = ToolDiscovery(discovery or ToolDiscoveryConfig(), embedder)
         self.names = ToolNames()
         self._tools: dict[str, list[McpTool]] = {}
