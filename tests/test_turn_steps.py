@@ -149,6 +149,7 @@ class FakeRunner:
         self.tools = ToolSet()
         self.cancel_on = cancel_on
         self.ran: list[str] = []
+        self.progress: asyncio.Queue[object] = asyncio.Queue()  # what running calls report (none here)
 
     async def run(self, call, problem):
         if call.name == self.cancel_on:
@@ -533,3 +534,37 @@ def dataclasses_replace(value, **changes):
     import dataclasses
 
     return dataclasses.replace(value, **changes)
+
+
+class ProgressRunner(FakeRunner):
+    """A call that reports progress and goes on only once the round has passed that report on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = asyncio.Event()
+
+    async def run(self, call, problem):
+        from zeph_cli.agent.events import ToolCallProgress
+
+        self.progress.put_nowait(ToolCallProgress(call.id, "halfway", 1, 2))
+        await self.seen.wait()  # a round that held the report until the call ended would hang here
+        return await super().run(call, problem)
+
+
+async def test_a_single_calls_progress_is_passed_on_while_it_runs():
+    from zeph_cli.agent.events import ToolCallProgress
+
+    rec = make()
+    rec.runner = ProgressRunner()
+    rec.turn.parsed = builder_of(ToolCallDelta(0, "c1", "read_file", "{}"), StreamEnd()).parsed_tool_calls()
+    events = []
+
+    async def run() -> None:
+        async for event in run_tool_round(rec.deps, rec.turn, ToolSet()):
+            events.append(event)
+            if isinstance(event, ToolCallProgress):
+                rec.runner.seen.set()
+
+    await asyncio.wait_for(run(), timeout=30)  # a bound on a hang, not a timing
+    assert [type(e) for e in events] == [ToolCallStarted, ToolCallProgress, ToolCallFinished]
+    assert events[1].percent == 50

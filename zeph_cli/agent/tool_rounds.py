@@ -125,7 +125,10 @@ async def run_calls(
                 yield ToolCallStarted(call, tool.kind if tool else "", tool.subject(call.arguments) if tool else "")
             if len(batch) == 1 and not concurrent(runner, batch[0][0]):
                 call, problem = batch[0]
-                outcome = await runner.run(call, problem)
+                running = [asyncio.create_task(runner.run(call, problem))]
+                async for report in reports_until_done(runner, running[0]):  # an MCP server's progress, say
+                    yield report
+                outcome, running = running[0].result(), []
                 notice = take_notice()  # once: commands are not confined here
                 if notice:
                     yield AgentWarning(notice)
@@ -176,6 +179,23 @@ async def run_calls(
     finally:
         for task in running:
             task.cancel()
+
+
+async def reports_until_done(
+    runner: ToolCallRunner, task: asyncio.Task[ToolOutcome]
+) -> AsyncGenerator[AgentEvent, None]:
+    """What a running call reports through `ToolContext.progress`, passed on as it comes, until the call ends."""
+    while not task.done():
+        getter = asyncio.ensure_future(runner.progress.get())
+        try:
+            await asyncio.wait([task, getter], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not getter.done():
+                getter.cancel()
+        if getter.done() and not getter.cancelled():
+            yield getter.result()  # type: ignore[misc]
+    while not runner.progress.empty():
+        yield runner.progress.get_nowait()  # type: ignore[misc]
 
 
 def concurrent(runner: ToolCallRunner, call: ToolCallPart) -> bool:
