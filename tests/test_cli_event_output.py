@@ -158,3 +158,41 @@ def test_a_finished_reply_block_takes_no_more_text(capsys):
     assert capsys.readouterr().out == "held until the end\n"
     with pytest.raises(RuntimeError, match="finished"):
         printer.feed("lost text")
+
+
+# ---- a running tool's progress in `zeph ask` -------------------------------------------------------
+
+
+def ask_output(terminal: bool):
+    from zeph_cli.frontends.cli.ask_output import AskOutput
+
+    return AskOutput(session_id=1, provider="fake", model="m", reply_limit=100, stream=True, markdown=False,
+                     show_usage=False, json_output=False, terminal=terminal)
+
+
+async def progress_turn(output) -> None:
+    from zeph_cli.agent.events import ToolCallFinished, ToolCallProgress, ToolCallStarted
+    from zeph_cli.messages import ToolCallPart, ToolResultPart
+
+    call = ToolCallPart("c1", "slow__work", {})
+    for event in (ToolCallStarted(call, "read", ""), ToolCallProgress("c1", "Step 1 of 4", 1, 4),
+                  ToolCallProgress("c1", "Step 2 of 4", 2, 4),
+                  ToolCallFinished(call, ToolResultPart("c1", "ok"), "auto", "done"), ReplyDelta("Done.")):
+        await dispatch(event, output)
+    output.close()
+
+
+async def test_zeph_ask_rewrites_one_progress_line_on_a_terminal_and_clears_it_before_the_next_line(capsys):
+    await progress_turn(ask_output(terminal=True))
+    captured = capsys.readouterr()
+    assert captured.err == ("⏺ slow__work\n"
+                            "\r\x1b[K  ⎿  Step 1 of 4 · 25%" "\r\x1b[K  ⎿  Step 2 of 4 · 50%" "\r\x1b[K"
+                            "  ⎿ done\n")
+    assert captured.out == "Done.\n"
+
+
+async def test_zeph_ask_shows_no_progress_off_a_terminal(capsys):
+    await progress_turn(ask_output(terminal=False))
+    captured = capsys.readouterr()
+    assert captured.err == "⏺ slow__work\n  ⎿ done\n"
+    assert captured.out == "Done.\n"

@@ -15,7 +15,7 @@ from ..messages import TextPart, ToolResultPart, Usage
 from .usage_estimate import ShownUsage
 
 if TYPE_CHECKING:
-    from ..agent.events import TurnQueued
+    from ..agent.events import ToolCallProgress, TurnQueued
     from ..context.sent_text import SentSection
 
 
@@ -83,6 +83,25 @@ def tool_started_line(name: str, subject: str) -> str:
     if len(subject) > 100:
         subject = subject[:99] + "…"
     return f"⏺ {name} {subject}".rstrip()
+
+
+PROGRESS_MESSAGE_CHARS = 80  # of a server's progress message shown on one line
+
+
+def progress_text(event: ToolCallProgress) -> str:
+    """What a running tool reported, for its line: `indexing files · 40%`, `running… · 3` (a count with no
+    total), or the message alone; the server's words on one line, cut to `PROGRESS_MESSAGE_CHARS`."""
+    message = " ".join(event.message.split())
+    if len(message) > PROGRESS_MESSAGE_CHARS:
+        message = message[: PROGRESS_MESSAGE_CHARS - 1] + "…"
+    percent = event.percent
+    if percent is not None:
+        amount = f"{percent}%"
+    elif event.progress is not None:
+        amount = f"{event.progress:,g}"
+    else:
+        amount = ""
+    return " · ".join(part for part in (message or "running…", amount) if part)
 
 
 def tool_finished_line(decision: str, summary: str, result: ToolResultPart) -> str:

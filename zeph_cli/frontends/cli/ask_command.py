@@ -134,7 +134,7 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             session_id=conversation.id, provider=agent.provider.name, model=agent.model_label,
             reply_limit=reply_token_cap(agent.config.llm.max_tokens, agent.profile),
             stream=options.stream, markdown=options.markdown, show_usage=options.show_usage,
-            json_output=options.json_output,
+            json_output=options.json_output, terminal=sys.stderr is not None and sys.stderr.isatty(),
         )
         turn = agent.run_turn(conversation, prompt, system=options.system, stream=options.stream)
         async with aclosing(turn) as events:

@@ -1,5 +1,7 @@
 """What `zeph ask` shows of a turn: the reply on standard output, progress and warnings on standard error,
-or, with `--json`, one JSON document at the end.
+or, with `--json`, one JSON document at the end. What a running tool reports
+(its progress) is one line on standard error, rewritten in place, only when
+standard error is a terminal; it is cleared before anything else is printed.
 
 Invariant: every reply the agent finishes reaches standard output, whatever
 happened before it in the turn (tool rounds, a compaction and a retry): a new
@@ -23,6 +25,7 @@ from ...agent.events import (
     SubagentFinished,
     SubagentProgress,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
     TurnFailed,
     TurnFinished,
@@ -36,12 +39,13 @@ from ..render import (
     compaction_finished_line,
     compaction_started_line,
     length_cut_notice,
+    progress_text,
     tool_finished_line,
     tool_started_line,
     usage_line,
 )
 from .reply_printer import ReplyPrinter
-from .stderr import eprint, warning_line
+from .stderr import clear_status, eprint, show_status, warning_line
 from ..usage_estimate import ShownUsage, reply_tokens, shown_usage, usage_dict
 
 from ...messages import Usage
@@ -54,12 +58,14 @@ class AskOutput(AgentEventHandler):
     """Prints one turn of `zeph ask`; `exit_code` is the command's status once the turn is over."""
 
     def __init__(self, *, session_id: int, provider: str, model: str, reply_limit: int,
-                 stream: bool, markdown: bool, show_usage: bool, json_output: bool) -> None:
+                 stream: bool, markdown: bool, show_usage: bool, json_output: bool, terminal: bool = False) -> None:
+        """`terminal`: standard error is a terminal, so a running tool's progress is shown on one line there."""
         self.session_id = session_id
         self.provider, self.model = provider, model
         self.reply_limit = reply_limit  # the max_tokens requests carry (for the length-cut warning)
         self.stream, self.markdown = stream, markdown
         self.show_usage, self.json_output = show_usage, json_output
+        self.terminal = terminal
         self.exit_code = 0
         self.failure: TurnFailed | None = None  # the turn ended on this error
         self.result: dict[str, Any] = {"session": session_id, "tool_calls": []}
@@ -74,6 +80,7 @@ class AskOutput(AgentEventHandler):
 
     def end_reply_block(self) -> None:
         """Print what is pending of the reply and start a new block for whatever comes next."""
+        clear_status()
         self.printer.finish()
         self.printer = self._new_printer()
 
@@ -92,6 +99,7 @@ class AskOutput(AgentEventHandler):
     async def on_reply_delta(self, event: ReplyDelta) -> None:
         self._request_text.append(event.text)
         if not self.json_output:
+            clear_status()
             self.printer.feed(event.text)
 
     async def on_tool_call_started(self, event: ToolCallStarted) -> None:
@@ -109,6 +117,10 @@ class AskOutput(AgentEventHandler):
             "exit_code": event.exit_code,
             "duration_ms": event.duration_ms,
         })
+
+    async def on_tool_call_progress(self, event: ToolCallProgress) -> None:
+        if self.terminal:  # one line, rewritten in place and cleared before the next output
+            show_status(f"  ⎿  {progress_text(event)}")
 
     async def on_warning(self, event: AgentWarning) -> None:
         eprint(warning_line(event.text))
@@ -142,6 +154,8 @@ class AskOutput(AgentEventHandler):
             eprint("    " + tool_started_line(inner.call.name, inner.subject))
         elif isinstance(inner, AgentWarning):
             eprint("    " + warning_line(inner.text))
+        elif isinstance(inner, ToolCallProgress) and self.terminal:
+            show_status(f"      ⎿  {progress_text(inner)}")
 
     async def on_subagent_finished(self, event: SubagentFinished) -> None:
         self.subagents.append(event)
@@ -183,4 +197,5 @@ class AskOutput(AgentEventHandler):
 
     def close(self) -> None:
         """Print what is pending (an interrupted turn's partial reply)."""
+        clear_status()
         self.printer.finish()

@@ -21,12 +21,14 @@ from ...agent.events import (
     SubagentProgress,
     SubagentStarted,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
     TurnFailed,
     TurnFinished,
     UsageReported,
 )
 from ...messages import Usage
+from ..render import progress_text
 from .transcript import Notice, ToolEntry, clip_output, literal
 
 TASK_TOOL = "task"  # the tool whose calls get this block (tools/specs.py)
@@ -130,6 +132,10 @@ class SubagentEntry(Collapsible):
                 label = f"{event.decision}: {event.summary}" if event.decision in ("denied", "blocked", "invalid") \
                     else event.summary or event.decision
                 done.finish(label, event.result.content, failed=event.result.is_error)
+        elif isinstance(event, ToolCallProgress):
+            running = self.tools.get(event.call_id)
+            if isinstance(running, ToolEntry):
+                running.progressed(progress_text(event))
         elif isinstance(event, UsageReported):
             self.usage = self.usage + event.usage
             self._retitle()

@@ -261,6 +261,7 @@ class ToolEntry(Collapsible):
         self.arguments = arguments
         self.status = status
         self.output = output
+        self.finished = status != "running…"  # its result is in (a block of the stored transcript is)
         super().__init__(
             Static(literal(_arguments_text(arguments)), classes="arguments"),
             Static(literal(clip_output(output)), classes="output"),
@@ -272,9 +273,18 @@ class ToolEntry(Collapsible):
     def _title_text(self) -> str:
         return literal(f"⏺ {self.tool_name} {self.subject} · {self.status}")  # the model's words, never markup
 
+    def progressed(self, text: str) -> None:
+        """What the running tool reported (`render.progress_text`), in place of "running…" (a report after its
+        result is dropped)."""
+        if self.finished:
+            return
+        self.status = text
+        self.title = self._title_text()
+
     def finish(self, status: str, output: str, *, failed: bool = False) -> None:
         self.status = status or "done"
         self.output = output
+        self.finished = True
         self.title = self._title_text()
         self.query_one(".output", Static).update(literal(clip_output(output)))
         self.set_class(failed, "failed")

@@ -1,7 +1,7 @@
 """The chat app's view of one turn (or one manual compaction): agent events into transcript entries.
 
 Invariant: it only renders — reply text into one `AssistantEntry` per reply
-block, tool calls into `ToolEntry`s (a `task` call into a `SubagentEntry` showing the
+block, tool calls into `ToolEntry`s (what a running one reports in its title; a `task` call into a `SubagentEntry` showing the
 sub-agent's own transcript), warnings, errors and cut replies into notices under
 them, usage and compaction into the status line — and every reply block it
 opened is finished when the turn ends, fails or is cancelled.
@@ -23,6 +23,7 @@ from ...agent.events import (
     SubagentProgress,
     SubagentStarted,
     ToolCallFinished,
+    ToolCallProgress,
     ToolCallStarted,
     TurnFailed,
     TurnFinished,
@@ -30,7 +31,7 @@ from ...agent.events import (
     TurnStarted,
     UsageReported,
 )
-from ..render import length_cut_notice
+from ..render import length_cut_notice, progress_text
 from .status_bar import StatusBar
 from .subagent_view import TASK_TOOL, SubagentEntry
 from .transcript import AssistantEntry, Divider, ToolEntry, Transcript
@@ -117,6 +118,11 @@ class TurnView(AgentEventHandler):
             if event.decision in ("denied", "blocked", "invalid"):
                 label = f"{event.decision}: {event.summary}"
             entry.finish(label, event.result.content, failed=event.result.is_error)
+
+    async def on_tool_call_progress(self, event: ToolCallProgress) -> None:
+        entry = self.tools.get(event.call_id)
+        if isinstance(entry, ToolEntry):
+            entry.progressed(progress_text(event))
 
     async def on_subagent_started(self, event: SubagentStarted) -> None:
         entry = self.tools.get(event.call_id)
