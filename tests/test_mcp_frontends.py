@@ -73,3 +73,114 @@ async def test_a_tool_inside_a_subagents_block_shows_its_progress_too(fake_serve
             assert inner.title.endswith("· warming up · 25%")
     finally:
         await session.aclose()
+
+
+# ---- a server's form (elicitation) -------------------------------------------------------------------
+
+import asyncio  # noqa: E402
+
+from textual.widgets import Checkbox, Input, Select, Static  # noqa: E402
+
+from zeph_cli.frontends.tui.app import TuiElicitor  # noqa: E402
+from zeph_cli.frontends.tui.elicit_screen import ElicitScreen  # noqa: E402
+from zeph_cli.tools.elicitation import ElicitationAnswer, ElicitationField, ElicitationRequest  # noqa: E402
+
+FORM = ElicitationRequest("everything", "Please provide inputs for the following fields:", (
+    ElicitationField("name", "string", title="String", description="Your full, legal name", required=True),
+    ElicitationField("check", "boolean", title="Boolean", description="Agree to the terms and conditions"),
+    ElicitationField("email", "string", title="String with email format", format="email"),
+    ElicitationField("integer", "integer", title="Integer", minimum=1, maximum=100, default=42),
+    ElicitationField("hero", "enum", title="Titled Single Select Enum", choices=("hero-1", "hero-2"),
+                     choice_titles=("Superman", "Green Lantern"), default="hero-1"),
+    ElicitationField("pet", "enum", title="Pet", choices=("cat", "dog")),  # not required, no default: left out
+))
+
+
+async def asked(pilot, app, request: ElicitationRequest) -> asyncio.Task[ElicitationAnswer]:
+    """The app's elicitor asked `request` (as a server's connection asks it), its dialog on screen."""
+    elicitor = TuiElicitor()
+    elicitor.app = app
+    task = asyncio.ensure_future(elicitor(request))
+    for _ in range(500):  # a bound on a hang
+        await pilot.pause(0.01)
+        if isinstance(app.screen, ElicitScreen) and app.focused is not None and app.focused.screen is app.screen:
+            return task  # mounted, its first input focused
+    raise AssertionError("the dialog did not open")
+
+
+async def answer(pilot, task: asyncio.Task[ElicitationAnswer]) -> ElicitationAnswer:
+    await pilot.pause()
+    return await asyncio.wait_for(task, timeout=30)  # a bound on a hang
+
+
+def error_line(app) -> str:
+    return str(app.screen.query_one("#error", Static).render())
+
+
+async def test_a_servers_form_is_a_dialog_whose_values_are_checked_before_they_are_sent(fake_server, model, workspace):
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=(100, 45)) as pilot:
+            task = await asked(pilot, app, FORM)
+            screen = app.screen
+            text = " ".join(str(w.render()) for w in screen.query(Static))
+            assert "MCP server everything asks you:" in text and "Please provide inputs" in text
+            assert "String (name) *" in text and "Your full, legal name" in text
+            assert screen.query_one("#field-3", Input).value == "42"  # the default, to edit
+            assert screen.query_one("#field-4", Select).value == "hero-1"
+            assert screen.query_one("#field-5", Select).value is Select.NULL
+
+            await pilot.click("#accept")  # the required name is empty: one line says so, the dialog stays
+            assert "String is required" in error_line(app) and not task.done()
+            assert app.focused is screen.query_one("#field-0", Input)
+            await pilot.press(*"Ada Lovelace")
+            screen.query_one("#field-2", Input).value = "not-an-email"
+            screen.query_one("#field-3", Input).value = "101"
+            await pilot.press("enter")  # enter in a box accepts, when everything is right
+            assert "String with email format takes an email address" in error_line(app) and not task.done()
+            screen.query_one("#field-2", Input).value = "ada@example.org"
+            await pilot.click("#accept")
+            assert "Integer is at most 100" in error_line(app) and not task.done()
+            screen.query_one("#field-3", Input).value = "7"
+            screen.query_one("#field-1", Checkbox).value = True
+            screen.query_one("#field-4", Select).value = "hero-2"
+            await pilot.click("#accept")
+            result = await answer(pilot, task)
+            assert result == ElicitationAnswer("accept", {"name": "Ada Lovelace", "check": True, "email": "ada@example.org",
+                                                          "integer": 7, "hero": "hero-2"})
+            assert not isinstance(app.screen, ElicitScreen)
+    finally:
+        await session.aclose()
+
+
+async def test_escape_cancels_a_form_and_decline_declines_it(fake_server, model, workspace):
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=(100, 45)) as pilot:
+            task = await asked(pilot, app, FORM)
+            await pilot.press("escape")
+            assert await answer(pilot, task) == ElicitationAnswer("cancel")
+            task = await asked(pilot, app, FORM)
+            await pilot.click("#decline")
+            assert await answer(pilot, task) == ElicitationAnswer("decline")
+            confirm = ElicitationRequest("everything", "Go ahead?")  # no fields: a plain confirmation
+            task = await asked(pilot, app, confirm)
+            assert app.focused is app.screen.query_one("#accept")
+            await pilot.press("enter")
+            assert await answer(pilot, task) == ElicitationAnswer("accept", {})
+    finally:
+        await session.aclose()
+
+
+async def test_a_form_the_server_stops_waiting_for_is_taken_down(fake_server, model, workspace):
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=(100, 45)) as pilot:
+            task = await asked(pilot, app, FORM)
+            task.cancel()
+            await pilot.pause()
+            await asyncio.gather(task, return_exceptions=True)
+            await pilot.pause()
+            assert not isinstance(app.screen, ElicitScreen)
+    finally:
+        await session.aclose()

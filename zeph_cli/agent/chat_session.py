@@ -40,6 +40,7 @@ from ..features import memory as memory_feature
 from ..features.skills.tool_specs import LOAD_SKILL
 from ..tokens import count_message
 from ..tools.permissions import Approver
+from ..tools.elicitation import Elicitor
 
 if TYPE_CHECKING:
     from ..features.tasks.items import TaskItem
@@ -287,6 +288,7 @@ class ChatSession:
         self._pending_enhance: str | None = None  # an /enhance given before the first prompt
         self._pending_profile: str | None = None  # a /profile NAME given before the first prompt
         self.staged: dict[str, Attachment] = {}  # files /attach added for the next message: as typed -> as read then
+        self.elicitor: Elicitor | None = None  # asks the user for an MCP server's form (None: declined)
         self._closed = False
         self._learning: asyncio.Task | None = None  # the compression-guidelines updater, when enabled
 
@@ -301,6 +303,7 @@ class ChatSession:
         session_id: int | None = None,
         continue_last: bool = False,
         mode: str | None = None,
+        elicitor: Elicitor | None = None,
     ) -> "ChatSession":
         """Resolve the provider, open the conversation to resume (if any) and start the agent."""
         if continue_last and session_id is not None:
@@ -312,12 +315,14 @@ class ChatSession:
         store = ConversationStore(open_database(database_path(env)))
         try:
             conversation = _conversation_to_resume(store, session_id, continue_last)
-            agent, warnings = await build_agent(loaded, store=store, env=env, cwd=cwd, approver=approver, mode=mode)
+            agent, warnings = await build_agent(loaded, store=store, env=env, cwd=cwd, approver=approver, mode=mode,
+                                                elicitor=elicitor)
         except BaseException:
             store.close()
             raise
         _summaries_by_worker(agent)
         session = cls(loaded, env, cwd, approver, store, agent, conversation)
+        session.elicitor = elicitor
         session.warnings = warnings
         session.start_learning()
         session.start_code_index()
@@ -570,7 +575,7 @@ class ChatSession:
         """A new provider and agent with these overrides; on any failure the current ones stay."""
         loaded = _with_overrides(self.loaded, overrides)
         agent, warnings = await build_agent(loaded, store=self.store, env=self.env, cwd=self.cwd,
-                                            approver=self.approver, mode=self.agent.mode)
+                                            approver=self.approver, mode=self.agent.mode, elicitor=self.elicitor)
         _summaries_by_worker(agent)
         old = self.agent
         self.agent, self._overrides = agent, overrides

@@ -26,6 +26,7 @@ from ..startup_gc import paused_collection
 from ..store import ConversationStore
 from ..tools.confinement import workspace_root
 from ..tools.approval import Approver
+from ..tools.elicitation import Elicitor
 from ..features.turn_extras import TurnExtras
 
 if TYPE_CHECKING:
@@ -43,12 +44,18 @@ async def build_agent(
     approver: Approver | None = None,
     mode: str | None = None,
     one_shot: str | None = None,
+    elicitor: Elicitor | None = None,
 ) -> tuple[Agent, list[str]]:
     """A started agent on the provider `loaded` selects, and the warnings its start-up produced.
     `one_shot` (`zeph ask`: this one prompt, then exit): recall loads its embedder only when the prompt is
-    routed to vectors, and exact token counts are built only when bounds cannot decide."""
+    routed to vectors, and exact token counts are built only when bounds cannot decide. `elicitor` asks the
+    user for an MCP server's form (None: every form is declined)."""
     with paused_collection(freeze=one_shot is not None):  # nearly everything made here lives as long as the agent
-        return await _build(loaded, store=store, env=env, cwd=cwd, approver=approver, mode=mode, one_shot=one_shot)
+        agent, warnings = await _build(loaded, store=store, env=env, cwd=cwd, approver=approver, mode=mode,
+                                       one_shot=one_shot)
+    if elicitor is not None and agent.extras.mcp is not None:
+        agent.extras.mcp.hooks.elicit = elicitor  # the hooks every server's connection shares
+    return agent, warnings
 
 
 async def _build(

@@ -13,6 +13,7 @@ import os
 import sys
 from typing import TextIO
 
+from .stderr import clear_status
 from ...tools.approval import ApprovalDecision, ApprovalRequest
 
 MAX_PREVIEW_LINES = 60
@@ -24,6 +25,7 @@ class TerminalApprover:
         self.in_fd = in_fd
         self.out = out
         self.owns_fd = owns_fd
+        self.asking = asyncio.Lock()  # one question at a time: an approval, or a server's form (elicit_prompt)
 
     @classmethod
     def open(cls) -> "TerminalApprover | None":
@@ -39,6 +41,7 @@ class TerminalApprover:
         return None
 
     def close(self) -> None:
+        _leftover.pop(self.in_fd, None)
         if self.owns_fd:
             try:
                 os.close(self.in_fd)
@@ -47,9 +50,11 @@ class TerminalApprover:
                 pass
 
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
-        self.out.write(render_question(request))
-        self.out.flush()
-        answer = (await read_line(self.in_fd)).strip().lower()
+        async with self.asking:
+            clear_status()  # a running tool's progress line
+            self.out.write(render_question(request))
+            self.out.flush()
+            answer = (await read_line(self.in_fd)).strip().lower()
         if answer in ("y", "yes"):
             return ApprovalDecision("yes")
         if answer in ("a", "always"):
@@ -74,9 +79,23 @@ def render_question(request: ApprovalRequest) -> str:
 
 async def read_line(fd: int) -> str:
     """One line from `fd`, read as the event loop sees data arrive (EOF reads as empty)."""
+    return await read_line_or_end(fd) or ""
+
+
+_leftover: dict[int, bytes] = {}  # what a read brought after the line it was for (typed ahead, pasted)
+
+
+async def read_line_or_end(fd: int) -> str | None:
+    """One line from `fd` without its newline, read as the event loop sees data arrive; None at the end of
+    input with nothing read (an empty line is ""). What comes after the line is kept for the next call."""
+    buffer = bytearray(_leftover.pop(fd, b""))
+    if b"\n" in buffer:
+        line, rest = bytes(buffer).split(b"\n", 1)
+        if rest:
+            _leftover[fd] = rest
+        return line.decode("utf-8", errors="replace")
     loop = asyncio.get_running_loop()
-    done: asyncio.Future[bytes] = loop.create_future()
-    buffer = bytearray()
+    done: asyncio.Future[bytes | None] = loop.create_future()
 
     def readable() -> None:
         try:
@@ -85,16 +104,21 @@ async def read_line(fd: int) -> str:
             return
         except OSError:
             data = b""
+        if done.done():
+            return
         if not data:
-            if not done.done():
-                done.set_result(bytes(buffer))
+            done.set_result(bytes(buffer) if buffer else None)
             return
         buffer.extend(data)
-        if b"\n" in buffer and not done.done():
-            done.set_result(bytes(buffer.split(b"\n", 1)[0]))
+        if b"\n" in buffer:
+            line, rest = bytes(buffer).split(b"\n", 1)
+            if rest:
+                _leftover[fd] = rest
+            done.set_result(line)
 
     loop.add_reader(fd, readable)
     try:
-        return (await done).decode("utf-8", errors="replace")
+        read = await done
     finally:
         loop.remove_reader(fd)
+    return None if read is None else read.decode("utf-8", errors="replace")

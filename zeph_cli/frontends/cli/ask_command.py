@@ -7,7 +7,9 @@ ended (0 reply printed, the error's own code, 130 interrupted). A reader of
 standard output that goes away (`zeph ask … | head`) stops the turn quietly
 with exit status 0; the text that arrived is stored, marked partial. A prompt
 that never reached a turn (a config error, a deleted working directory, a
-locked database) is kept and the user told where.
+locked database) is kept and the user told where. An MCP server's form is asked
+on the terminal when standard input and standard error are terminals, and
+declined otherwise.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from ...agent.agent import Agent
 from ...agent.factory import build_agent, close_agent
 from .approval_prompt import TerminalApprover
+from .elicit_prompt import TerminalElicitor
 from .ask_output import AskOutput
 from .closed_output import drop_further_output
 from ...config import LoadedConfig
@@ -73,14 +76,17 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
     conversation: Conversation | None = None
     try:
         conversation = _conversation(store, options)
+        forms = _asks_forms()
         if options.approve_all:
             approver: Approver = approve_all
+            terminal = TerminalApprover.open() if forms else None
         else:
             terminal = TerminalApprover.open()
             approver = terminal or deny_all(NOT_A_TERMINAL)
+        elicitor = TerminalElicitor(terminal) if forms and terminal is not None else None  # else declined
         cwd = current_directory()
         agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=cwd, approver=approver,
-                                        one_shot=text)
+                                        one_shot=text, elicitor=elicitor)
         if options.json_output:  # its `context` reports every block's tokens: exact counts, not bounds
             agent.exact_counter()
         agent.session_memory.detached = True  # summaries after this reply are left to a worker process
@@ -196,6 +202,15 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             terminal.close()
         await close_agent(agent)
         store.close()
+
+
+def _asks_forms() -> bool:
+    """Whether an MCP server's form (elicitation) can be asked on the terminal: standard input and standard
+    error are both terminals (else every form is declined)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty() and sys.stderr is not None and sys.stderr.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 def _not_started(error: ZephError, store: ConversationStore, conversation: Conversation | None, text: str) -> int:

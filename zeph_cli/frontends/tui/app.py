@@ -46,6 +46,7 @@ log = get_logger("chat")
 if TYPE_CHECKING:
     from ...agent.chat_session import ChatSession
     from ...context.report import ContextReport
+    from ...tools.elicitation import ElicitationAnswer, ElicitationRequest
     from ...tools.permissions import ApprovalDecision, ApprovalRequest
 
 QUIT_WINDOW_SECS = 2.0  # a second Ctrl+C within this many seconds quits
@@ -63,10 +64,43 @@ class TuiApprover:
 
         if self.app is None:
             return ApprovalDecision("no", "no one is present to approve it")
-        answer = await self.app.push_screen_wait(ConfirmScreen(request))
+        async with self.app.asking:
+            answer = await self.app.push_screen_wait(ConfirmScreen(request))
         if answer in ("yes", "always"):
             return ApprovalDecision("always" if answer == "always" else "yes")
         return ApprovalDecision("no", "the user answered no")
+
+
+class TuiElicitor:
+    """Asks the user for a server's form (MCP elicitation) in a dialog: accept with the values, decline, or
+    cancel. It is called from the server's connection, not from the turn's worker: the dialog is awaited
+    through its callback, and taken down (as cancel) when the server stops waiting for it."""
+
+    def __init__(self) -> None:
+        self.app: "ZephApp | None" = None
+
+    async def __call__(self, request: "ElicitationRequest") -> "ElicitationAnswer":
+        from ...tools.elicitation import ElicitationAnswer
+        from .elicit_screen import ElicitScreen
+
+        app = self.app
+        if app is None:
+            return ElicitationAnswer("decline")
+        async with app.asking:  # one dialog at a time, approvals included
+            answered: asyncio.Future[ElicitationAnswer] = asyncio.get_running_loop().create_future()
+
+            def done(answer: ElicitationAnswer | None) -> None:
+                if not answered.done():
+                    answered.set_result(answer or ElicitationAnswer("cancel"))
+
+            screen = ElicitScreen(request)
+            await app.push_screen(screen, callback=done)
+            try:
+                return await answered
+            except asyncio.CancelledError:
+                if screen.is_active:
+                    screen.dismiss(ElicitationAnswer("cancel"))
+                raise
 
 
 class HelpEntry(Markdown):
@@ -106,6 +140,7 @@ class ZephApp(App[int]):
         self.worker: Worker | None = None
         self.turn_reports: list["ContextReport"] = []  # the context after each of the last two turns
         self._last_interrupt = 0.0
+        self.asking = asyncio.Lock()  # one question to the user at a time: an approval or a server's form
 
     # ---- layout -----------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Optional
 
 from ...config import LoadedConfig
-from .app import TuiApprover, ZephApp
+from .app import TuiApprover, TuiElicitor, ZephApp
 from .startup import starting_header
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ async def import_session_modules() -> None:
 
 async def run_chat(loaded: LoadedConfig, *, continue_last: bool = False, session_id: Optional[int] = None) -> int:
     approver = TuiApprover()
+    elicitor = TuiElicitor()
 
     async def open_session() -> "ChatSession":
         await import_session_modules()
@@ -51,11 +52,12 @@ async def run_chat(loaded: LoadedConfig, *, continue_last: bool = False, session
             session_id=session_id,
             continue_last=continue_last,
             mode=loaded.config.agent.mode,
+            elicitor=elicitor,
         )
 
     label = f"session {session_id}" if session_id is not None else "last session" if continue_last else "new session"
     app = ZephApp(opener=open_session, header=starting_header(loaded.config, label))
-    approver.app = app
+    approver.app = elicitor.app = app
     try:
         code = await app.run_async()
     finally:
