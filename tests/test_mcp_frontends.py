@@ -184,3 +184,47 @@ async def test_a_form_the_server_stops_waiting_for_is_taken_down(fake_server, mo
             assert not isinstance(app.screen, ElicitScreen)
     finally:
         await session.aclose()
+
+
+async def test_the_chat_apps_elicitor_reaches_the_servers_hooks_and_stays_after_a_model_switch(fake_server, model, workspace,
+                                                                                              tmp_path):
+    import sys
+
+    from zeph_cli.agent.chat_session import ChatSession
+    from zeph_cli.config import load_config
+    from zeph_cli.frontends.tui.app import TuiApprover
+    from tests.test_tui_app import environment
+
+    config = tmp_path / "mcp.toml"
+    config.write_text(f'[[mcp.servers]]\nid = "quiet"\ncommand = "{sys.executable}"\nargs = ["-c", "pass"]\n')
+    env = environment(fake_server, ZEPH_CONFIG=str(config))
+    elicitor = TuiElicitor()
+    session = await ChatSession.open(load_config(env=env), env=env, cwd=workspace, approver=TuiApprover(),
+                                     elicitor=elicitor)
+    try:
+        assert session.agent.mcp is not None and session.agent.mcp.hooks.elicit is elicitor
+        await session.set_model("gpt-4o-mini")  # a new agent, with new MCP servers
+        assert session.agent.mcp is not None and session.agent.mcp.hooks.elicit is elicitor
+    finally:
+        await session.aclose()
+
+
+async def test_ctrl_c_during_a_servers_form_cancels_the_turn_and_takes_the_form_down(fake_server, model, workspace):
+    from tests.fakes import openai_wire
+    from tests.test_tui_app import settle
+
+    pieces = [f"word{i} " for i in range(400)]  # a turn still running when the form comes
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(pieces, usage=None), chunk_delay=0.02))
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=(100, 45)) as pilot:
+            app.prompt.text = "go"
+            await pilot.press("enter")
+            task = await asked(pilot, app, FORM)
+            assert app.busy
+            await pilot.press("ctrl+c")
+            assert await answer(pilot, task) == ElicitationAnswer("cancel")
+            await settle(pilot, app)
+            assert not isinstance(app.screen, ElicitScreen) and not app.busy
+    finally:
+        await session.aclose()

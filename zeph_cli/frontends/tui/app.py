@@ -364,6 +364,7 @@ class ZephApp(App[int]):
                         self.refresh_tasks()  # the checklist follows the model's list (todo_write) as it changes
         except asyncio.CancelledError:
             await view.cancelled()
+            self.take_down_forms()
             if not stored:  # it was waiting for another turn on the session: back into the box to send again
                 await self.notice("cancelled before it was sent: your message is back in the input box", "warning")
                 self.restore_input(text)
@@ -392,6 +393,15 @@ class ZephApp(App[int]):
             self.show_staged()  # sent with the prompt, or still waiting when it was not
         self.refresh_tasks()
         self.turn_reports = [*self.turn_reports[-1:], self.refresh_gauge()]
+
+    def take_down_forms(self) -> None:
+        """A cancelled turn's servers' forms (its tool calls were cancelled): answered cancel, their dialogs closed."""
+        from ...tools.elicitation import ElicitationAnswer
+        from .elicit_screen import ElicitScreen
+
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, ElicitScreen) and screen.is_active:
+                screen.dismiss(ElicitationAnswer("cancel"))
 
     async def action_help(self) -> None:
         """The commands and keys, their top in view (the transcript leaves the bottom for it)."""
