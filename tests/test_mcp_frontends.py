@@ -7,6 +7,15 @@ turn's real view as a turn would yield them, and forms are answered by pressing 
 
 from __future__ import annotations
 
+import asyncio
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from textual.widgets import Checkbox, Input, Select, Static
+
 from zeph_cli.agent.events import (
     SubagentProgress,
     SubagentStarted,
@@ -14,12 +23,17 @@ from zeph_cli.agent.events import (
     ToolCallProgress,
     ToolCallStarted,
 )
+from zeph_cli.features.mcp.manager import McpManager
 from zeph_cli.frontends.event_handler import dispatch
+from zeph_cli.frontends.tui.app import TuiElicitor
+from zeph_cli.frontends.tui.elicit_screen import ElicitScreen
 from zeph_cli.frontends.tui.subagent_view import SubagentEntry
-from zeph_cli.frontends.tui.transcript import ToolEntry
+from zeph_cli.frontends.tui.transcript import AssistantEntry, Notice, ToolEntry, UserEntry
 from zeph_cli.frontends.tui.turn_view import TurnView
 from zeph_cli.messages import ToolCallPart, ToolResultPart
-from tests.test_tui_app import SIZE, entries, model, open_app, workspace  # noqa: F401  (fixtures)
+from zeph_cli.tools.elicitation import ElicitationAnswer, ElicitationField, ElicitationRequest
+from tests.scripted_model import CHAT_PATH
+from tests.test_tui_app import SIZE, entries, model, open_app, send, settle, workspace  # noqa: F401  (fixtures)
 
 # ---- progress ----------------------------------------------------------------------------------------
 
@@ -77,13 +91,6 @@ async def test_a_tool_inside_a_subagents_block_shows_its_progress_too(fake_serve
 
 # ---- a server's form (elicitation) -------------------------------------------------------------------
 
-import asyncio  # noqa: E402
-
-from textual.widgets import Checkbox, Input, Select, Static  # noqa: E402
-
-from zeph_cli.frontends.tui.app import TuiElicitor  # noqa: E402
-from zeph_cli.frontends.tui.elicit_screen import ElicitScreen  # noqa: E402
-from zeph_cli.tools.elicitation import ElicitationAnswer, ElicitationField, ElicitationRequest  # noqa: E402
 
 FORM = ElicitationRequest("everything", "Please provide inputs for the following fields:", (
     ElicitationField("name", "string", title="String", description="Your full, legal name", required=True),
@@ -211,7 +218,6 @@ async def test_the_chat_apps_elicitor_reaches_the_servers_hooks_and_stays_after_
 
 async def test_ctrl_c_during_a_servers_form_cancels_the_turn_and_takes_the_form_down(fake_server, model, workspace):
     from tests.fakes import openai_wire
-    from tests.test_tui_app import settle
 
     pieces = [f"word{i} " for i in range(400)]  # a turn still running when the form comes
     model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(pieces, usage=None), chunk_delay=0.02))
@@ -226,5 +232,68 @@ async def test_ctrl_c_during_a_servers_form_cancels_the_turn_and_takes_the_form_
             assert await answer(pilot, task) == ElicitationAnswer("cancel")
             await settle(pilot, app)
             assert not isinstance(app.screen, ElicitScreen) and not app.busy
+    finally:
+        await session.aclose()
+
+
+# ---- /mcp restart and prompts with roles -------------------------------------------------------------
+
+
+TIME_SERVER = shutil.which("mcp-server-time") or str(Path(sys.executable).parent / "mcp-server-time")
+STDIO_FAKE = Path(__file__).parent / "fakes" / "mcp_stdio.py"  # the small SDK server (a prompt with an assistant turn)
+
+
+async def slash(pilot, app, text: str) -> None:
+    """/mcp runs beside the app: wait for it."""
+    await send(pilot, app, text, wait=False)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+@pytest.mark.skipif(not hasattr(McpManager, "restart"), reason="needs McpManager.restart")
+@pytest.mark.skipif(not Path(TIME_SERVER).exists(), reason="mcp-server-time is a test dependency")
+async def test_mcp_restart_restarts_a_server_and_says_so(fake_server, model, workspace, tmp_path):
+    config = tmp_path / "mcp.toml"
+    config.write_text(f'[[mcp.servers]]\nid = "time"\ncommand = {json.dumps(TIME_SERVER)}\n')
+    app, session = await open_app(fake_server, workspace, env={"ZEPH_CONFIG": str(config)})
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await slash(pilot, app, "/mcp restart time")
+            assert entries(app, Notice)[-1].text.startswith("MCP server time restarted")
+            assert [s.state for s in session.agent.mcp.status()] == ["running"]
+            await slash(pilot, app, "/mcp restart clock")
+            error = entries(app, Notice)[-1]
+            assert error.kind == "error" and "there is no MCP server 'clock' (servers: time)" in error.text
+            assert app.prompt.text == "/mcp restart clock"  # given back to correct
+            app.prompt.text = ""
+            await slash(pilot, app, "/mcp restart")
+            assert "/mcp restart needs one server id" in entries(app, Notice)[-1].text
+    finally:
+        await session.aclose()
+
+
+@pytest.mark.skipif(not STDIO_FAKE.exists(), reason="needs tests/fakes/mcp_stdio.py")
+async def test_a_prompts_earlier_messages_join_the_session_with_their_roles_and_its_last_goes_to_the_box(
+    fake_server, model, workspace, tmp_path
+):
+    from tests.fakes import openai_wire
+
+    config = tmp_path / "mcp.toml"
+    config.write_text(f'[[mcp.servers]]\nid = "fake"\ncommand = {json.dumps(sys.executable)}\n'
+                      f'args = [{json.dumps(str(STDIO_FAKE))}]\n')
+    model.chat.append(openai_wire.stream_response(openai_wire.text_chunks(["Short: it is fast."])))
+    app, session = await open_app(fake_server, workspace, env={"ZEPH_CONFIG": str(config)})
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await slash(pilot, app, "/mcp fake dialogue topic=Rust")
+            assert app.prompt.text == "Then the short version."
+            assert [e.text for e in entries(app, UserEntry)] == ["Tell me about Rust."]
+            assert [e.text for e in entries(app, AssistantEntry)] == ["Rust is a big subject."]
+            assert "2 messages (user, assistant) added to the session" in entries(app, Notice)[-1].text
+            await send(pilot, app, app.prompt.text)
+            sent = [m for m in fake_server.requests_to(CHAT_PATH)[-1].json["messages"] if m["role"] != "system"]
+            assert [(m["role"], m["content"]) for m in sent][-3:] == [
+                ("user", "Tell me about Rust."), ("assistant", "Rust is a big subject."), ("user", "Then the short version.")]
+            assert entries(app, AssistantEntry)[-1].text == "Short: it is fast."
     finally:
         await session.aclose()

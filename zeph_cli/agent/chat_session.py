@@ -12,7 +12,7 @@ import asyncio
 import copy
 import json
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TYPE_CHECKING, Union
@@ -425,14 +425,7 @@ class ChatSession:
         sent = dict(self.staged)
         attachments = self.agent.attachments(list(sent))
         if self.conversation is None:
-            self.conversation = self.agent.new_conversation(prompt, system if system is not None else self._pending_system)
-            self._pending_system = None
-            if self._pending_enhance is not None:
-                self.conversation = self.agent.set_enhancement(self.conversation, self._pending_enhance)
-                self._pending_enhance = None
-            if self._pending_profile is not None:
-                self.conversation = self.agent.set_prompt_profile(self.conversation, self._pending_profile)
-                self._pending_profile = None
+            self._create(prompt, system)
         try:
             async for event in self.agent.run_turn(self.conversation, with_attachments(attachments, prompt), system=system):
                 if isinstance(event, TurnStarted):
@@ -444,6 +437,18 @@ class ChatSession:
             index = self.agent.extras.code_index
             if index is not None and self.loaded.config.index.auto_index:
                 index.build_in_background()  # the turn's edits: only changed files are read again
+
+    def _create(self, title: str, system: str | None = None) -> Conversation:
+        """The session, created now (by its first prompt), with what /system, /enhance and /profile set before."""
+        self.conversation = self.agent.new_conversation(title, system if system is not None else self._pending_system)
+        self._pending_system = None
+        if self._pending_enhance is not None:
+            self.conversation = self.agent.set_enhancement(self.conversation, self._pending_enhance)
+            self._pending_enhance = None
+        if self._pending_profile is not None:
+            self.conversation = self.agent.set_prompt_profile(self.conversation, self._pending_profile)
+            self._pending_profile = None
+        return self.conversation
 
     def _start_summary_worker(self) -> None:
         pending, self.agent.session_memory.pending = self.agent.session_memory.pending, None
@@ -625,16 +630,27 @@ class ChatSession:
         notes = await self.agent.extras.start_mcp()
         return await mcp.list_prompts(), notes
 
-    async def mcp_prompt(self, server: str, name: str, arguments: Mapping[str, str]) -> str:
-        """One MCP prompt rendered as text, for the input box; `ZephError` (one line) when it cannot be."""
+    async def mcp_prompt(self, server: str, name: str, arguments: Mapping[str, str]) -> list[tuple[str, str]]:
+        """One MCP prompt's messages as (role, text); `ZephError` (one line) when it cannot be had."""
         mcp = self.agent.mcp
         if mcp is None:
             raise ZephError("no MCP servers are configured ([[mcp.servers]] in the config)")
         await self.agent.extras.start_mcp()
         try:
-            return await mcp.get_prompt(server, name, arguments)
+            return list(await mcp.get_prompt(server, name, arguments))
         except mcp_feature.PromptError as exc:
             raise ZephError(str(exc)) from None
+
+    def add_messages(self, messages: Sequence[tuple[str, str]], title: str) -> None:
+        """Messages ("user" or "assistant", as a prompt's earlier turns) into the session as they are, sent with
+        the next prompt; a session with no message yet is created for them, titled `title`."""
+        conversation = self.conversation or self._create(title)
+        counter = self.agent.counter
+        for role, text in messages:
+            message = Message.assistant(text) if role == "assistant" else Message.user(text)
+            self.store.add_message(conversation.id, message, token_count=count_message(counter, message),
+                                   token_counter=counter.name)
+        self.conversation = self.store.get_conversation(conversation.id)
 
     def metrics_lines(self) -> list[str]:
         """The sandbox state, what the last turn recalled, then the session's compaction metrics, one line

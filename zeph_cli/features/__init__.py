@@ -65,7 +65,7 @@ class Feature(NamedTuple):
 
 class ChatHost(Protocol):
     """What a feature's chat-app command uses of the app: the chat session, notices, Markdown in the
-    transcript, the context gauge and the input box."""
+    transcript, the context gauge, the input box, and whether a turn runs."""
 
     @property
     def session(self) -> Any: ...  # the `ChatSession`
@@ -73,6 +73,9 @@ class ChatHost(Protocol):
     async def show(self, markdown: str) -> None: ...
     def refresh_gauge(self) -> object: ...
     def put_input(self, text: str) -> None: ...  # into the input box, to edit and send
+    @property
+    def busy(self) -> bool: ...  # a turn (or a compaction) is running
+    async def load_transcript(self) -> None: ...  # the session's transcript shown again (messages were added)
 
 
 @cache

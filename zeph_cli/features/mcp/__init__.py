@@ -34,7 +34,8 @@ FEATURE = Feature(
     sources=(Registration(f"{__name__}.source", "McpSource", _on),),
     command_group=CommandGroup("mcp", f"{__name__}.commands", "mcp_app"),
     chat_commands=(
-        ChatCommand("mcp", "[SERVER PROMPT [NAME=value ...]]", "List the MCP prompts, or put one into the input box.",
+        ChatCommand("mcp", "[SERVER PROMPT [NAME=value ...] | restart ID]",
+                    "List the MCP prompts, put one into the input box, or restart a server.",
                     (f"{__name__}.chat_commands", "mcp_command"), background=True),
     ),
     isolation=Isolation(frozenset({"MCP tools"}), frozenset({"MCP tools"}), ("MCP tools",)),
