@@ -4,7 +4,9 @@ values, and `zeph ask`'s questions on the terminal (read from a real pipe, as fr
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import io
+import json
 import os
 
 import pytest
@@ -13,6 +15,11 @@ from zeph_cli.frontends.cli.approval_prompt import TerminalApprover
 from zeph_cli.frontends.cli.elicit_prompt import TerminalElicitor
 from zeph_cli.frontends.form_values import FormError, choice_value, field_hint, field_label, text_value
 from zeph_cli.tools.elicitation import ElicitationAnswer, ElicitationField, ElicitationRequest
+from tests.cli_helpers import err, out, run_zeph
+from tests.mcp_reference import EVERYTHING, needs_node_servers
+from tests.scripted_model import CHAT_PATH, ScriptedModel
+
+ASKS_FORMS = importlib.util.find_spec("zeph_cli.features.mcp.elicit") is not None
 
 NAME = ElicitationField("name", "string", title="Name", required=True, min_length=2, max_length=5)
 AGE = ElicitationField("age", "integer", minimum=1, maximum=100)
@@ -109,3 +116,22 @@ async def test_zeph_ask_takes_defaults_on_enter_and_declines_or_cancels():
     assert (await ask_on_terminal(FORM, "d\n"))[0] == ElicitationAnswer("decline")
     assert (await ask_on_terminal(FORM, "\n"))[0] == ElicitationAnswer("cancel")  # enter: the default, cancel
     assert (await ask_on_terminal(FORM, "y\nAda\n"))[0] == ElicitationAnswer("cancel")  # the input ended mid-form
+
+
+# ---- zeph ask off a terminal ----------------------------------------------------------------------
+
+
+@needs_node_servers
+@pytest.mark.skipif(not ASKS_FORMS, reason="needs the MCP connection's elicitation (features/mcp/elicit.py)")
+def test_zeph_ask_off_a_terminal_declines_a_servers_form(fake_server, compatible, tmp_path):
+    config = tmp_path / "mcp.toml"
+    config.write_text(f'[[mcp.servers]]\nid = "everything"\ncommand = {json.dumps(str(EVERYTHING))}\ntrusted = true\n')
+    model = ScriptedModel()
+    fake_server.respond_with(model)
+    model.call(("c1", "everything__trigger-elicitation-request", {}))
+    model.say("Noted.")
+    result = run_zeph("ask", "ask me for my details", env={**compatible, "ZEPH_CONFIG": str(config)})
+    assert result.returncode == 0, err(result)
+    assert out(result) == "Noted.\n"
+    sent = fake_server.requests_to(CHAT_PATH)[-1].json["messages"]
+    assert "User declined to provide the requested information" in sent[-1]["content"]  # the tool's result

@@ -8,6 +8,7 @@ turn's real view as a turn would yield them, and forms are answered by pressing 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import shutil
 import sys
@@ -32,6 +33,7 @@ from zeph_cli.frontends.tui.transcript import AssistantEntry, Notice, ToolEntry,
 from zeph_cli.frontends.tui.turn_view import TurnView
 from zeph_cli.messages import ToolCallPart, ToolResultPart
 from zeph_cli.tools.elicitation import ElicitationAnswer, ElicitationField, ElicitationRequest
+from tests.mcp_reference import EVERYTHING, needs_node_servers
 from tests.scripted_model import CHAT_PATH
 from tests.test_tui_app import SIZE, entries, model, open_app, send, settle, workspace  # noqa: F401  (fixtures)
 
@@ -295,5 +297,54 @@ async def test_a_prompts_earlier_messages_join_the_session_with_their_roles_and_
             assert [(m["role"], m["content"]) for m in sent][-3:] == [
                 ("user", "Tell me about Rust."), ("assistant", "Rust is a big subject."), ("user", "Then the short version.")]
             assert entries(app, AssistantEntry)[-1].text == "Short: it is fast."
+    finally:
+        await session.aclose()
+
+
+# ---- server-everything in the chat app -------------------------------------------------------------
+
+ASKS_FORMS = importlib.util.find_spec("zeph_cli.features.mcp.elicit") is not None
+
+
+@needs_node_servers
+@pytest.mark.skipif(not ASKS_FORMS, reason="needs the MCP connection's progress and elicitation (features/mcp/elicit.py)")
+async def test_server_everythings_progress_shows_on_the_block_and_its_form_is_asked_in_a_dialog(
+    fake_server, model, workspace, tmp_path
+):
+    config = tmp_path / "mcp.toml"
+    config.write_text(f'[[mcp.servers]]\nid = "everything"\ncommand = {json.dumps(str(EVERYTHING))}\ntrusted = true\n')
+    model.call(("c1", "everything__trigger-long-running-operation", {"duration": 2, "steps": 4}))
+    model.say("It ran.")
+    model.call(("c2", "everything__trigger-elicitation-request", {}))
+    model.say("Thanks.")
+    app, session = await open_app(fake_server, workspace, env={"ZEPH_CONFIG": str(config)})
+    try:
+        async with app.run_test(size=(100, 45)) as pilot:
+            await send(pilot, app, "run the long operation", wait=False)
+            seen: set[str] = set()
+            for _ in range(3000):  # 60 s at most: a bound on a hang
+                await pilot.pause(0.02)
+                blocks = entries(app, ToolEntry)
+                if blocks and "%" in blocks[0].title:
+                    seen.add(str(blocks[0].title).rsplit("· ", 1)[-1])
+                if not app.busy and app.worker is not None:
+                    break
+            await settle(pilot, app)
+            assert seen and seen <= {"25%", "50%", "75%", "100%"}  # what the server reported, as it reported it
+            assert entries(app, ToolEntry)[0].title.endswith("· everything · 1 line")  # its result's summary in place
+
+            await send(pilot, app, "ask me for my details", wait=False)
+            for _ in range(3000):  # a bound on a hang
+                await pilot.pause(0.02)
+                if isinstance(app.screen, ElicitScreen) and app.focused is not None and app.focused.screen is app.screen:
+                    break
+            screen = app.screen
+            assert isinstance(screen, ElicitScreen) and "Please provide inputs" in str(screen.query_one("#message").render())
+            await pilot.press(*"Ada Lovelace")  # the required name, the first box
+            await pilot.click("#accept")
+            await settle(pilot, app)
+            block = entries(app, ToolEntry)[-1]
+            assert "User provided the requested information" in block.output and "- Name: Ada Lovelace" in block.output
+            assert entries(app, AssistantEntry)[-1].text == "Thanks."
     finally:
         await session.aclose()

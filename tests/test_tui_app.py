@@ -17,7 +17,7 @@ from textual.worker import WorkerCancelled
 from zeph_cli.agent.chat_session import ChatSession
 from zeph_cli.config import load_config
 from zeph_cli.frontends.render import human_tokens
-from zeph_cli.frontends.tui.app import TuiApprover, ZephApp
+from zeph_cli.frontends.tui.app import TuiApprover, TuiElicitor, ZephApp
 from zeph_cli.frontends.tui.help_panel import HelpPanel
 from zeph_cli.frontends.tui.prompt_input import PromptInput
 from zeph_cli.frontends.tui.screens import ConfirmScreen, ContextScreen, SessionsScreen
@@ -59,10 +59,11 @@ def environment(fake_server, **extra: str) -> dict[str, str]:
 
 async def open_app(fake_server, workspace: Path, **options) -> tuple[ZephApp, ChatSession]:
     env = environment(fake_server, **options.pop("env", {}))
-    approver = TuiApprover()
-    session = await ChatSession.open(load_config(env=env), env=env, cwd=workspace, approver=approver, **options)
+    approver, elicitor = TuiApprover(), TuiElicitor()  # as the chat app's start (run.py) makes them
+    session = await ChatSession.open(load_config(env=env), env=env, cwd=workspace, approver=approver,
+                                     elicitor=elicitor, **options)
     app = ZephApp(session)
-    approver.app = app
+    approver.app = elicitor.app = app
     return app, session
 
 
