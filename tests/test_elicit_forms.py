@@ -8,6 +8,7 @@ import importlib.util
 import io
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +136,23 @@ def test_zeph_ask_off_a_terminal_declines_a_servers_form(fake_server, compatible
     assert out(result) == "Noted.\n"
     sent = fake_server.requests_to(CHAT_PATH)[-1].json["messages"]
     assert "User declined to provide the requested information" in sent[-1]["content"]  # the tool's result
+
+
+STDIO_FAKE = Path(__file__).parent / "fakes" / "mcp_stdio.py"  # the small SDK server
+
+
+@pytest.mark.skipif(not STDIO_FAKE.exists() or not ASKS_FORMS, reason="needs tests/fakes/mcp_stdio.py and server logs")
+def test_zeph_ask_prints_what_a_server_warned_of_during_the_turn(fake_server, compatible, tmp_path):
+    import sys
+
+    config = tmp_path / "mcp.toml"
+    config.write_text(f'[[mcp.servers]]\nid = "fake"\ncommand = {json.dumps(sys.executable)}\n'
+                      f'args = [{json.dumps(str(STDIO_FAKE))}]\ntrusted = true\n')
+    model = ScriptedModel()
+    fake_server.respond_with(model)
+    model.call(("c1", "fake__log", {"levels": ["info", "error"]}))
+    model.say("Logged.")
+    result = run_zeph("ask", "log some", env={**compatible, "ZEPH_CONFIG": str(config)})
+    assert result.returncode == 0, err(result)
+    assert "zeph: warning: MCP server fake error: fake: a error message\n" in err(result)
+    assert "info message" not in err(result)  # below the server's log_level (warning)

@@ -348,3 +348,24 @@ async def test_server_everythings_progress_shows_on_the_block_and_its_form_is_as
             assert entries(app, AssistantEntry)[-1].text == "Thanks."
     finally:
         await session.aclose()
+
+
+@pytest.mark.skipif(not STDIO_FAKE.exists() or not ASKS_FORMS, reason="needs tests/fakes/mcp_stdio.py and server logs")
+async def test_a_servers_warnings_during_a_turn_are_notices_under_it_and_a_flood_is_one_line(
+    fake_server, model, workspace, tmp_path
+):
+    config = tmp_path / "mcp.toml"
+    config.write_text(f'[[mcp.servers]]\nid = "fake"\ncommand = {json.dumps(sys.executable)}\n'
+                      f'args = [{json.dumps(str(STDIO_FAKE))}]\ntrusted = true\n')
+    model.call(("c1", "fake__log", {"levels": ["info", "warning", "error", "error", "critical", "warning"]}))
+    model.say("Logged.")
+    app, session = await open_app(fake_server, workspace, env={"ZEPH_CONFIG": str(config)})
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "log some")
+            after = [n.text for n in app.transcript.entries()[-4:] if isinstance(n, Notice)]
+            assert after == ["MCP server fake warning: fake: a warning message", "MCP server fake error: fake: a error message",
+                             "MCP server fake error: fake: a error message", "MCP server fake: 2 more log messages in mcp/fake.log"]
+            assert isinstance(app.transcript.entries()[-5], AssistantEntry)  # under the turn's reply
+    finally:
+        await session.aclose()
