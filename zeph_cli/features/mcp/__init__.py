@@ -35,7 +35,7 @@ FEATURE = Feature(
     command_group=CommandGroup("mcp", f"{__name__}.commands", "mcp_app"),
     chat_commands=(
         ChatCommand("mcp", "[SERVER PROMPT [NAME=value ...] | restart ID]",
-                    "List the MCP prompts, put one into the input box, or restart a server.",
+                    "List the MCP prompts, use one, or restart a server.",
                     (f"{__name__}.chat_commands", "mcp_command"), background=True),
     ),
     isolation=Isolation(frozenset({"MCP tools"}), frozenset({"MCP tools"}), ("MCP tools",)),
