@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.widgets import Checkbox, Input, Select, Static
+from textual.widgets import Button, Checkbox, Input, Select, Static
 
 from zeph_cli.agent.events import (
     SubagentProgress,
@@ -122,6 +122,12 @@ async def answer(pilot, task: asyncio.Task[ElicitationAnswer]) -> ElicitationAns
     return await asyncio.wait_for(task, timeout=30)  # a bound on a hang
 
 
+async def press(pilot, app, button: str) -> None:
+    """Press the dialog's button (as a click or enter on it does)."""
+    app.screen.query_one(f"#{button}", Button).press()
+    await pilot.pause()
+
+
 def error_line(app) -> str:
     return str(app.screen.query_one("#error", Static).render())
 
@@ -139,7 +145,7 @@ async def test_a_servers_form_is_a_dialog_whose_values_are_checked_before_they_a
             assert screen.query_one("#field-4", Select).value == "hero-1"
             assert screen.query_one("#field-5", Select).value is Select.NULL
 
-            await pilot.click("#accept")  # the required name is empty: one line says so, the dialog stays
+            await press(pilot, app, "accept")  # the required name is empty: one line says so, the dialog stays
             assert "String is required" in error_line(app) and not task.done()
             assert app.focused is screen.query_one("#field-0", Input)
             await pilot.press(*"Ada Lovelace")
@@ -148,12 +154,12 @@ async def test_a_servers_form_is_a_dialog_whose_values_are_checked_before_they_a
             await pilot.press("enter")  # enter in a box accepts, when everything is right
             assert "String with email format takes an email address" in error_line(app) and not task.done()
             screen.query_one("#field-2", Input).value = "ada@example.org"
-            await pilot.click("#accept")
+            await press(pilot, app, "accept")
             assert "Integer is at most 100" in error_line(app) and not task.done()
             screen.query_one("#field-3", Input).value = "7"
             screen.query_one("#field-1", Checkbox).value = True
             screen.query_one("#field-4", Select).value = "hero-2"
-            await pilot.click("#accept")
+            await press(pilot, app, "accept")
             result = await answer(pilot, task)
             assert result == ElicitationAnswer("accept", {"name": "Ada Lovelace", "check": True, "email": "ada@example.org",
                                                           "integer": 7, "hero": "hero-2"})
@@ -170,7 +176,7 @@ async def test_escape_cancels_a_form_and_decline_declines_it(fake_server, model,
             await pilot.press("escape")
             assert await answer(pilot, task) == ElicitationAnswer("cancel")
             task = await asked(pilot, app, FORM)
-            await pilot.click("#decline")
+            await press(pilot, app, "decline")
             assert await answer(pilot, task) == ElicitationAnswer("decline")
             confirm = ElicitationRequest("everything", "Go ahead?")  # no fields: a plain confirmation
             task = await asked(pilot, app, confirm)
@@ -341,7 +347,7 @@ async def test_server_everythings_progress_shows_on_the_block_and_its_form_is_as
             screen = app.screen
             assert isinstance(screen, ElicitScreen) and "Please provide inputs" in str(screen.query_one("#message").render())
             await pilot.press(*"Ada Lovelace")  # the required name, the first box
-            await pilot.click("#accept")
+            await press(pilot, app, "accept")
             await settle(pilot, app)
             block = entries(app, ToolEntry)[-1]
             assert "User provided the requested information" in block.output and "- Name: Ada Lovelace" in block.output

@@ -27,14 +27,14 @@ def field_widget(field: ElicitationField, index: int) -> Widget:
     """The input for one field: a checkbox for a yes/no, a select for a choice, else a text box."""
     widget_id = f"field-{index}"
     if field.kind == "boolean":
-        return Checkbox(literal(field_label(field)), value=bool(field.default), id=widget_id)
+        return Checkbox(literal(field_label(field)), value=bool(field.default), id=widget_id, compact=True)
     if field.kind == "enum":
         options = list(zip(choice_labels(field), field.choices))
         default = field.default if field.default in field.choices else Select.NULL
-        return Select(options, value=default, allow_blank=True, prompt="(pick one)", id=widget_id)
+        return Select(options, value=default, allow_blank=True, prompt="(pick one)", id=widget_id, compact=True)
     kind = {"integer": "integer", "number": "number"}.get(field.kind, "text")
     return Input(value=default_text(field), placeholder=field_hint(field), type=kind,  # type: ignore[arg-type]
-                 max_length=field.max_length or 0, id=widget_id, select_on_focus=False)
+                 max_length=field.max_length or 0, id=widget_id, select_on_focus=False, compact=True)
 
 
 class ElicitScreen(ModalScreen[ElicitationAnswer]):
@@ -46,10 +46,11 @@ class ElicitScreen(ModalScreen[ElicitationAnswer]):
         width: 90%; max-width: 110; height: auto; max-height: 95%;
         border: thick $accent; background: $surface; padding: 1 2;
     }
-    ElicitScreen #message { margin: 1 0 0 0; }
-    ElicitScreen #fields { height: auto; max-height: 30; margin: 1 0 0 0; }
+    ElicitScreen #message-box { height: auto; max-height: 8; margin: 1 0 0 0; }
+    ElicitScreen #fields { height: auto; margin: 1 0 0 0; }
     ElicitScreen .label { margin: 1 0 0 0; text-style: bold; }
     ElicitScreen .description { color: $text-muted; }
+    ElicitScreen #fields Input, ElicitScreen #fields Select { background: $boost; }
     ElicitScreen Checkbox { margin: 1 0 0 0; }
     ElicitScreen #error { color: $error; height: auto; margin: 1 0 0 0; }
     ElicitScreen #buttons { height: auto; margin: 1 0 0 0; }
@@ -57,6 +58,7 @@ class ElicitScreen(ModalScreen[ElicitationAnswer]):
     ElicitScreen .hint { color: $text-muted; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel", show=False)]
+    AUTO_FOCUS = None  # the first field (or Accept) is focused on mount
 
     def __init__(self, request: ElicitationRequest) -> None:
         super().__init__()
@@ -68,9 +70,10 @@ class ElicitScreen(ModalScreen[ElicitationAnswer]):
             if request.asker:
                 yield Static(literal(f"asked by sub-agent: {request.asker}"), id="asker")
             yield Static(f"[b]MCP server {literal(request.server_id)}[/b] asks you:")
-            yield Static(literal(request.message), id="message")
+            with VerticalScroll(id="message-box", can_focus=False):
+                yield Static(literal(request.message), id="message")
             if request.fields:
-                with VerticalScroll(id="fields"):
+                with VerticalScroll(id="fields", can_focus=False):
                     for index, field in enumerate(request.fields):
                         if field.kind != "boolean":
                             yield Static(literal(field_label(field)), classes="label")
@@ -86,8 +89,18 @@ class ElicitScreen(ModalScreen[ElicitationAnswer]):
                          "* required[/dim]" if request.fields else "[dim]esc cancels[/dim]", classes="hint")
 
     def on_mount(self) -> None:
+        self.fit()
         first = self.query("#fields Input, #fields Checkbox, #fields Select")
         (first.first() if first else self.query_one("#accept", Button)).focus()
+
+    def on_resize(self) -> None:
+        self.fit()
+
+    def fit(self) -> None:
+        """The fields scroll within what the screen leaves them, so the buttons always show."""
+        if self.request.fields:
+            message = min(len(self.request.message.splitlines()) or 1, 8)
+            self.query_one("#fields").styles.max_height = max(4, self.size.height - 16 - message)
 
     def values(self) -> dict[str, Any]:
         """Every field's checked value (fields left empty that are not required are left out); `FormError`
