@@ -193,11 +193,12 @@ async def test_a_form_is_asked_through_the_hook_and_only_its_fields_go_back(fake
 
     async def answer(request: ElicitationRequest) -> ElicitationAnswer:
         asked.append(request)
+        await asyncio.sleep(2.5)  # the user takes longer than the call's 1 s timeout: its clock stands still
         return ElicitationAnswer("accept", {"name": "Ada", "age": "36", "not_asked": "x"})
 
     fake.hooks.elicit = answer
     try:
-        said = json.loads((await _tool(fake, "fake__ask").run({}, _context([]))).content)
+        said = json.loads((await _tool(fake, "fake__ask", timeout=1).run({}, _context([]))).content)
     finally:
         from zeph_cli.tools.elicitation import decline_all
 

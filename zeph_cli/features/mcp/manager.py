@@ -85,6 +85,7 @@ class McpManager:
             if conn.state == "failed" and conn.id not in self._reported and conn.started:
                 self._reported.add(conn.id)
                 self._warnings.append(f"MCP server {conn.id} stopped: {conn.reason}; its tools are no longer offered")
+            self._say_needs_tasks(conn)
         out, self._warnings = self._warnings + self.discovery.take_warnings() + self.log_notices.take(), []
         return out
 
@@ -115,7 +116,6 @@ class McpManager:
         for name in allow:
             if name not in listed:
                 self._warnings.append(f"MCP server {conn.id}: tool_allowlist names {name!r}, which the server does not offer")
-        self._say_needs_tasks(conn)
         offered = [
             McpTool(self, conn.id, self.names.add(conn.id, t.name), t, trusted=conn.entry.trusted,
                     timeout=conn.entry.timeout)
@@ -151,7 +151,7 @@ class McpManager:
 
     def _say_needs_tasks(self, conn: ServerConnection) -> None:
         """Once per server: the tools it lists that zeph cannot call (they require task augmentation)."""
-        if conn.needs_tasks and conn.id not in self._said_needs_tasks:
+        if conn.state == "running" and conn.needs_tasks and conn.id not in self._said_needs_tasks:
             self._said_needs_tasks.add(conn.id)
             n = len(conn.needs_tasks)
             self._warnings.append(f"MCP server {conn.id}: {n} tool{'s' if n != 1 else ''} need{'s' if n == 1 else ''} task "
