@@ -26,6 +26,8 @@ tools = [
     types.Tool(name="whoami", description="What the client said it is.", input_schema=EMPTY),
     types.Tool(name="add_tool", description="Add a tool named by `name`, then say the list changed.",
                input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+    types.Tool(name="add_prompt", description="Add a prompt named by `name`, then say the list changed.",
+               input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
     types.Tool(name="steady", description="Report progress `steps` times, `pause` seconds apart.",
                input_schema={"type": "object", "properties": {"steps": {"type": "integer"}, "pause": {"type": "number"}}}),
     types.Tool(name="silent", description="Never answers.", input_schema=EMPTY),
@@ -87,6 +89,10 @@ async def call_tool(ctx, params):
         tools.append(types.Tool(name=arguments["name"], description="Added while running.", input_schema=EMPTY))
         await ctx.session.send_tool_list_changed()
         return _text(f"added {arguments['name']}")
+    if name == "add_prompt":
+        PROMPTS.append(types.Prompt(name=arguments["name"], description="Added while running."))
+        await ctx.session.send_prompt_list_changed()
+        return _text(f"added prompt {arguments['name']}")
     if name == "steady":
         steps, pause = int(arguments.get("steps", 3)), float(arguments.get("pause", 0.2))
         for i in range(1, steps + 1):

@@ -252,7 +252,9 @@ class ServerConnection:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(entry.timeout, read=300.0))
+            # reading waits for a whole call when the server answers in one piece: as long as max_timeout allows
+            read = max(300.0, entry.max_timeout, entry.timeout) + 5.0
+            client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(entry.timeout, read=read))
 
             async def remember_refusal(response: httpx2.Response) -> None:
                 if response.status_code >= 400:  # the SDK's error says only "an error response"
