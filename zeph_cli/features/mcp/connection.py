@@ -281,9 +281,12 @@ class ServerConnection:
         self.instructions = (init.instructions or "").strip()
         self.server_name, self.server_version = init.server_info.name, init.server_info.version
         if init.capabilities.logging is not None:
-            with warnings.catch_warnings():  # deprecated in the 2026 revision, which these servers do not speak
-                warnings.simplefilter("ignore")
-                await session.set_logging_level(self.entry.log_level)  # type: ignore[arg-type]
+            try:
+                with warnings.catch_warnings():  # deprecated in the 2026 revision, which these servers do not speak
+                    warnings.simplefilter("ignore")
+                    await session.set_logging_level(self.entry.log_level)  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - a server that refuses its level still serves; said in its log
+                append_line(self.message_log_path, "notice", f"zeph: logging/setLevel {self.entry.log_level} failed: {describe(exc)}")
         await self._list_tools(session)
         await self._list_prompts(session)
 
@@ -485,7 +488,10 @@ class ServerConnection:
             async with asyncio.timeout_at(clock.deadline()) as scope:
                 clock.scope = scope
                 return await session.call_tool(tool, arguments, progress_callback=on_progress)
-        except TimeoutError:
+        except TimeoutError as exc:
+            if clock.scope is None or not clock.scope.expired():  # not our clock: the transport's own
+                self._after_failure(exc)
+                raise ServerError(f"MCP server {self.id}: {tool} failed: {describe(exc)}") from None
             if clock.capped():
                 raise ServerError(f"MCP server {self.id}: {tool} ran past max_timeout = {cap:g} s "
                                   f"(mcp.servers[].max_timeout) and was cancelled") from None
@@ -497,6 +503,7 @@ class ServerConnection:
             self._after_failure(exc)
             raise ServerError(f"MCP server {self.id}: {tool} failed: {self._http_refusal or describe(exc)}") from None
         finally:
+            clock.scope = None  # a progress update that comes late moves nothing
             self._clocks.discard(clock)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> Any:
