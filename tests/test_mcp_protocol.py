@@ -16,7 +16,7 @@ import pytest
 import pytest_asyncio
 
 from tests.mcp_reference import EVERYTHING, needs_node_servers
-from zeph_cli.agent.events import ToolCallProgress
+from zeph_cli.agent.events import AgentWarning, ToolCallProgress
 from zeph_cli.errors import ConfigError
 from zeph_cli.config.mcp import McpServerEntry, parse_servers
 from zeph_cli.features.mcp.elicit import UnaskableForm, form_fields
@@ -179,17 +179,34 @@ async def test_progress_does_not_extend_a_call_past_max_timeout(fake):
 async def test_server_log_messages_at_its_level_go_to_its_log_and_a_few_to_the_user(fake):
     fake.take_warnings()
     levels = ["debug", "info", "warning", "error", "error", "critical", "alert"]
-    await _tool(fake, "fake__log").run({"levels": levels}, _context([]))
+    events: list = []
+    await _tool(fake, "fake__log").run({"levels": levels}, _context(events))
     log = fake.root / "mcp" / "fake.log"
     await _until(lambda: log.exists() and "ALERT" in log.read_text(), "the messages")
     lines = [line for line in log.read_text().splitlines() if line.split(" ")[0].isupper() and "message" in line]
     assert lines == ["WARNING fake: a warning message", "ERROR fake: a error message", "ERROR fake: a error message",
                      "CRITICAL fake: a critical message", "ALERT fake: a alert message"]
-    assert fake.take_warnings() == ["MCP server fake warning: fake: a warning message",
-                                    "MCP server fake error: fake: a error message",
-                                    "MCP server fake error: fake: a error message",
-                                    "MCP server fake: 2 more log messages in mcp/fake.log"]
+    # shown with the call when they came during it, else with the next turn's warnings: three, then a count
+    said = [e.text for e in events if isinstance(e, AgentWarning)] + fake.take_warnings()
+    assert said == ["MCP server fake warning: fake: a warning message",
+                    "MCP server fake error: fake: a error message",
+                    "MCP server fake error: fake: a error message",
+                    "MCP server fake: 2 more log messages in mcp/fake.log"]
     assert fake.take_warnings() == []
+
+
+async def test_the_limit_on_a_server_s_warnings_is_per_turn_not_per_call(fake):
+    fake.take_warnings()  # a turn starts
+    log = fake.root / "mcp" / "fake.log"
+    before = log.read_text().count("ERROR fake") if log.exists() else 0
+    first: list = []
+    await _tool(fake, "fake__log").run({"levels": ["error", "error"]}, _context(first))
+    second: list = []
+    await _tool(fake, "fake__log").run({"levels": ["error", "error"]}, _context(second))
+    await _until(lambda: log.read_text().count("ERROR fake") >= before + 4, "the messages")
+    said = [e.text for e in first + second if isinstance(e, AgentWarning)] + fake.take_warnings()
+    assert said.count("MCP server fake error: fake: a error message") == 3
+    assert said[-1] == "MCP server fake: 1 more log message in mcp/fake.log"
 
 
 # ---- elicitation and roots --------------------------------------------------------------------------------
