@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from ...config.mcp import McpServerEntry, ToolDiscoveryConfig
 from ...paths import mcp_log_dir
-from .connection import ListedPrompt, ServerConnection, ServerError
+from .connection import ListedPrompt, ProgressReport, ServerConnection, ServerError
 from .hooks import ServerHooks
 from .discovery import EmbedderSource, ToolDiscovery
 from .names import ToolNames
-from .tools import McpTool, result_text
+from .prompts import prompt_messages
+from .server_log import LogNotices
+from .tools import McpTool
 
 if TYPE_CHECKING:
     from ...config import Config
@@ -51,6 +53,11 @@ class McpManager:
         self._warnings: list[str] = []
         self._reported: set[str] = set()  # servers whose failure was said
         self._closed = False
+        # What servers report (their log messages, changed lists): see "what the servers report" below.
+        self.log_notices = LogNotices()
+        self._said_needs_tasks: set[str] = set()
+        self.hooks.on_log = self.log_notices.add
+        self.hooks.on_change = self._listed_again
 
     @classmethod
     def from_config(cls, config: Config, env: Mapping[str, str], cwd: Path, embedder: EmbedderSource = None) -> McpManager:
@@ -78,7 +85,8 @@ class McpManager:
             if conn.state == "failed" and conn.id not in self._reported and conn.started:
                 self._reported.add(conn.id)
                 self._warnings.append(f"MCP server {conn.id} stopped: {conn.reason}; its tools are no longer offered")
-        out, self._warnings = self._warnings + self.discovery.take_warnings(), []
+            self._say_needs_tasks(conn)
+        out, self._warnings = self._warnings + self.discovery.take_warnings() + self.log_notices.take(), []
         return out
 
     async def aclose(self) -> None:
@@ -127,11 +135,27 @@ class McpManager:
         """`tools`, the ones to keep first when only some fit the budget."""
         return await self.discovery.rank(message, tools)
 
-    async def call_tool(self, server_id: str, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
+    async def call_tool(self, server_id: str, tool: str, arguments: dict[str, Any], timeout: float,
+                        progress: ProgressReport | None = None) -> Any:
         conn = self.connections.get(server_id)
         if conn is None:
             raise ServerError(f"there is no MCP server {server_id!r}")
-        return await conn.call_tool(tool, arguments, timeout)
+        return await conn.call_tool(tool, arguments, timeout, progress)
+
+    # ---- what the servers report -------------------------------------------------
+
+    def _listed_again(self, server_id: str, kind: str) -> None:
+        """A server's list changed (and was read again): its tools are offered anew from the next request."""
+        if kind == "tools":
+            self._tools.pop(server_id, None)
+
+    def _say_needs_tasks(self, conn: ServerConnection) -> None:
+        """Once per server: the tools it lists that zeph cannot call (they require task augmentation)."""
+        if conn.state == "running" and conn.needs_tasks and conn.id not in self._said_needs_tasks:
+            self._said_needs_tasks.add(conn.id)
+            n = len(conn.needs_tasks)
+            self._warnings.append(f"MCP server {conn.id}: {n} tool{'s' if n != 1 else ''} need{'s' if n == 1 else ''} task "
+                                  f"support zeph does not have yet ({', '.join(conn.needs_tasks)}); not offered")
 
     # ---- status and prompts ------------------------------------------------------
 
@@ -149,9 +173,9 @@ class McpManager:
     async def list_prompts(self) -> list[tuple[str, ListedPrompt]]:
         return [(c.id, p) for c in self.connections.values() if c.state == "running" for p in c.prompts]
 
-    async def get_prompt(self, server_id: str, name: str, arguments: Mapping[str, str]) -> str:
-        """The prompt rendered as text; `PromptError` (one line) for an unknown server or prompt, a
-        missing required argument or a failed request."""
+    async def get_prompt(self, server_id: str, name: str, arguments: Mapping[str, str]) -> list[tuple[str, str]]:
+        """The prompt's messages as (role, text), roles as the server gave them; `PromptError` (one line) for an
+        unknown server or prompt, a missing required argument or a failed request."""
         conn = self.connections.get(server_id)
         if conn is None:
             known = ", ".join(self.connections) or "none configured"
@@ -170,4 +194,4 @@ class McpManager:
             result = await conn.get_prompt(name, dict(arguments))
         except ServerError as exc:
             raise PromptError(str(exc)) from None
-        return "\n\n".join(result_text([m.content]) for m in result.messages).strip()
+        return prompt_messages(result)
