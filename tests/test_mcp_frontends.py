@@ -357,7 +357,7 @@ async def test_server_everythings_progress_shows_on_the_block_and_its_form_is_as
 
 
 @pytest.mark.skipif(not STDIO_FAKE.exists() or not ASKS_FORMS, reason="needs tests/fakes/mcp_stdio.py and server logs")
-async def test_a_servers_warnings_during_a_turn_are_notices_under_it_and_a_flood_is_one_line(
+async def test_a_servers_warnings_during_a_call_are_notices_under_its_block_and_a_flood_is_one_line(
     fake_server, model, workspace, tmp_path
 ):
     config = tmp_path / "mcp.toml"
@@ -369,9 +369,11 @@ async def test_a_servers_warnings_during_a_turn_are_notices_under_it_and_a_flood
     try:
         async with app.run_test(size=SIZE) as pilot:
             await send(pilot, app, "log some")
-            after = [n.text for n in app.transcript.entries()[-4:] if isinstance(n, Notice)]
-            assert after == ["MCP server fake warning: fake: a warning message", "MCP server fake error: fake: a error message",
-                             "MCP server fake error: fake: a error message", "MCP server fake: 2 more log messages in mcp/fake.log"]
-            assert isinstance(app.transcript.entries()[-5], AssistantEntry)  # under the turn's reply
+            shown = app.transcript.entries()
+            start = next(i for i, e in enumerate(shown) if isinstance(e, ToolEntry))
+            assert [type(e) for e in shown[start:]] == [ToolEntry, Notice, Notice, Notice, Notice, AssistantEntry]
+            assert [n.text for n in shown[start + 1:start + 5]] == [
+                "MCP server fake warning: fake: a warning message", "MCP server fake error: fake: a error message",
+                "MCP server fake error: fake: a error message", "MCP server fake: 2 more log messages in mcp/fake.log"]
     finally:
         await session.aclose()

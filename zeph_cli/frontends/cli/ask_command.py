@@ -151,9 +151,6 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
                 except BrokenPipeError:  # the reader has gone (`| head`): the turn stops, what came is kept
                     drop_further_output()
                     return 0
-        if agent.mcp is not None:  # what the servers said during the turn (their warnings, a crash): no later turn will
-            for warning in agent.mcp.take_warnings():
-                eprint(warning_line(warning))
         if options.show_usage:
             from ...features.tasks.registry import task_items
             from ...features.tasks.items import summary_lines

@@ -391,17 +391,8 @@ class ZephApp(App[int]):
             status.set_streaming(False)
             status.show_badge("")
             self.show_staged()  # sent with the prompt, or still waiting when it was not
-        await self.show_server_notes()
         self.refresh_tasks()
         self.turn_reports = [*self.turn_reports[-1:], self.refresh_gauge()]
-
-    async def show_server_notes(self) -> None:
-        """What the MCP servers said during the turn (their warnings and errors, a crash) as notices under it,
-        not at the start of the next turn; the manager says each once and holds back a flood (see server_log)."""
-        mcp = self.session.agent.mcp
-        if mcp is not None:
-            for note in mcp.take_warnings():
-                await self.notice(note, "warning")
 
     def take_down_forms(self) -> None:
         """A cancelled turn's servers' forms (its tool calls were cancelled): answered cancel, their dialogs closed."""
