@@ -91,7 +91,9 @@ class ElicitScreen(ModalScreen[ElicitationAnswer]):
     def on_mount(self) -> None:
         self.fit()
         first = self.query("#fields Input, #fields Checkbox, #fields Select")
-        (first.first() if first else self.query_one("#accept", Button)).focus()
+        (first.first() if first else self.query_one("#accept", Button)).focus(scroll_visible=False)
+        if self.request.fields:  # the form from its top, whatever focusing scrolled
+            self.call_after_refresh(self.query_one("#fields", VerticalScroll).scroll_home, animate=False)
 
     def on_resize(self) -> None:
         self.fit()
@@ -100,7 +102,7 @@ class ElicitScreen(ModalScreen[ElicitationAnswer]):
         """The fields scroll within what the screen leaves them, so the buttons always show."""
         if self.request.fields:
             message = min(len(self.request.message.splitlines()) or 1, 8)
-            self.query_one("#fields").styles.max_height = max(4, self.size.height - 16 - message)
+            self.query_one("#fields").styles.max_height = max(4, self.size.height - 20 - message)
 
     def values(self) -> dict[str, Any]:
         """Every field's checked value (fields left empty that are not required are left out); `FormError`
