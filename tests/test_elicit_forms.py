@@ -108,7 +108,7 @@ async def test_zeph_ask_asks_a_form_field_by_field_and_asks_again_after_a_wrong_
     assert shown.count("Name (name) * (2–5 characters): ") == 3  # empty, too short, then right
     assert "  Name is required\n" in shown and "  Name takes at least 2 characters\n" in shown
     assert "  age is at most 100\n" in shown
-    assert "    1) Superman\n    2) Green Lantern\n" in shown and "Hero (hero) (number or value) [hero-1]: " in shown
+    assert "    1) Superman\n    2) Green Lantern\n" in shown and "Hero (hero) (number or value) [Superman]: " in shown
 
 
 async def test_zeph_ask_takes_defaults_on_enter_and_declines_or_cancels():

@@ -84,7 +84,8 @@ class TerminalElicitor:
             default = "Y/n" if field.default is True else "y/N"
             return f"{label} [{default}]: "
         if field.kind == "enum":
-            default = f" [{field.default}]" if field.default in field.choices else ""
+            labels = choice_labels(field)
+            default = f" [{labels[field.choices.index(field.default)]}]" if field.default in field.choices else ""
             return f"{label} (number or value){default}: "
         hint = field_hint(field)
         default = default_text(field)
