@@ -187,6 +187,29 @@ async def test_escape_cancels_a_form_and_decline_declines_it(fake_server, model,
         await session.aclose()
 
 
+async def test_two_forms_at_once_are_asked_one_after_the_other(fake_server, model, workspace):
+    app, session = await open_app(fake_server, workspace)
+    try:
+        async with app.run_test(size=(100, 45)) as pilot:
+            first = await asked(pilot, app, ElicitationRequest("one", "First?"))
+            elicitor = TuiElicitor()
+            elicitor.app = app
+            second = asyncio.ensure_future(elicitor(ElicitationRequest("two", "Second?")))
+            await pilot.pause()
+            assert [s.request.server_id for s in app.screen_stack if isinstance(s, ElicitScreen)] == ["one"]
+            await press(pilot, app, "decline")
+            assert await answer(pilot, first) == ElicitationAnswer("decline")
+            for _ in range(500):  # a bound on a hang
+                await pilot.pause(0.01)
+                if isinstance(app.screen, ElicitScreen):
+                    break
+            assert app.screen.request.server_id == "two"
+            await pilot.press("escape")
+            assert await answer(pilot, second) == ElicitationAnswer("cancel")
+    finally:
+        await session.aclose()
+
+
 async def test_a_form_the_server_stops_waiting_for_is_taken_down(fake_server, model, workspace):
     app, session = await open_app(fake_server, workspace)
     try:

@@ -3,7 +3,8 @@
 Invariant: the app renders agent events and calls the `ChatSession`; it never
 talks to a provider or to SQLite itself. One turn (or compaction) runs at a
 time, in a worker that Esc or Ctrl+C cancels; the partial reply stays, and a
-provider error is shown inline — the app does not crash on it.
+provider error is shown inline — the app does not crash on it. The user is
+asked one question at a time (`asking`): a tool approval or an MCP server's form.
 
 Given an `opener` instead of an open session, the app draws its first frame
 first and opens the session after it, in a worker: what is submitted meanwhile
