@@ -39,7 +39,7 @@ from ..features import memory as memory_feature
 from ..features import session_memory as session_memory_feature
 from ..features import worldbook as worldbook_feature
 from ..messages import Message
-from ..models import ModelProfile, prefer_learned_window
+from ..models import ModelProfile, prefer_learned_window, with_vision
 from ..paths import config_dir, global_project_file
 from .prompt_files import load_prompt_modules
 from ..providers.base import Provider, ProviderSettings
@@ -47,7 +47,10 @@ from ..providers.pool import ProviderPool
 from .side_jobs import SideJobs
 from ..store import Conversation, ConversationStore
 from ..store.windows import remembered_window
-from ..tokens import DeferredCounter, TiktokenCounter, TokenCounter, bounded, count_message, default_counter, exact_counter
+from ..images import policy_for as image_policy_for
+from ..tokens import (
+    DeferredCounter, TiktokenCounter, TokenCounter, bounded, count_message, default_counter, exact_counter, set_image_policy,
+)
 from ..tools.base import ToolSet
 from ..tools.confinement import Confinement, workspace_root
 from ..tools.specs import TASK_TOOL
@@ -367,6 +370,8 @@ class Agent:
             self.counter = counter
         elif self.one_shot and isinstance(self.counter, TiktokenCounter):
             self.counter = DeferredCounter()  # the encoding is built only when bounds cannot decide
+        self.profile = with_vision(self.profile, self.config.llm.vision)
+        set_image_policy(self.counter, image_policy_for(self.provider.kind, self.provider.model, self.profile.vision))
         files, warnings = find_project_files(self.cwd, global_project_file())
         project = render_project_context(files, self.config.context.project_context_max_tokens, self.counter)
         if project.truncated and bounded(self.counter):
