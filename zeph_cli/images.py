@@ -7,8 +7,8 @@ model as its placeholder, and the token counter counts exactly what reaches it (
 provider family's estimate for an image, the placeholder's text otherwise).
 
 Token estimates, per provider family (the figures each provider documents):
-- anthropic: the image is scaled to fit 1568 px on its long edge (and about 1.15
-  megapixels), then width × height / 750 tokens, at most 1,600.
+- anthropic: the image is scaled to fit 1568 px on its long edge, then
+  width × height / 750 tokens, at most 1,600 (where the service scales it further).
 - openai: tiles — fit within 2048 × 2048, then the short side scaled down to 768;
   85 + 170 per 512-px tile (gpt-4o, gpt-4.1, o1, o3); gpt-4o-mini 2,833 + 5,667 per
   tile; gpt-5 70 + 140 per tile; patches for gpt-4.1-mini/-nano and o4-mini: 32-px
@@ -36,7 +36,6 @@ TEXT_ONLY_REASON = "this model does not take images"
 
 ANTHROPIC, OPENAI, OTHER, NONE = "anthropic", "openai", "other", "none"
 ANTHROPIC_LONG_EDGE = 1568
-ANTHROPIC_MAX_PIXELS = 1_150_000
 ANTHROPIC_MAX_TOKENS = 1_600
 OTHER_IMAGE_TOKENS = 768
 # OpenAI tile figures: (model prefix, base tokens, tokens per 512-px tile); longest prefix wins.
@@ -115,7 +114,7 @@ def anthropic_tokens(size: tuple[int, int] | None) -> int:
     if size is None:
         return ANTHROPIC_MAX_TOKENS
     width, height = size
-    scale = min(1.0, ANTHROPIC_LONG_EDGE / max(width, height), math.sqrt(ANTHROPIC_MAX_PIXELS / (width * height)))
+    scale = min(1.0, ANTHROPIC_LONG_EDGE / max(width, height))
     width, height = max(int(width * scale), 1), max(int(height * scale), 1)
     return min(math.ceil(width * height / 750), ANTHROPIC_MAX_TOKENS)
 
