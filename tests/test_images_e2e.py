@@ -1,0 +1,62 @@
+"""Images end to end through the real `zeph ask`: server-everything's get-tiny-image result reaches a vision
+model's request as an image, and a text-only model's as the placeholder."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from tests.chat_wire import chat_requests, queue_call, queue_reply
+from tests.cli_helpers import err, out, run_zeph
+from tests.fakes import image_bytes
+from tests.mcp_reference import EVERYTHING, needs_node_servers
+
+PLACEHOLDER = "[image: image/png, 4,033 bytes, 20×20 — this model does not take images]"
+
+
+def _env(compatible: dict[str, str], tmp_path: Path, **extra: str) -> dict[str, str]:
+    config = tmp_path / "mcp.toml"
+    config.write_text(
+        f'[[mcp.servers]]\nid = "everything"\ncommand = "{EVERYTHING}"\ntrusted = true\n'
+        'tool_allowlist = ["get-tiny-image"]\n'
+    )
+    return {**compatible, "ZEPH_CONFIG": str(config), **extra}
+
+
+def _ask(fake_server, env: dict[str, str]):
+    queue_call(fake_server, "everything__get-tiny-image", {})
+    queue_reply(fake_server, "A small logo.")
+    result = run_zeph("ask", "Show me the tiny image.", env=env)
+    assert result.returncode == 0, err(result)
+    assert "A small logo." in out(result)
+    return chat_requests(fake_server)[-1].json["messages"]
+
+
+def _images(messages) -> list[bytes]:
+    return [
+        base64.b64decode(part["image_url"]["url"].partition(",")[2])
+        for message in messages if isinstance(message.get("content"), list)
+        for part in message["content"] if part.get("type") == "image_url"
+    ]
+
+
+@needs_node_servers
+def test_a_vision_model_gets_the_mcp_image_and_a_text_only_model_its_placeholder(fake_server, compatible, tmp_path):
+    vision = _ask(fake_server, _env(compatible, tmp_path))  # gpt-4o takes images
+    tool = next(m for m in vision if m["role"] == "tool")
+    assert PLACEHOLDER not in tool["content"]
+    after = vision[vision.index(tool) + 1]
+    assert after["role"] == "user" and tool["tool_call_id"] in after["content"][0]["text"]
+    (sent,) = _images(vision)
+    assert image_bytes.sniff(sent) == "image/png" and image_bytes.size(sent) == (20, 20) and len(sent) == 4033
+
+    text_only = _ask(fake_server, _env(compatible, tmp_path, ZEPH_LLM_MODEL="qwen2.5-coder:7b"))
+    assert _images(text_only) == []
+    tool = next(m for m in text_only if m["role"] == "tool")
+    assert PLACEHOLDER in tool["content"]
+
+
+@needs_node_servers
+def test_the_vision_setting_sends_images_to_a_model_the_table_does_not_know(fake_server, compatible, tmp_path):
+    sent = _ask(fake_server, _env(compatible, tmp_path, ZEPH_LLM_MODEL="my-own-vlm", ZEPH_LLM_VISION="true"))
+    assert len(_images(sent)) == 1
