@@ -23,10 +23,10 @@ def _env(compatible: dict[str, str], tmp_path: Path, **extra: str) -> dict[str, 
     return {**compatible, "ZEPH_CONFIG": str(config), **extra}
 
 
-def _ask(fake_server, env: dict[str, str]):
+def _ask(fake_server, env: dict[str, str], prompt: str = "Show me the tiny image."):
     queue_call(fake_server, "everything__get-tiny-image", {})
     queue_reply(fake_server, "A small logo.")
-    result = run_zeph("ask", "Show me the tiny image.", env=env)
+    result = run_zeph("ask", prompt, env=env)
     assert result.returncode == 0, err(result)
     assert "A small logo." in out(result)
     return chat_requests(fake_server)[-1].json["messages"]
@@ -60,3 +60,25 @@ def test_a_vision_model_gets_the_mcp_image_and_a_text_only_model_its_placeholder
 def test_the_vision_setting_sends_images_to_a_model_the_table_does_not_know(fake_server, compatible, tmp_path):
     sent = _ask(fake_server, _env(compatible, tmp_path, ZEPH_LLM_MODEL="my-own-vlm", ZEPH_LLM_VISION="true"))
     assert len(_images(sent)) == 1
+
+
+@needs_node_servers
+def test_the_budget_counts_the_image_a_vision_model_would_get(fake_server, compatible, tmp_path):
+    """A budget the text-only turn fits with a few hundred tokens to spare: the same turn for a vision model
+    needs the image's 768 tokens more, and is stopped before the request leaves. (The prompt is long so that
+    the budget keeps every tool schema.)"""
+    import json
+
+    prompt = "Show me the tiny image. " + "lorem " * 7000
+    text_only = _env(compatible, tmp_path, ZEPH_LLM_MODEL="qwen2.5-coder:7b")
+    _ask(fake_server, text_only, prompt)
+    used = json.loads(out(run_zeph("context", "--json", env=text_only)))["context"]["used_tokens"]
+    budget = {"ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": str(int((used + 300) / 0.8))}
+    report = json.loads(out(run_zeph("context", "--json", env={**text_only, **budget})))["context"]
+    assert report["used_tokens"] == used and used + 200 <= report["capacity"] <= used + 400, report
+    requests = len(chat_requests(fake_server))
+    queue_call(fake_server, "everything__get-tiny-image", {})
+    result = run_zeph("ask", prompt, env={**_env(compatible, tmp_path), **budget})
+    assert result.returncode != 0
+    assert "the request needs" in err(result) and "prompt budget" in err(result), err(result)
+    assert len(chat_requests(fake_server)) == requests + 1  # the request with the image never left
