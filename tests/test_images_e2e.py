@@ -82,3 +82,23 @@ def test_the_budget_counts_the_image_a_vision_model_would_get(fake_server, compa
     assert result.returncode != 0
     assert "the request needs" in err(result) and "prompt budget" in err(result), err(result)
     assert len(chat_requests(fake_server)) == requests + 1  # the request with the image never left
+
+
+def test_an_attached_image_goes_to_a_vision_model_as_an_image_and_is_refused_for_a_text_only_one(
+        fake_server, compatible, tmp_path):
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "picture.png").write_bytes(image_bytes.png(64, 48))
+    queue_reply(fake_server, "A grey rectangle.")
+    result = run_zeph("ask", "-a", "picture.png", "What is this?", env=compatible, cwd=root)
+    assert result.returncode == 0, err(result)
+    (user,) = [m for m in chat_requests(fake_server)[-1].json["messages"] if m["role"] == "user"]
+    assert user["content"][0] == {"type": "text", "text": "What is this?"}
+    assert _images([user]) == [image_bytes.png(64, 48)]
+
+    sent = len(chat_requests(fake_server))
+    refused = run_zeph("ask", "-a", "picture.png", "What is this?", env={**compatible, "ZEPH_LLM_MODEL": "qwen2.5-coder"},
+                       cwd=root)
+    assert refused.returncode == 2
+    assert "cannot attach picture.png: qwen2.5-coder does not take images (if it does, set [llm] vision = true)" in err(refused)
+    assert len(chat_requests(fake_server)) == sent

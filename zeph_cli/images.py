@@ -105,6 +105,18 @@ def _dimensions(data: str) -> tuple[int, int] | None:
     return (width, height) if width > 0 and height > 0 else None
 
 
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"GIF87a", "image/gif"), (b"GIF89a", "image/gif"),
+)
+
+
+def sniff_type(head: bytes) -> str | None:
+    """The MIME type of an image models take, from the file's first bytes (None: not one of them)."""
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return next((mime for magic, mime in _MAGIC if head.startswith(magic)), None)
+
+
 def dimensions(image: ImagePart) -> tuple[int, int] | None:
     """(width, height) from the image's header, None when it cannot be read."""
     return _dimensions(image.data)

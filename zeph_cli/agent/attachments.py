@@ -2,19 +2,23 @@
 
 Invariant: a file is attached only when the file tools could read it (inside
 the workspace or `tools.allowed_paths`, not hidden: secret stores, zeph's own
-files, `[tools.sandbox] deny_read`), it is a regular text file, and it takes at
-most `attachment_limit` of the prompt budget; anything else is an
+files, `[tools.sandbox] deny_read`), it is a regular text file (or a PNG, JPEG,
+GIF or WebP image, read as an image part), and it takes at most
+`attachment_limit` of the prompt budget; anything else is an
 `AttachmentError`, one line naming the file and what to do instead.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 from pathlib import Path
 
 from ..context.attachments import Attachment, attachment_limit
 from ..errors import UsageError
+from ..images import sniff_type
+from ..messages import ImagePart
 from ..tokens import TokenCounter
 from ..tools.base import ToolContext
 from ..tools.confinement import Confinement
@@ -58,6 +62,9 @@ def read_attachment(raw: str, confinement: Confinement, cwd: Path, counter: Toke
         raise AttachmentError(f"cannot attach {name}: permission denied") from None
     except OSError as exc:
         raise AttachmentError(f"cannot attach {name}: {exc.strerror or exc}") from None
+    image_type = sniff_type(data[:SNIFF_BYTES])
+    if image_type is not None:  # counted by the caller, which knows whether the model takes images
+        return Attachment(name, "", 0, 0, ImagePart(image_type, base64.b64encode(data).decode("ascii")))
     kind = binary_kind(data[:SNIFF_BYTES])
     if kind is not None:
         raise AttachmentError(f"cannot attach {name}: it is a binary file ({kind}, {len(data):,} bytes); "
