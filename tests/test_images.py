@@ -290,3 +290,37 @@ async def test_the_embedded_model_reads_images_as_placeholders():
     text = str(chat)
     assert "20×20 — this model does not take images]" in text and "1024×1024 — this model does not take images]" in text
     assert tiny().data not in text
+
+
+# ---- a tool's images through the call runner ---------------------------------------------------------------
+
+
+async def test_a_tools_images_reach_its_result_part_at_most_eight_the_rest_named(tmp_path):
+    from zeph_cli.agent.tool_calls import CallChecks, ToolCallRunner
+    from zeph_cli.store import ToolLog
+    from zeph_cli.tools.base import Tool, ToolContext, ToolResult, ToolSet
+    from zeph_cli.tools.confinement import Confinement
+    from zeph_cli.tools.permissions import PermissionPolicy, approve_all
+
+    shots = tuple(ImagePart("image/png", image_bytes.png_b64(10 + i, 10)) for i in range(10))
+
+    class Screens(Tool):
+        name, kind, description = "screens", "read", "Screenshots."
+        parameters = {"type": "object", "properties": {}}
+
+        async def run(self, arguments, context):
+            return ToolResult("ten screens", images=shots)
+
+    store = ConversationStore(open_database(tmp_path / "t.db"))
+    try:
+        conversation = store.create_conversation(provider="p", model="m", cwd=str(tmp_path))
+        runner = ToolCallRunner(
+            tools=ToolSet({"screens": Screens()}), context=ToolContext(confinement=Confinement(tmp_path), cwd=tmp_path),
+            checks=CallChecks(PermissionPolicy(), approve_all), log=ToolLog(store.db), conversation_id=conversation.id,
+        )
+        result = (await runner.run(ToolCallPart("c1", "screens", {}))).result
+    finally:
+        store.close()
+    assert result.images == shots[:8]
+    assert result.content.startswith("ten screens\n[image: image/png, ")
+    assert result.content.count("not sent: at most 8 images a result]") == 2 and "18×10" in result.content
