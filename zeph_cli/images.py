@@ -10,10 +10,11 @@ Token estimates, per provider family (the figures each provider documents):
 - anthropic: the image is scaled to fit 1568 px on its long edge, then
   width × height / 750 tokens, at most 1,600 (where the service scales it further).
 - openai: tiles — fit within 2048 × 2048, then the short side scaled down to 768;
-  85 + 170 per 512-px tile (gpt-4o, gpt-4.1, o1, o3); gpt-4o-mini 2,833 + 5,667 per
-  tile; gpt-5 70 + 140 per tile; patches for gpt-4.1-mini/-nano and o4-mini: 32-px
+  85 + 170 per 512-px tile (gpt-4o, gpt-4.1, gpt-4.5); gpt-4o-mini 2,833 + 5,667 per
+  tile; gpt-5 70 + 140; o1 and o3 75 + 150; patches for gpt-4.1-mini/-nano and o4-mini: 32-px
   patches (at most 1,536) times 1.62, 2.46, 1.72.
-- anything else (Ollama, compatible servers): a fixed 768 tokens an image.
+- anything else (Ollama, compatible servers): a fixed 768 tokens an image — but a
+  Claude or GPT model behind a compatible server (a router) counts as its maker's.
 - an image whose size cannot be read counts as the family's largest (Anthropic 1,600,
   OpenAI the 2048 × 768 tiles' figure).
 """
@@ -42,6 +43,8 @@ OTHER_IMAGE_TOKENS = 768
 _OPENAI_TILES: tuple[tuple[str, int, int], ...] = (
     ("gpt-4o-mini", 2_833, 5_667),
     ("gpt-5", 70, 140),
+    ("o1", 75, 150),
+    ("o3", 75, 150),
     ("", 85, 170),
 )
 # Models that count 32-px patches instead: (model prefix, multiplier).
@@ -86,8 +89,13 @@ def policy_for(kind: str, model: str, vision: bool) -> ImagePolicy:
     """The image policy of a provider kind's model that takes images (`vision`) or not."""
     if not vision or kind == "local":  # the embedded llama.cpp model reads text only
         return TEXT_ONLY
+    name = model.strip().lower().rsplit("/", 1)[-1]
     family = {"anthropic": ANTHROPIC, "openai": OPENAI}.get(kind, OTHER)
-    return ImagePolicy(family, model.strip().lower().rsplit("/", 1)[-1])
+    if family == OTHER and name.startswith("claude"):
+        family = ANTHROPIC  # a Claude model behind a router is counted as Anthropic counts it
+    elif family == OTHER and name.startswith(("gpt-", "o1", "o3", "o4")):
+        family = OPENAI
+    return ImagePolicy(family, name)
 
 
 @lru_cache(maxsize=256)
@@ -152,6 +160,11 @@ def _patches(size: tuple[int, int] | None) -> int:
         return patches
     scale = math.sqrt(MAX_PATCHES * 32 * 32 / (width * height))
     return min(math.ceil(width * scale / 32) * math.ceil(height * scale / 32), MAX_PATCHES)
+
+
+def tool_image_label(name: str, call_id: str) -> str:
+    """What introduces a tool result's image where it cannot sit in the result itself (OpenAI chat)."""
+    return f"[image from the result of {name or 'tool'} call {call_id}]"
 
 
 def describe(image: ImagePart) -> str:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Protocol, TypeGuard
 
 from .atomic_file import write_atomically
-from .images import TEXT_ONLY, ImagePolicy, placeholder, why_not_sent
+from .images import TEXT_ONLY, ImagePolicy, placeholder, tool_image_label, why_not_sent
 from .messages import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec
 
 # Per-message framing cost (role markers and separators) in chat formats.
@@ -303,6 +303,9 @@ def count_message(counter: TokenCounter, message: Message) -> int:
             total += counter.count(part.name) + counter.count(json.dumps(part.arguments, ensure_ascii=False)) + 3
         elif isinstance(part, ToolResultPart):
             total += counter.count(part.content) + 3 + sum(count_image(counter, i) for i in part.images)
+            if part.images and image_policy(counter).vision:  # where the wire takes no image in a result (OpenAI
+                # chat), a labelled user message carries them: counted for every adapter, never under
+                total += MESSAGE_OVERHEAD + counter.count(tool_image_label(part.name, part.tool_call_id)) * len(part.images)
     return total
 
 

@@ -35,6 +35,7 @@ from ..messages import (
     Usage,
     UsageUpdate,
 )
+from ..images import tool_image_label
 from ..models import ModelProfile, served_profile
 from ..paths import cache_dir
 from . import facts_cache, server_facts
@@ -119,7 +120,7 @@ def tool_images_message(images: list[tuple[str, str, ImagePart]]) -> dict[str, A
     """The user message that carries a round's tool-result images (tool messages take text only)."""
     content: list[dict[str, Any]] = []
     for call_id, name, image in images:
-        content.append({"type": "text", "text": f"[image from the result of {name or 'tool'} call {call_id}]"})
+        content.append({"type": "text", "text": tool_image_label(name, call_id)})
         content.append(_image_url(image))
     return {"role": "user", "content": content}
 
