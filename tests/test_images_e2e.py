@@ -103,3 +103,28 @@ def test_an_attached_image_goes_to_a_vision_model_as_an_image_and_is_refused_for
     assert refused.returncode == 2
     assert "cannot attach picture.png: qwen2.5-coder does not take images (if it does, set [llm] vision = true)" in err(refused)
     assert len(chat_requests(fake_server)) == sent
+
+
+def test_a_large_screenshot_can_be_attached_whatever_its_bytes(fake_server, compatible, tmp_path):
+    """An image's size in bytes says nothing of its tokens: a 400 × 300 PNG of noise (360 KB, far more than a
+    text file may be under this budget) goes whole."""
+    import os
+    import struct
+    import zlib
+
+    root = tmp_path / "project"
+    root.mkdir()
+    rows = b"".join(b"\x00" + os.urandom(3 * 400) for _ in range(300))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    shot = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 400, 300, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+    (root / "shot.png").write_bytes(shot)
+    queue_reply(fake_server, "Noise.")
+    env = {**compatible, "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": "24000"}  # a text file over ~77 KB is refused here
+    assert len(shot) > 300_000
+    result = run_zeph("ask", "-a", "shot.png", "What is this?", env=env, cwd=root)
+    assert result.returncode == 0, err(result)
+    assert _images(chat_requests(fake_server)[-1].json["messages"]) == [shot]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..context.attachments import Attachment, attachment_limit
 from ..errors import UsageError
-from ..images import sniff_type
+from ..images import MAX_IMAGE_BYTES, sniff_type
 from ..messages import ImagePart
 from ..tokens import TokenCounter
 from ..tools.base import ToolContext
@@ -54,7 +54,9 @@ def read_attachment(raw: str, confinement: Confinement, cwd: Path, counter: Toke
     limit = attachment_limit(prompt_budget)
     advice = (f"more than an attachment may take (a quarter of the {prompt_budget:,}-token prompt budget: {limit:,}); "
               "ask the agent to read it with read_file (offset/limit) instead, or raise [memory] context_budget_tokens")
-    if info.st_size > limit * BYTES_PER_TOKEN_AT_MOST:
+    # an image's bytes say nothing of its tokens: it may be as large as a model takes an image
+    cap = MAX_IMAGE_BYTES if _starts_as_image(path) else limit * BYTES_PER_TOKEN_AT_MOST
+    if info.st_size > cap:
         raise AttachmentError(f"cannot attach {name}: it is {human_size(info.st_size)}, {advice}")
     try:
         data = path.read_bytes()
@@ -74,3 +76,13 @@ def read_attachment(raw: str, confinement: Confinement, cwd: Path, counter: Toke
     if tokens > limit:
         raise AttachmentError(f"cannot attach {name}: it is {tokens:,} tokens, {advice}")
     return Attachment(name, text, count_lines(text), tokens)
+
+
+def _starts_as_image(path: Path) -> bool:
+    """Whether the file begins as a PNG, JPEG, GIF or WebP image (False when it cannot be read: reading it
+    again says why)."""
+    try:
+        with open(path, "rb") as file:
+            return sniff_type(file.read(16)) is not None
+    except OSError:
+        return False
