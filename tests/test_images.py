@@ -17,7 +17,7 @@ from zeph_cli.context.compaction.prompts import render_transcript
 from zeph_cli.context.compaction.pruning import plan_prune, pruned_message
 from zeph_cli.images import (
     ANTHROPIC, OPENAI, OTHER, TEXT_ONLY, ImagePolicy, anthropic_tokens, as_text, describe, dimensions, for_model,
-    openai_tokens, policy_for,
+    openai_tokens, other_tokens, policy_for,
 )
 from zeph_cli.messages import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
 from zeph_cli.models import profile_for, with_vision
@@ -121,6 +121,10 @@ def test_the_estimates_match_the_providers_documented_examples():
     assert openai_tokens((20, 20), "gpt-4o") == 255
     assert openai_tokens((20, 20), "gpt-4o-mini") == 2833 + 5667
     assert openai_tokens((1024, 1024), "o3") == 75 + 150 * 4
+    # open models: their own counts where known, else a fixed estimate
+    assert other_tokens((1024, 1024), "gemma3:12b") == 256
+    assert other_tokens((280, 560), "qwen2.5vl:7b") == 10 * 20 and other_tokens((4000, 4000), "qwen2.5vl") == 1280
+    assert other_tokens((20, 20), "llava:7b") == 2880 and other_tokens((20, 20), "my-vlm") == 768
 
 
 def test_a_vision_model_counts_the_estimate_a_text_only_one_the_placeholder_it_gets():

@@ -13,8 +13,10 @@ Token estimates, per provider family (the figures each provider documents):
   85 + 170 per 512-px tile (gpt-4o, gpt-4.1, gpt-4.5); gpt-4o-mini 2,833 + 5,667 per
   tile; gpt-5 70 + 140; o1 and o3 75 + 150; patches for gpt-4.1-mini/-nano and o4-mini: 32-px
   patches (at most 1,536) times 1.62, 2.46, 1.72.
-- anything else (Ollama, compatible servers): a fixed 768 tokens an image — but a
-  Claude or GPT model behind a compatible server (a router) counts as its maker's.
+- open models (Ollama, compatible servers): LLaVA 2,880 (1.6's most: the image and
+  four tiles of 576), Gemma 3 256, Qwen-VL one token per 28 × 28 pixels (at most 1,280);
+  any other a fixed 768 tokens an image. A Claude or GPT model behind a compatible
+  server (a router) counts as its maker's.
 - an image whose size cannot be read counts as the family's largest (Anthropic 1,600,
   OpenAI the 2048 × 768 tiles' figure).
 """
@@ -39,6 +41,9 @@ ANTHROPIC, OPENAI, OTHER, NONE = "anthropic", "openai", "other", "none"
 ANTHROPIC_LONG_EDGE = 1568
 ANTHROPIC_MAX_TOKENS = 1_600
 OTHER_IMAGE_TOKENS = 768
+LLAVA_MAX_TOKENS = 5 * 576  # LLaVA 1.6: the whole image and up to four tiles, 576 tokens each
+GEMMA3_TOKENS = 256
+QWEN_VL_MAX_TOKENS = 1_280
 # OpenAI tile figures: (model prefix, base tokens, tokens per 512-px tile); longest prefix wins.
 _OPENAI_TILES: tuple[tuple[str, int, int], ...] = (
     ("gpt-4o-mini", 2_833, 5_667),
@@ -79,7 +84,7 @@ class ImagePolicy:
             return anthropic_tokens(size)
         if self.family == OPENAI:
             return openai_tokens(size, self.model)
-        return OTHER_IMAGE_TOKENS
+        return other_tokens(size, self.model)
 
 
 TEXT_ONLY = ImagePolicy()
@@ -165,6 +170,23 @@ def _patches(size: tuple[int, int] | None) -> int:
 def tool_image_label(name: str, call_id: str) -> str:
     """What introduces a tool result's image where it cannot sit in the result itself (OpenAI chat)."""
     return f"[image from the result of {name or 'tool'} call {call_id}]"
+
+
+def other_tokens(size: tuple[int, int] | None, model: str = "") -> int:
+    """Open models (Ollama, compatible servers): their own counts where the family is known, never below what
+    they report (LLaVA 1.6 up to 5 × 576, Gemma 3 256, Qwen-VL one token per 28 × 28 pixels up to 1,280),
+    else the fixed estimate."""
+    if model.startswith(("llava", "bakllava")):
+        return LLAVA_MAX_TOKENS
+    if model.startswith("gemma3"):
+        return GEMMA3_TOKENS
+    if model.startswith(("qwen2.5vl", "qwen2.5-vl", "qwen2-vl", "qwen3-vl")):
+        if size is None:
+            return QWEN_VL_MAX_TOKENS
+        width, height = size
+        scale = min(1.0, math.sqrt(QWEN_VL_MAX_TOKENS * 28 * 28 / (width * height)))
+        return max(min(math.ceil(width * scale / 28) * math.ceil(height * scale / 28), QWEN_VL_MAX_TOKENS), 4)
+    return OTHER_IMAGE_TOKENS
 
 
 def describe(image: ImagePart) -> str:
