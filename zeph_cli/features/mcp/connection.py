@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...waiting import within
 from .expand import UnsetVariable, expand_table, expand_value
 from .hooks import ServerHooks
 
@@ -276,8 +277,8 @@ class ServerConnection:
         session = self._running_session()
         self._http_refusal = ""
         try:
-            return await asyncio.wait_for(session.call_tool(tool, arguments, read_timeout_seconds=timeout),
-                                          timeout + 1.0)
+            # `within`, not asyncio.wait_for: a Ctrl+C that comes as the answer does is never lost (waiting.py)
+            return await within(session.call_tool(tool, arguments, read_timeout_seconds=timeout), timeout + 1.0)
         except TimeoutError:
             raise ServerError(f"MCP server {self.id}: {tool} did not answer within {timeout:g} s") from None
         except asyncio.CancelledError:
@@ -289,7 +290,7 @@ class ServerConnection:
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> Any:
         session = self._running_session()
         try:
-            return await asyncio.wait_for(session.get_prompt(name, arguments), self.entry.timeout)
+            return await within(session.get_prompt(name, arguments), self.entry.timeout)
         except TimeoutError:
             raise ServerError(f"MCP server {self.id}: prompt {name} did not arrive within {self.entry.timeout:g} s") from None
         except asyncio.CancelledError:
