@@ -46,6 +46,7 @@ from .base import (
     tapping,
     timeout_error,
 )
+from ..waiting import within
 from .http_trust import trust_for
 from .server_facts import OLLAMA_WINDOW_CAP, ServerFacts, from_ollama_show
 
@@ -135,7 +136,7 @@ class OllamaProvider(Provider):
         """`/api/show` of the configured model, within DISCOVERY_TIMEOUT_SECS; silent on failure."""
         if self._facts is None:
             try:
-                show = await asyncio.wait_for(self._sdk().show(self.model), DISCOVERY_TIMEOUT_SECS)
+                show = await within(self._sdk().show(self.model), DISCOVERY_TIMEOUT_SECS)
             except (TimeoutError, *_SDK_ERRORS):
                 self._facts = ServerFacts()
             else:

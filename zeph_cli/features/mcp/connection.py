@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...tools.elicitation import ElicitationRequest
+from ...waiting import within
 from .elicit import UnaskableForm, answer_content, form_fields
 from .expand import UnsetVariable, expand_table, expand_value
 from .hooks import ServerHooks
@@ -509,7 +510,7 @@ class ServerConnection:
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> Any:
         session = self._running_session()
         try:
-            return await asyncio.wait_for(session.get_prompt(name, arguments), self.entry.timeout)
+            return await within(session.get_prompt(name, arguments), self.entry.timeout)
         except TimeoutError:
             raise ServerError(f"MCP server {self.id}: prompt {name} did not arrive within {self.entry.timeout:g} s") from None
         except asyncio.CancelledError:
