@@ -488,7 +488,8 @@ class ServerConnection:
         try:
             async with asyncio.timeout_at(clock.deadline()) as scope:
                 clock.scope = scope
-                return await session.call_tool(tool, arguments, progress_callback=on_progress)
+                # `within`, not a bare await: a Ctrl+C that comes as the answer does is never lost (waiting.py)
+                return await within(session.call_tool(tool, arguments, progress_callback=on_progress), cap + 1.0)
         except TimeoutError as exc:
             if clock.scope is None or not clock.scope.expired():  # not our clock: the transport's own
                 self._after_failure(exc)
