@@ -26,7 +26,7 @@ from ..context.global_prompt import PROFILE_KEY, session_profile
 from ..context.report import ContextReport
 from ..context.sent_text import SentSection, sent_sections
 from ..errors import NotFound, SessionBusy, UsageError, ZephError
-from .events import AgentEvent, TurnStarted
+from .events import AgentEvent, AgentWarning, TurnStarted
 from ..log import get_logger, log_to
 from ..messages import Message, ToolResultPart
 from ..models import reply_token_cap
@@ -419,6 +419,12 @@ class ChatSession:
         stays staged for the next message)."""
         sent = dict(self.staged)
         attachments = self.agent.attachments(list(sent))
+        from ..features.mcp.mentions import attach_mentions  # @server:uri in the message: MCP resources attached
+
+        mentioned, notes = await attach_mentions(self.agent, prompt, attachments)
+        attachments += mentioned
+        for note in notes:
+            yield AgentWarning(note)
         if self.conversation is None:
             self.conversation = self.agent.new_conversation(prompt, system if system is not None else self._pending_system)
             self._pending_system = None
