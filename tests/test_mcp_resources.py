@@ -5,6 +5,8 @@ tools (one manager for the module), `zeph mcp resources`, and `zeph ask` with th
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +27,7 @@ pytestmark = needs_node_servers
 shared_loop = pytest.mark.asyncio(loop_scope="module")  # the tests of the one manager
 
 DOC = "demo://resource/static/document/architecture.md"
+TIME_SERVER = shutil.which("mcp-server-time") or str(Path(sys.executable).parent / "mcp-server-time")
 
 
 @pytest.fixture(scope="module")
@@ -131,9 +134,11 @@ async def test_embedded_resources_text_under_its_uri_and_a_blob_as_one_line(mana
 # ---- zeph mcp resources ------------------------------------------------------------------------
 
 
-def _config(tmp_path: Path, server: str) -> dict[str, str]:
-    servers = {"fs": f'[[mcp.servers]]\nid = "fs"\ncommand = "{FILESYSTEM}"\nargs = ["{tmp_path}"]\n',
-               "everything": f'[[mcp.servers]]\nid = "everything"\ncommand = "{EVERYTHING}"\n'}[server]
+def _config(tmp_path: Path, *names: str) -> dict[str, str]:
+    known = {"fs": f'[[mcp.servers]]\nid = "fs"\ncommand = "{FILESYSTEM}"\nargs = ["{tmp_path}"]\n',
+             "everything": f'[[mcp.servers]]\nid = "everything"\ncommand = "{EVERYTHING}"\n',
+             "time": f'[[mcp.servers]]\nid = "time"\ncommand = "{TIME_SERVER}"\n'}
+    servers = "".join(known[name] for name in names)
     path = tmp_path / "mcp.toml"
     path.write_text(servers)
     return {"ZEPH_CONFIG": str(path)}
@@ -178,10 +183,11 @@ def test_the_model_reads_a_resource_and_gets_it_framed_untrusted(fake_server, co
 
 
 def test_without_a_server_that_has_resources_the_tools_are_not_offered(fake_server, compatible, tmp_path):
-    env = {**compatible, **_config(tmp_path, "fs")}
+    """server-filesystem declares no resources; mcp-server-time declares them and lists none."""
+    env = {**compatible, **_config(tmp_path, "fs", "time")}
     queue_reply(fake_server, "Nothing to read.")
     result = run_zeph("ask", "Anything?", env=env)
     assert result.returncode == 0, err(result)
     names = tool_names(chat_requests(fake_server)[-1])
-    assert any(n.startswith("fs__") for n in names)
+    assert any(n.startswith("fs__") for n in names) and any(n.startswith("time__") for n in names)
     assert "mcp_read_resource" not in names and "mcp_list_resources" not in names

@@ -227,6 +227,7 @@ class ServerConnection:
                              tuple((a.name, bool(a.required), a.description or "") for a in p.arguments or ()))
                 for p in listed.prompts
             ]
+        await self._list_resources_at_start(session)
 
     def _fail(self, reason: str) -> None:
         self.state = "failed"
@@ -323,6 +324,27 @@ class ServerConnection:
             return False
         capabilities = session.server_capabilities
         return capabilities is not None and capabilities.resources is not None
+
+    @property
+    def lists_resources(self) -> bool:
+        """Whether the running server has resources to offer: it declared them and listed some (or templates),
+        or they could not be listed yet. Many servers declare the capability and list none."""
+        return self.has_resources and (not self.resources_listed or bool(self.resources or self.resource_templates))
+
+    async def _list_resources_at_start(self, session: ClientSession) -> None:
+        """While initializing: list the resources a server declares (a failure leaves them to be listed when
+        asked for: the server still starts)."""
+        capabilities = session.server_capabilities
+        if capabilities is None or capabilities.resources is None:
+            return
+        try:
+            listed = await asyncio.wait_for(self._all_resources(session), self.entry.timeout / 2)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - listed again when asked, which then says why it failed (a slow list too)
+            return
+        self.resources, self.resource_templates = listed
+        self.resources_listed = True
 
     async def list_resources(self) -> None:
         """List every page of the server's resources and templates (within its timeout); `ServerError` names

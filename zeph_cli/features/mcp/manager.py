@@ -176,8 +176,9 @@ class McpManager:
     # ---- resources ---------------------------------------------------------------
 
     def offers_resources(self) -> bool:
-        """Whether a running server declared resources (then mcp_list_resources and mcp_read_resource are offered)."""
-        return bool(self.resource_servers())
+        """Whether a running server has resources to offer (then mcp_list_resources and mcp_read_resource are
+        offered): it declared them and listed some, or templates."""
+        return any(self.connections[i].lists_resources for i in self.resource_servers())
 
     def resource_servers(self) -> list[str]:
         """The running servers that declared resources, in config order."""
