@@ -4,6 +4,9 @@ completes the server, then the URIs it listed; a mentioned resource goes with th
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 from zeph_cli.context.attachments import AttachedFile
 from zeph_cli.features.mcp.mentions import mentions
 from zeph_cli.frontends.tui.transcript import Notice, UserEntry
@@ -11,6 +14,7 @@ from tests.mcp_reference import EVERYTHING, needs_node_servers
 from tests.test_tui_app import SIZE, chat_bodies, entries, model, open_app, send, workspace  # noqa: F401  (fixtures)
 
 DOC = "demo://resource/static/document/architecture.md"
+FAKE = Path(__file__).parent / "fakes" / "mcp_resources.py"
 
 
 def test_what_counts_as_a_mention():
@@ -26,7 +30,8 @@ def notices(app, kind: str) -> list[str]:
 @needs_node_servers
 async def test_a_mentioned_resource_is_completed_and_attached(fake_server, model, workspace, tmp_path):
     config = tmp_path / "mcp.toml"
-    config.write_text(f'[[mcp.servers]]\nid = "everything"\ncommand = "{EVERYTHING}"\n')
+    config.write_text(f'[[mcp.servers]]\nid = "everything"\ncommand = "{EVERYTHING}"\n'
+                      f'[[mcp.servers]]\nid = "fake"\ncommand = "{sys.executable}"\nargs = ["{FAKE}"]\n')
     model.say("It is layered.")
     app, session = await open_app(fake_server, workspace, env={"ZEPH_CONFIG": str(config)})
     try:
@@ -58,7 +63,10 @@ async def test_a_mentioned_resource_is_completed_and_attached(fake_server, model
             assert app.prompt.text == "and @everything:demo://nope/x"  # back in the box
             await send(pilot, app, "and @nope:demo://x")
             assert notices(app, "error")[-1].splitlines()[0] == ("cannot attach @nope:demo://x: there is no MCP server "
-                                                                 "'nope' (servers: everything)")
+                                                                 "'nope' (servers: everything, fake)")
+            await send(pilot, app, "and @fake:fake://big")
+            assert notices(app, "error")[-1].startswith("cannot attach @fake:fake://big: it is 450,000 characters, ")
+            assert "more than an attachment may take" in notices(app, "error")[-1]
             assert len(chat_bodies(fake_server)) == 1  # neither was sent
         conversation_id = session.conversation.id
     finally:

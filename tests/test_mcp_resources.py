@@ -14,6 +14,7 @@ import pytest_asyncio
 
 from zeph_cli.config.mcp import McpServerEntry
 from zeph_cli.features.mcp.manager import McpManager
+from zeph_cli.features.mcp.resources import MAX_RESOURCE_CHARS
 from zeph_cli.features.mcp.resource_tools import ListResourcesTool, ReadResourceTool
 from zeph_cli.features.mcp.tools import result_text
 from zeph_cli.tools.base import ToolContext
@@ -27,6 +28,7 @@ pytestmark = needs_node_servers
 shared_loop = pytest.mark.asyncio(loop_scope="module")  # the tests of the one manager
 
 DOC = "demo://resource/static/document/architecture.md"
+FAKE = str(Path(__file__).parent / "fakes" / "mcp_resources.py")
 TIME_SERVER = shutil.which("mcp-server-time") or str(Path(sys.executable).parent / "mcp-server-time")
 
 
@@ -38,7 +40,8 @@ def workspace(tmp_path_factory) -> Path:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def manager(workspace):
     entries = [McpServerEntry(id="everything", command=str(EVERYTHING), trusted=True),
-               McpServerEntry(id="fs", command=str(FILESYSTEM), args=(str(workspace),))]
+               McpServerEntry(id="fs", command=str(FILESYSTEM), args=(str(workspace),)),
+               McpServerEntry(id="fake", command=sys.executable, args=(FAKE,))]
     manager = McpManager(entries, env={}, cwd=workspace, log_dir=workspace / "mcp")
     assert await manager.start() == []
     yield manager
@@ -52,9 +55,11 @@ def _context(manager, workspace: Path) -> ToolContext:
 @shared_loop
 async def test_only_servers_that_declare_resources_are_listed(manager):
     assert manager.offers_resources()
-    assert manager.resource_servers() == ["everything"]  # server-filesystem declares none
-    [listing] = await manager.list_resources()
+    assert manager.resource_servers() == ["everything", "fake"]  # server-filesystem declares none
+    listing, fake = await manager.list_resources()
     assert listing.server == "everything" and not listing.error
+    assert [r.uri for r in fake.resources][-4:] == ["fake://note/5", "fake://big", "fake://dot.png", "fake://data.bin"]
+    assert len(fake.resources) == 8  # three pages of three
     docs = {r.uri: r for r in listing.resources}
     assert docs[DOC].name == "architecture.md" and docs[DOC].mime_type == "text/markdown"
     templates = {t.uri_template: t for t in listing.templates}
@@ -69,10 +74,14 @@ async def test_mcp_list_resources_shows_uris_names_templates_and_how_to_read(man
     assert not result.is_error
     lines = result.content.splitlines()
     assert lines[0] == "everything: 7 resources, 2 templates"
+    assert "fake: 8 resources, 1 template" in lines
+    assert "  fake://big  big (text/plain, 450,000 bytes)" in lines
     assert any(line.strip().startswith(DOC) and "architecture.md (text/markdown)" in line for line in lines)
     assert any("demo://resource/dynamic/blob/{resourceId}" in line for line in lines)
     assert lines[-1] == f'Read one with mcp_read_resource(server="everything", uri="{DOC}").'
-    assert result.summary == "7 resources"
+    assert result.summary == "15 resources"
+    only = await ListResourcesTool().run({"server": "fake"}, _context(manager, workspace))
+    assert only.content.splitlines()[0] == "fake: 8 resources, 1 template" and "everything" not in only.content
 
 
 @shared_loop
@@ -93,9 +102,25 @@ async def test_a_blob_that_is_no_image_is_one_line(manager, workspace):
 
 
 @shared_loop
+async def test_a_large_resource_is_cut_saying_so_and_blobs_are_one_line_each(manager, workspace):
+    context = _context(manager, workspace)
+    big = await ReadResourceTool().run({"server": "fake", "uri": "fake://big"}, context)
+    kept, cut_line = big.content.rsplit("\n", 1)
+    assert kept == "x" * MAX_RESOURCE_CHARS
+    assert cut_line.startswith(f"[cut: the resource is 450,000 characters; the first {MAX_RESOURCE_CHARS:,} are shown.")
+    image = await ReadResourceTool().run({"server": "fake", "uri": "fake://dot.png"}, context)
+    assert image.content == "[image: fake://dot.png, image/png, 70 bytes]" and image.summary.endswith("· 1 image")
+    data = await ReadResourceTool().run({"server": "fake", "uri": "fake://data.bin"}, context)
+    assert data.content == "[blob: fake://data.bin, application/octet-stream, 1,024 bytes]"
+    embedded = await manager.call_tool("fake", "embed_image", {}, 30)
+    assert result_text(embedded.content, "fake") == "[image: fake://dot.png, image/png, 70 bytes]"
+
+
+@shared_loop
 @pytest.mark.parametrize(("arguments", "needle"), [
-    ({"server": "nope", "uri": DOC}, "there is no MCP server 'nope' (servers: everything, fs)"),
-    ({"server": "fs", "uri": "file:///x"}, "MCP server fs offers no resources (servers with resources: everything)"),
+    ({"server": "nope", "uri": DOC}, "there is no MCP server 'nope' (servers: everything, fs, fake)"),
+    ({"server": "fs", "uri": "file:///x"}, "MCP server fs offers no resources (servers with resources: everything, fake)"),
+    ({"server": "fake", "uri": "fake://gone"}, "MCP server fake: cannot read fake://gone: no resource fake://gone"),
     ({"server": "everything", "uri": "demo://nope/x"}, "MCP server everything: cannot read demo://nope/x"),
     ({"server": "everything", "uri": "  "}, "argument 'uri' is empty"),
 ])

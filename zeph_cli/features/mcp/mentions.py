@@ -46,7 +46,7 @@ async def attach_mentions(agent: Any, text: str, earlier: list[Attachment]) -> t
     manager = agent.extras.mcp
     if not found or manager is None:
         return [], []
-    from ...agent.attachments import AttachmentError
+    from ...agent.attachments import BYTES_PER_TOKEN_AT_MOST, AttachmentError
     from ...context.attachments import Attachment, attachment_limit, over_limit
     from ...tools.text_files import count_lines
     from .resources import ResourceError
@@ -62,9 +62,11 @@ async def attach_mentions(agent: Any, text: str, earlier: list[Attachment]) -> t
             body, _images = await manager.read_resource(server, uri)  # SEAM (images): images as ImageParts of the message
         except ResourceError as exc:
             raise AttachmentError(f"cannot attach {name}: {exc}") from None
-        tokens = counter.count(body)
+        tokens = len(body) // BYTES_PER_TOKEN_AT_MOST + 1  # surely more than the limit: not counted
+        if tokens <= limit:
+            tokens = counter.count(body)
         if tokens > limit:
-            raise AttachmentError(f"cannot attach {name}: it is {tokens:,} tokens, more than an attachment may take "
+            raise AttachmentError(f"cannot attach {name}: it is {len(body):,} characters, more than an attachment may take "
                                   f"(a quarter of the {prompt_budget:,}-token prompt budget: {limit:,}); ask the "
                                   "agent to read it with mcp_read_resource instead")
         read.append(Attachment(mention_path(server, uri), body, count_lines(body), tokens))
