@@ -413,8 +413,9 @@ class ChatSession:
         return dropped
 
     async def run(self, prompt: str, *, system: str | None = None) -> AsyncGenerator[AgentEvent, None]:
-        """One turn; the first prompt creates the session, titled from it. The files staged with `stage` go
-        with it (read now; one that cannot be raises `AttachmentError` before anything is stored), and are
+        """One turn; the first prompt creates the session, titled from it. The files staged with `stage`, and the
+        MCP resources the prompt mentions (`@server:uri`), go with it (read now; one that cannot be raises
+        `AttachmentError` before anything is stored); the staged files are
         unstaged once the prompt is stored (those alone: a file staged while the turn waits for the session
         stays staged for the next message)."""
         sent = dict(self.staged)

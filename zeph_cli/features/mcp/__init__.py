@@ -31,7 +31,7 @@ def _on(session: SourceHost) -> bool:
 
 
 def _resources(session: SourceHost) -> bool:
-    """mcp_list_resources and mcp_read_resource are offered while a running server declares resources."""
+    """mcp_list_resources and mcp_read_resource are offered while a running server has resources to list."""
     mcp = session.extras.mcp
     return mcp is not None and mcp.offers_resources()
 

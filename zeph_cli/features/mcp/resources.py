@@ -79,6 +79,15 @@ class ListedTemplate:
 
 
 @dataclass(frozen=True)
+class ResourceListing:
+    """One server's resources and templates as listed (`error`: why it could not list them, else "")."""
+    server: str
+    resources: list[ListedResource]
+    templates: list[ListedTemplate]
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class ImageContent:
     """An image a resource holds: base64 data as the server sent it."""
     mime_type: str
@@ -169,11 +178,3 @@ def _valid_base64(data: str) -> bool:
         return False
     return True
 
-
-@dataclass(frozen=True)
-class ResourceListing:
-    """One server's resources and templates as listed (`error`: why it could not list them, else "")."""
-    server: str
-    resources: list[ListedResource]
-    templates: list[ListedTemplate]
-    error: str = ""
