@@ -161,7 +161,7 @@ def mcp_resources(
             if server is not None and notes:
                 raise ZephError(notes[0])
             try:
-                return await manager.list_resources(server)
+                return bool(manager.connections), await manager.list_resources(server)
             except ResourceError as exc:
                 raise ZephError(str(exc)) from None
         finally:
@@ -169,7 +169,7 @@ def mcp_resources(
 
     import asyncio
 
-    listings = asyncio.run(run())
+    configured, listings = asyncio.run(run())
     if as_json:
         print(json.dumps([{"server": li.server, "error": li.error or None,
                            "resources": [{"uri": r.uri, "name": r.name, "description": r.description,
@@ -179,7 +179,8 @@ def mcp_resources(
                           for li in listings], indent=2))
         return
     if not listings:
-        print("no MCP resources: no running server offers any")
+        print("no MCP resources: no running server offers any" if configured else
+              "no MCP servers configured (add [[mcp.servers]] to the config)")
         return
     rows = [("SERVER", "URI", "NAME", "MIME", "SIZE")]
     for li in listings:
