@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ...lazy_names import lazy_names
 from ...context.blocks import Registration
 from .. import ChatCommand, CommandGroup, Feature, Isolation
-from .resources import MCP_LIST_RESOURCES, MCP_READ_RESOURCE
+from .tool_specs import MCP_LIST_RESOURCES, MCP_READ_RESOURCE
 
 # What the core uses of this feature, imported from its module when first asked for (`feature.name`).
 _HOME = {

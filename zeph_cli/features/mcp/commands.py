@@ -144,7 +144,7 @@ def mcp_prompt(
 
 @mcp_app.command("resources")
 def mcp_resources(
-    server: Optional[str] = typer.Argument(None, metavar="[ID]", help="Only this server's resources."),
+    server: Optional[str] = typer.Argument(None, metavar="ID", help="Only this server's resources."),
     as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per server."),
 ) -> None:
     """List the servers' resources and resource templates.

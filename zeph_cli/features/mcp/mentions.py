@@ -6,13 +6,16 @@ part of it. Each mentioned resource is read when the message is sent and goes be
 the same stored `<attachment path="ID:URI" lines="N">` block a file attached with /attach gets, within the
 same limits (an attachment at most a quarter of the prompt budget, all of one message together too). A
 mention that cannot be attached — no such server, a server without resources, a URI it does not know, a
-resource too large — stops the message with one `AttachmentError` line naming it; nothing is sent.
+resource too large — stops the message with one `MentionError` line naming it (a usage error, as a file
+that cannot be attached is); nothing is sent.
 """
 
 from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING, Any
+
+from ...errors import UsageError
 
 if TYPE_CHECKING:
     from ...context.attachments import Attachment
@@ -21,6 +24,11 @@ MENTION = re.compile(r"(?<![\w@.])@([A-Za-z0-9_-][A-Za-z0-9_.-]*):([A-Za-z][A-Za
 _TRAILING = ".,;:!?)]}"
 # What Tab completes: a mention being typed at the end of the input (`@`, `@ID`, `@ID:`, `@ID:URI-PREFIX`).
 TYPING = re.compile(r"(?:^|(?<=\s))@([A-Za-z0-9_.-]*)(?::(\S*))?$")
+CHARS_PER_TOKEN_AT_MOST = 16  # a resource this many characters per token of the limit is refused uncounted
+
+
+class MentionError(UsageError):
+    """A mentioned resource that cannot be attached; the message names the mention."""
 
 
 def mentions(text: str) -> list[tuple[str, str]]:
@@ -46,7 +54,6 @@ async def attach_mentions(agent: Any, text: str, earlier: list[Attachment]) -> t
     manager = agent.extras.mcp
     if not found or manager is None:
         return [], []
-    from ...agent.attachments import BYTES_PER_TOKEN_AT_MOST, AttachmentError
     from ...context.attachments import Attachment, attachment_limit, over_limit
     from ...tools.text_files import count_lines
     from .resources import ResourceError
@@ -61,18 +68,18 @@ async def attach_mentions(agent: Any, text: str, earlier: list[Attachment]) -> t
         try:
             body, _images = await manager.read_resource(server, uri)  # SEAM (images): images as ImageParts of the message
         except ResourceError as exc:
-            raise AttachmentError(f"cannot attach {name}: {exc}") from None
-        tokens = len(body) // BYTES_PER_TOKEN_AT_MOST + 1  # surely more than the limit: not counted
+            raise MentionError(f"cannot attach {name}: {exc}") from None
+        tokens = len(body) // CHARS_PER_TOKEN_AT_MOST + 1  # surely more than the limit: not counted
         if tokens <= limit:
             tokens = counter.count(body)
         if tokens > limit:
-            raise AttachmentError(f"cannot attach {name}: it is {len(body):,} characters, more than an attachment may take "
+            raise MentionError(f"cannot attach {name}: it is {len(body):,} characters, more than an attachment may take "
                                   f"(a quarter of the {prompt_budget:,}-token prompt budget: {limit:,}); ask the "
                                   "agent to read it with mcp_read_resource instead")
         read.append(Attachment(mention_path(server, uri), body, count_lines(body), tokens))
     problem = over_limit([*earlier, *read], prompt_budget)
     if problem:
-        raise AttachmentError(f"cannot attach {', '.join(a.path for a in [*earlier, *read])}: {problem}")
+        raise MentionError(f"cannot attach {', '.join(a.path for a in [*earlier, *read])}: {problem}")
     return read, notes
 
 

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...tools.base import Tool, ToolContext, ToolResult
 from ...tools.failures import ToolFailure
-from .resources import MCP_LIST_RESOURCES, MCP_READ_RESOURCE, ImageContent, ResourceError, cut, read_call
+from .resources import ImageContent, ResourceError, cut, read_call
+from .tool_specs import MCP_LIST_RESOURCES, MCP_READ_RESOURCE
 
 if TYPE_CHECKING:
     from ...tools.resource_access import ResourceAccess

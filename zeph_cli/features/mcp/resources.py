@@ -1,8 +1,6 @@
-"""MCP resources as zeph sees them: what a server lists, the two tools that reach them (declared here, as
-data), and how a resource's contents read as text.
+"""MCP resources as zeph sees them: what a server lists, and how a resource's contents read as text.
 
-Invariant: imports nothing of the SDK or of the tools (the feature's registration imports this module):
-the SDK's objects are read by attribute. Everything a server wrote reaches the model only inside a tool
+Invariant: imports nothing of the SDK (the SDK's objects are read by attribute). Everything a server wrote reaches the model only inside a tool
 result (framed untrusted like any tool output) or inside an attachment of the user's own message; a
 blob is never decoded into text: an image goes as an image where a result can carry one, any other blob
 as one line `[blob: NAME, MIME, N bytes]`. Every refusal is `ResourceError`, one line naming the server
@@ -16,45 +14,8 @@ import binascii
 from dataclasses import dataclass
 from typing import Any
 
-from ...tools.specs import ToolDeclaration
 
-GROUP = "MCP tools"  # the tool group: denied with the servers' own tools (worldbook isolation, a policy)
 MAX_RESOURCE_CHARS = 400_000  # text kept of one read, before the tool output's own budget cut
-
-MCP_LIST_RESOURCES = ToolDeclaration(
-    "mcp_list_resources",
-    "read",
-    "List the resources (documents, files, records) the connected MCP servers offer, and their resource "
-    "templates (URI patterns to fill in). Each line gives the server, the URI, the name, the MIME type and "
-    "the size when known. Read one with mcp_read_resource.",
-    {
-        "type": "object",
-        "properties": {
-            "server": {"type": "string", "description": "Only this server's resources (default: every server's)."},
-        },
-        "required": [],
-    },
-    ("zeph_cli.features.mcp.resource_tools", "ListResourcesTool"),
-    GROUP,
-)
-
-MCP_READ_RESOURCE = ToolDeclaration(
-    "mcp_read_resource",
-    "read",
-    "Read one resource of an MCP server by its URI (from mcp_list_resources, a resource link in a tool "
-    "result, or a resource template filled in). Text comes back as text; images as images where the model "
-    "takes them; other binary contents are described in one line.",
-    {
-        "type": "object",
-        "properties": {
-            "server": {"type": "string", "description": "The server's id, as mcp_list_resources shows it."},
-            "uri": {"type": "string", "description": "The resource's URI, exactly as listed."},
-        },
-        "required": ["server", "uri"],
-    },
-    ("zeph_cli.features.mcp.resource_tools", "ReadResourceTool"),
-    GROUP,
-)
 
 
 class ResourceError(Exception):
