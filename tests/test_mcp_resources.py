@@ -17,7 +17,7 @@ from zeph_cli.features.mcp.manager import McpManager
 from zeph_cli.features.mcp.resources import MAX_RESOURCE_CHARS
 from zeph_cli.features.mcp.resource_tools import ListResourcesTool, ReadResourceTool
 from zeph_cli.features.mcp.tools import result_text
-from zeph_cli.tools.base import ToolContext
+from zeph_cli.tools.base import ToolContext, ToolSet
 from zeph_cli.tools.confinement import Confinement
 from zeph_cli.tools.failures import ToolFailure
 from tests.chat_wire import chat_requests, queue_call, queue_reply, tool_names, tool_results
@@ -216,3 +216,25 @@ def test_without_a_server_that_has_resources_the_tools_are_not_offered(fake_serv
     names = tool_names(chat_requests(fake_server)[-1])
     assert any(n.startswith("fs__") for n in names) and any(n.startswith("time__") for n in names)
     assert "mcp_read_resource" not in names and "mcp_list_resources" not in names
+
+
+@shared_loop
+async def test_a_deny_rule_names_a_server_s_resources_and_reads_need_no_approval(manager, workspace):
+    from zeph_cli.agent.tool_calls import CallChecks, ToolCallRunner
+    from zeph_cli.features.mcp.tool_specs import MCP_READ_RESOURCE
+    from zeph_cli.messages import ToolCallPart
+    from zeph_cli.store import ConversationStore, ToolLog
+    from zeph_cli.store.database import open_database
+    from zeph_cli.tools.permissions import PermissionPolicy, deny_all
+    from zeph_cli.tools.registry import DeclaredTool
+
+    db = open_database(workspace / "deny.db")
+    conversation = ConversationStore(db).create_conversation(provider="p", model="m", cwd=str(workspace))
+    policy = PermissionPolicy.from_config([], ["mcp_read_resource:fake:*"])
+    runner = ToolCallRunner(tools=ToolSet({"mcp_read_resource": DeclaredTool(MCP_READ_RESOURCE)}),
+                            context=_context(manager, workspace), checks=CallChecks(policy, deny_all),
+                            log=ToolLog(db), conversation_id=conversation.id)
+    denied = await runner.run(ToolCallPart("c1", "mcp_read_resource", {"server": "fake", "uri": "fake://note/1"}))
+    assert denied.result.is_error and "mcp_read_resource:fake:*" in denied.result.content, denied.result.content
+    read = await runner.run(ToolCallPart("c2", "mcp_read_resource", {"server": "everything", "uri": DOC}))
+    assert not read.result.is_error and "# Everything Server" in read.result.content  # no one asked: it reads
