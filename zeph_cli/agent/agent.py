@@ -433,6 +433,7 @@ class Agent:
             memories=self.long_term_memory(conversation.id),
             skills=self.extras.skills,
             code_search=self.extras.code_index,
+            mcp_resources=self.extras.mcp,
             pass_env=tuple(tools_config.sandbox.pass_env),
             secret_env=provider_key_variables(self.config),
             run_subagent=lambda request, progress: self.subagents.run(conversation, request, progress),

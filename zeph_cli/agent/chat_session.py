@@ -26,7 +26,7 @@ from ..context.global_prompt import PROFILE_KEY, session_profile
 from ..context.report import ContextReport
 from ..context.sent_text import SentSection, sent_sections
 from ..errors import NotFound, SessionBusy, UsageError, ZephError
-from .events import AgentEvent, TurnStarted
+from .events import AgentEvent, AgentWarning, TurnStarted
 from ..log import get_logger, log_to
 from ..messages import Message, ToolResultPart
 from ..models import reply_token_cap
@@ -413,12 +413,19 @@ class ChatSession:
         return dropped
 
     async def run(self, prompt: str, *, system: str | None = None) -> AsyncGenerator[AgentEvent, None]:
-        """One turn; the first prompt creates the session, titled from it. The files staged with `stage` go
-        with it (read now; one that cannot be raises `AttachmentError` before anything is stored), and are
+        """One turn; the first prompt creates the session, titled from it. The files staged with `stage`, and the
+        MCP resources the prompt mentions (`@server:uri`), go with it (read now; one that cannot be raises
+        `AttachmentError` before anything is stored); the staged files are
         unstaged once the prompt is stored (those alone: a file staged while the turn waits for the session
         stays staged for the next message)."""
         sent = dict(self.staged)
         attachments = self.agent.attachments(list(sent))
+        from ..features.mcp.mentions import attach_mentions  # @server:uri in the message: MCP resources attached
+
+        mentioned, notes = await attach_mentions(self.agent, prompt, attachments)
+        attachments += mentioned
+        for note in notes:
+            yield AgentWarning(note)
         if self.conversation is None:
             self.conversation = self.agent.new_conversation(prompt, system if system is not None else self._pending_system)
             self._pending_system = None

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from ...lazy_names import lazy_names
 from ...context.blocks import Registration
 from .. import ChatCommand, CommandGroup, Feature, Isolation
+from .tool_specs import MCP_LIST_RESOURCES, MCP_READ_RESOURCE
 
 # What the core uses of this feature, imported from its module when first asked for (`feature.name`).
 _HOME = {
@@ -29,9 +30,17 @@ def _on(session: SourceHost) -> bool:
     return session.extras.mcp is not None
 
 
+def _resources(session: SourceHost) -> bool:
+    """mcp_list_resources and mcp_read_resource are offered while a running server has resources to list."""
+    mcp = session.extras.mcp
+    return mcp is not None and mcp.offers_resources()
+
+
 FEATURE = Feature(
     "mcp",
     sources=(Registration(f"{__name__}.source", "McpSource", _on),),
+    tools=(MCP_LIST_RESOURCES, MCP_READ_RESOURCE),
+    tools_offered=_resources,
     command_group=CommandGroup("mcp", f"{__name__}.commands", "mcp_app"),
     chat_commands=(
         ChatCommand("mcp", "[SERVER PROMPT [NAME=value ...]]", "List the MCP prompts, or put one into the input box.",

@@ -21,6 +21,7 @@ from .hooks import ServerHooks
 from .discovery import EmbedderSource, ToolDiscovery
 from .names import ToolNames
 from .prompts import prompt_messages
+from .resources import ImageContent, ResourceError, ResourceListing, contents_parts
 from .server_log import LogNotices
 from .tools import McpTool
 
@@ -195,3 +196,69 @@ class McpManager:
         except ServerError as exc:
             raise PromptError(str(exc)) from None
         return prompt_messages(result)
+
+    # ---- resources ---------------------------------------------------------------
+
+    def offers_resources(self) -> bool:
+        """Whether a running server has resources to offer (then mcp_list_resources and mcp_read_resource are
+        offered): it declared them and listed some, or templates."""
+        return any(self.connections[i].lists_resources for i in self.resource_servers())
+
+    def resource_servers(self) -> list[str]:
+        """The running servers that declared resources, in config order."""
+        return [c.id for c in self.connections.values() if not c.closed_under_us() and c.has_resources]
+
+    def resource_uris(self, server_id: str) -> list[str]:
+        """The URIs `server_id` listed when last asked (none before): what `@server:` completes to."""
+        conn = self.connections.get(server_id)
+        return [r.uri for r in conn.resources] if conn is not None else []
+
+    def _resource_connection(self, server_id: str) -> ServerConnection:
+        conn = self.connections.get(server_id)
+        if conn is None:
+            known = ", ".join(self.connections) or "none configured"
+            raise ResourceError(f"there is no MCP server {server_id!r} (servers: {known})")
+        if conn.closed_under_us():
+            conn.mark_dead("the connection closed")
+        if conn.state != "running":
+            why = f": {conn.reason}" if conn.reason else ""
+            raise ResourceError(f"MCP server {server_id} is {conn.state}{why}")
+        if not conn.has_resources:
+            others = ", ".join(self.resource_servers()) or "none"
+            raise ResourceError(f"MCP server {server_id} offers no resources (servers with resources: {others})")
+        return conn
+
+    async def list_resources(self, server_id: str | None = None) -> list[ResourceListing]:
+        """Every page of the resources and templates of `server_id` (`ResourceError` when it has none to list),
+        or of every running server with resources (one that fails says why in its listing)."""
+        if server_id is not None:
+            conn = self._resource_connection(server_id)
+            try:
+                await conn.list_resources()
+            except ServerError as exc:
+                raise ResourceError(str(exc)) from None
+            return [ResourceListing(conn.id, conn.resources, conn.resource_templates)]
+        conns = [self.connections[i] for i in self.resource_servers()]
+        failed = await asyncio.gather(*(c.list_resources() for c in conns), return_exceptions=True)
+        out = []
+        for conn, failure in zip(conns, failed, strict=True):
+            if isinstance(failure, BaseException) and not isinstance(failure, ServerError):
+                raise failure
+            out.append(ResourceListing(conn.id, conn.resources, conn.resource_templates,
+                                       str(failure) if failure is not None else ""))
+        return out
+
+    async def read_resource(self, server_id: str, uri: str) -> tuple[str, list[ImageContent]]:
+        """The resource's text (its parts each under a header line when there are several, other blobs as one
+        line) and its images; `ResourceError` (one line) for an unknown server or URI or a failed read."""
+        conn = self._resource_connection(server_id)
+        if not uri.strip():
+            raise ResourceError(f"MCP server {server_id}: no resource URI given")
+        try:
+            result = await conn.read_resource(uri)
+        except ServerError as exc:
+            raise ResourceError(str(exc)) from None
+        contents = list(getattr(result, "contents", None) or [])
+        if not contents:
+            raise ResourceError(f"MCP server {server_id} gave nothing for {uri}")
+        return contents_parts(contents)

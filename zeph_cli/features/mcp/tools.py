@@ -22,6 +22,7 @@ from ...messages import ImagePart
 from ...tools.base import Tool, ToolContext, ToolResult, without_descriptions
 from ...tools.failures import ToolFailure
 from .connection import ServerError
+from .resources import contents_parts, link_line
 
 if TYPE_CHECKING:
     from ...config.modes import Mode
@@ -77,7 +78,7 @@ class McpTool(Tool):
             raise ToolFailure(f"MCP server {self.server_id}: {self.tool} failed: {exc}"[:400]) from None
         finally:
             self._say_server_warnings(context)
-        text = result_text(getattr(result, "content", None) or [])
+        text = result_text(getattr(result, "content", None) or [], self.server_id)
         is_error = bool(getattr(result, "is_error", False))
         if not text:
             structured = getattr(result, "structured_content", None)
@@ -96,8 +97,10 @@ class McpTool(Tool):
             context.progress(AgentWarning(line))
 
 
-def result_text(blocks: list[Any]) -> str:
-    """The text blocks joined; images, audio and resources described in one line each."""
+def result_text(blocks: list[Any], server: str = "") -> str:
+    """The text blocks joined; images and audio described in one line each; an embedded resource's text under
+    a line naming it (a blob in one line); a resource link with its name, description and MIME type, and —
+    given the `server` it came from — the mcp_read_resource call that reads it."""
     lines: list[str] = []
     for block in blocks:
         kind = getattr(block, "type", "")
@@ -107,10 +110,13 @@ def result_text(blocks: list[Any]) -> str:
             lines.append(f"[{kind}: {getattr(block, 'mime_type', '?')}, {len(getattr(block, 'data', '') or '') * 3 // 4:,} bytes]")
         elif kind == "resource":
             resource = block.resource
-            inner = getattr(resource, "text", None)
-            lines.append(inner if isinstance(inner, str) else f"[resource: {resource.uri}]")
+            text, _ = contents_parts([resource])
+            if isinstance(getattr(resource, "text", None), str):
+                mime = getattr(resource, "mime_type", None)
+                text = f"[resource: {resource.uri}{f' ({mime})' if mime else ''}]\n{text}"
+            lines.append(text)
         elif kind == "resource_link":
-            lines.append(f"[resource link: {block.uri}]")
+            lines.append(link_line(server, block))
         else:
             lines.append(f"[{kind or 'unknown'} content]")
     return "\n".join(lines)
