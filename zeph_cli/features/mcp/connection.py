@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import exit_status
 from .expand import UnsetVariable, expand_table, expand_value
 from .hooks import ServerHooks
 
@@ -61,6 +62,7 @@ class ServerConnection:
     reason: str = ""
     tools: list[ListedTool] = field(default_factory=list)
     prompts: list[ListedPrompt] = field(default_factory=list)
+    server_info: tuple[str, str] = ("", "")  # the name and version it reported at initialize
     _session: ClientSession | None = None
     _task: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -157,8 +159,12 @@ class ServerConnection:
                 written = log.read()[-8192:].decode("utf-8", "replace")
         except OSError:
             return ""
-        lines = [line.strip() for line in written.splitlines() if line.strip()]
+        lines = [line.strip() for line in written.splitlines() if line.strip() and not exit_status.is_mark(line)]
         return lines[-1][:200] if lines else ""
+
+    def exit_status(self) -> int | None:
+        """The status a stdio server's process exited with since it was started (None: not known, or running)."""
+        return exit_status.read(self.log_path, self._log_from)
 
     def _unreachable(self, exc: BaseException) -> str:
         """For an HTTP server nothing answers at: which URL, and why ("" for any other failure)."""
@@ -185,7 +191,8 @@ class ServerConnection:
             _rotate(log_path)
             log = stack.enter_context(open(log_path, "a", encoding="utf-8"))  # noqa: ASYNC230 — a local append, once per server start
             self._log_from = log.tell()
-            params = StdioServerParameters(command=entry.command, args=list(entry.args), env=env or None, cwd=self.cwd)
+            command, args = exit_status.wrapped(entry.command, list(entry.args), env)
+            params = StdioServerParameters(command=command, args=args, env=env or None, cwd=self.cwd)
             streams = await stack.enter_async_context(stdio_client(params, errlog=log))
         else:
             import httpx2
@@ -205,6 +212,7 @@ class ServerConnection:
 
     async def _initialize(self, session: ClientSession) -> None:
         init = await session.initialize()
+        self.server_info = (init.server_info.name, init.server_info.version)
         tools: list[ListedTool] = []
         cursor: str | None = None
         while True:
