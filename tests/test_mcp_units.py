@@ -207,37 +207,3 @@ def test_a_stored_call_of_a_tool_that_is_not_built_in_shows_its_arguments():
     assert tool_subject("git__git_log", {"repo_path": "/x", "max_count": 3}, declared) == '{"max_count":3,"repo_path":"/x"}'
     assert tool_subject("load_skill", {"name": "deploy", "file": "a.md"}, declared) == "deploy/a.md"
     assert tool_subject("bash", {"command": "ls"}, declared) == "ls"
-
-
-class SlowStart:
-    """An MCP manager whose start ends when the test says, with one note to say."""
-
-    def __init__(self) -> None:
-        import asyncio
-
-        self.release = asyncio.Event()
-        self.starts = 0
-
-    async def start(self) -> list[str]:
-        self.starts += 1
-        await self.release.wait()
-        return ["MCP server 'git' failed to start: no such command"]
-
-
-async def test_a_start_note_is_not_lost_with_a_caller_cancelled_while_waiting():
-    """The turn whose MCP source was late is cancelled while the servers start: the start goes on, once, and the
-    next caller (the next turn, or /mcp) receives its note; the one after it does not hear it again."""
-    import asyncio
-
-    from zeph_cli.features.turn_extras import TurnExtras
-
-    manager = SlowStart()
-    extras = TurnExtras(mcp=manager)  # type: ignore[arg-type]
-    late = asyncio.ensure_future(extras.start_mcp())
-    await asyncio.sleep(0)  # the start has begun
-    late.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await late
-    manager.release.set()
-    assert await extras.start_mcp() == ["MCP server 'git' failed to start: no such command"]
-    assert await extras.start_mcp() == [] and manager.starts == 1
