@@ -118,10 +118,26 @@ async def test_without_an_embedder_all_tools_are_offered_and_that_is_said_once()
         return None
 
     discovery = ToolDiscovery(ToolDiscoveryConfig(min_tools_to_filter=3), none)
-    assert await discovery.select("x", TOOLS) == TOOLS
-    assert await discovery.select("y", TOOLS) == TOOLS
+    assert await discovery.select("show the weather", TOOLS) == TOOLS
+    assert await discovery.select("send an email", TOOLS) == TOOLS
     [warning] = discovery.take_warnings()
     assert "6 MCP tools are all offered" in warning and discovery.take_warnings() == []
+
+
+async def test_a_message_that_names_nothing_loads_no_embedder_and_keeps_the_last_pick(embedder):
+    asked = []
+
+    async def ready():
+        asked.append(1)
+        return embedder
+
+    config = ToolDiscoveryConfig(top_k=1, min_similarity=0.0, min_tools_to_filter=3)
+    discovery = ToolDiscovery(config, ready)
+    assert await discovery.select("hello there", TOOLS) == TOOLS and asked == []  # nothing to rank by: all
+    assert await discovery.rank("hello there", TOOLS) == TOOLS and asked == []
+    [tool] = await discovery.select("send an email to my boss", TOOLS)
+    assert tool.name == "mail__send_email" and asked == [1]
+    assert await discovery.select("continue", TOOLS) == [tool]  # the last message's pick stands
 
 
 async def test_rank_orders_every_tool_for_a_budget_that_fits_only_some(embedder):
