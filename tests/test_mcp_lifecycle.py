@@ -192,7 +192,7 @@ async def test_a_list_change_reported_by_the_connection_is_offered_next_and_kept
         await manager.aclose()
 
 
-async def test_a_cached_server_that_fails_to_start_is_said_and_started_afresh_next_time(tmp_path):
+async def test_a_server_that_fails_to_start_is_said_and_the_next_turns_do_not_wait_for_it(tmp_path):
     state = tmp_path / "state"
     first = _manager(tmp_path, _crashy(state))
     try:
@@ -212,6 +212,16 @@ async def test_a_cached_server_that_fails_to_start_is_said_and_started_afresh_ne
         assert _names(second) == set() and second.cached_listing("crashy") is None
     finally:
         await second.aclose()
+    third = _manager(tmp_path, _crashy(state))
+    try:
+        [note] = await third.prepare_turn()  # the turn goes on: the server starts in the background
+        assert note.startswith("MCP server crashy did not start last time (") and "\n" not in note
+        assert note.endswith("it is starting in the background, and its tools are offered once it is up")
+        assert _names(third) == set()
+        [again] = await third.start()  # /mcp waits for that start
+        assert again.startswith("MCP server crashy did not start: ")
+    finally:
+        await third.aclose()
 
 
 async def test_a_start_note_is_not_lost_with_a_caller_cancelled_while_waiting(tmp_path):

@@ -8,6 +8,9 @@ expand to (never the values), the workspace it runs in, and the command's file (
 that an upgraded server is listed again). `trusted`, `timeout`, `enabled` and `tool_allowlist` are not
 part of it: they change what zeph offers, not what the server lists.
 
+A server that did not start is remembered under its key for FAILURE_KEPT_SECS (then it is waited for
+again, as a server never listed).
+
 Invariant: a listing is used only under the key it was written with; a file that is missing,
 unreadable, of another format, or that no longer fits the listing types is a miss, never an error
 (at most one debug log line). Writes are atomic (a temporary file renamed over the old one). Nothing
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from ...config.mcp import McpServerEntry
 
 FORMAT = 1
+FAILURE_KEPT_SECS = 3600.0  # a failed start is remembered this long: meanwhile turns do not wait for the server
 KEPT_PER_SERVER = 8  # listings under other configurations (other workspaces, older settings) kept per server
 log = logging.getLogger("zeph.mcp.cache")
 
@@ -105,10 +109,24 @@ class ListingCache:
             return {}
         return data["listings"]
 
+    def failure(self, server_id: str, key: str) -> str | None:
+        """Why the server's last start under `key` failed, if it did within FAILURE_KEPT_SECS (else None)."""
+        raw = self._read(server_id).get(key)
+        if not isinstance(raw, dict) or not isinstance(raw.get("failed"), str):
+            return None
+        at = raw.get("at")
+        if not isinstance(at, (int, float)) or not 0 <= time.time() - at < FAILURE_KEPT_SECS:
+            return None
+        return str(raw["failed"])
+
+    def save_failure(self, server_id: str, key: str, reason: str) -> None:
+        """Remember that the server did not start under `key` (in place of any listing there)."""
+        self._put(server_id, key, {"failed": reason, "at": time.time()})
+
     def load(self, server_id: str, key: str) -> Listing | None:
         """The listing kept under `key`, or None."""
         raw = self._read(server_id).get(key)
-        if not isinstance(raw, dict):
+        if not isinstance(raw, dict) or "failed" in raw:
             return None
         try:
             return Listing(
@@ -125,30 +143,24 @@ class ListingCache:
 
     def save(self, server_id: str, key: str, listing: Listing) -> None:
         """Keep `listing` under `key` (replacing any listing there); a failure to write is logged, not raised."""
-        path = self._path(server_id)
-        if path is None:
-            return
-        listings = self._read(server_id)
-        listings.pop(key, None)
-        listings[key] = {
+        self._put(server_id, key, {
             "tools": [dataclasses.asdict(t) for t in listing.tools],
             "prompts": [dataclasses.asdict(p) for p in listing.prompts],
             "instructions": listing.instructions,
             "capabilities": listing.capabilities,
             "server_info": list(listing.server_info),
             "listed_at": listing.listed_at or time.time(),
-        }
-        kept = dict(list(listings.items())[-KEPT_PER_SERVER:])  # insertion order: the latest last
-        self._write(path, {"format": FORMAT, "server": server_id, "listings": kept})
+        })
 
-    def forget(self, server_id: str, key: str) -> None:
-        """Drop the listing under `key` (a server that no longer starts is started again next time)."""
+    def _put(self, server_id: str, key: str, record: dict[str, Any]) -> None:
         path = self._path(server_id)
         if path is None:
             return
         listings = self._read(server_id)
-        if listings.pop(key, None) is not None:
-            self._write(path, {"format": FORMAT, "server": server_id, "listings": listings})
+        listings.pop(key, None)
+        listings[key] = record
+        kept = dict(list(listings.items())[-KEPT_PER_SERVER:])  # insertion order: the latest last
+        self._write(path, {"format": FORMAT, "server": server_id, "listings": kept})
 
     def _write(self, path: Path, data: dict[str, Any]) -> None:
         try:

@@ -2,13 +2,14 @@
 each server started when something needs it, restarted after a crash, closed together.
 
 Invariants:
-- A server starts only through `_bring_up` (a turn's `prepare_turn` for servers never listed, a call to
+- A server starts only through `_bring_up` (a turn's `prepare_turn` for servers never listed — without
+  waiting for one whose last start failed lately —, a call to
   one of its tools, `start()` for /mcp and `zeph mcp`, `start_in_background()` at the chat app's launch,
   `restart()`), once at a time: concurrent needs share one start, which a cancelled caller does not stop.
   Servers stop only in `aclose()` (and `restart()`).
 - A server with a cached listing (`cache.py`) is offered its cached tools without being started; its
   fresh listing replaces the cache and the tools offered from the next request on. A turn waits only
-  for servers never listed; a call waits for its own server's start.
+  for servers never listed whose last start did not fail; a call waits for its own server's start.
 - A stdio server whose process exits after it was running has crashed: one notice names its exit status
   and the last line of its log; it is started again when next needed, RESTART_BACKOFF apart, at most
   MAX_RESTARTS times per session, after which its tools are no longer offered. `restart(id)` resets that.
@@ -78,11 +79,14 @@ class McpManager:
         self.cache = ListingCache(cache)
         self._keys = {e.id: cache_key(e, env, cwd) for e in entries if e.enabled} if cache is not None else {}
         self._listed: set[str] = set()  # servers whose tools are known (a cache entry or a listing this session)
+        self._failed_before: dict[str, str] = {}  # servers whose last start failed lately: no turn waits for them
         for server_id, key in self._keys.items():
             listing = self.cache.load(server_id, key)
             if listing is not None:
                 self._restore(self.connections[server_id], listing)
                 self._listed.add(server_id)
+            elif (reason := self.cache.failure(server_id, key)) is not None:
+                self._failed_before[server_id] = reason
         self._tools: dict[str, list[McpTool]] = {}
         self._warnings: list[str] = []
         self._notes: dict[str, list[str]] = {}  # by server
@@ -117,8 +121,14 @@ class McpManager:
         if self._reaping:
             await asyncio.wait(set(self._reaping.values()))
         pending = [c.id for c in self.connections.values() if c.state == "not started" and c.id not in self._listed]
-        if pending:
-            await asyncio.gather(*(self._need(i) for i in pending))
+        for server_id in [i for i in pending if i in self._failed_before]:
+            reason = self._failed_before.pop(server_id)
+            self._note(server_id, f"MCP server {server_id} did not start last time ({reason}); it is starting in "
+                                  "the background, and its tools are offered once it is up")
+            self._starts[server_id] = asyncio.ensure_future(self._bring_up(server_id))
+        waited = [i for i in pending if i not in self._starts]
+        if waited:
+            await asyncio.gather(*(self._need(i) for i in waited))
         return self.take_warnings()
 
     def start_in_background(self) -> None:
@@ -230,10 +240,10 @@ class McpManager:
                                   f"{conn.reason}; {left}")
             return
         self._note(server_id, f"MCP server {server_id} did not start: {conn.reason}")
-        self._listed.discard(server_id)  # its cached tools are not offered, and the next zeph starts it afresh
+        self._listed.discard(server_id)  # its cached tools are not offered, and the next turns do not wait for it
         self._tools.pop(server_id, None)
         if server_id in self._keys:
-            self.cache.forget(server_id, self._keys[server_id])
+            self.cache.save_failure(server_id, self._keys[server_id], conn.reason)
 
     def _replace(self, old: ServerConnection) -> ServerConnection:
         """A new connection for a server that ran before, offering its last known lists until it is running."""
