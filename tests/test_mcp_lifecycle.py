@@ -290,3 +290,44 @@ def test_a_server_that_crashes_during_an_ask_is_named_with_its_status_and_last_w
     said = ("MCP server crashy exited (status 3); its log ends: 'crashy: giving up with status 3'; "
             "it restarts when next needed (try 1 of 3)")
     assert said in tool_results(chat_requests(fake_server)[-1])[0]
+
+
+# ---- the chat app's launch ---------------------------------------------------------------------------
+
+
+async def test_a_chat_session_refreshes_a_cached_listing_at_launch_without_a_turn(compatible, tmp_path):
+    import os
+
+    from zeph_cli.agent.chat_session import ChatSession
+    from zeph_cli.config import load_config
+    from zeph_cli.tools.permissions import approve_all
+
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "more_tools").write_text("old\n")
+    env = {**os.environ, **_ask_env(compatible, tmp_path, state)}
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    first = await ChatSession.open(load_config(env=env), env=env, cwd=workspace, approver=approve_all)
+    try:
+        for _ in range(600):  # 60 s at most: a bound on a hang
+            if first.agent.mcp.status()[0].state == "running":
+                break
+            await asyncio.sleep(0.1)
+        assert _starts(state) == 1  # started at launch, no turn asked for it
+    finally:
+        await first.aclose()
+    (state / "more_tools").write_text("new\n")
+    second = await ChatSession.open(load_config(env=env), env=env, cwd=workspace, approver=approve_all)
+    try:
+        manager = second.agent.mcp
+        assert "crashy__old" in _names(manager) or _starts(state) == 2  # the cache, unless the refresh was quicker
+        for _ in range(600):
+            if manager.status()[0].state == "running":
+                break
+            await asyncio.sleep(0.1)
+        assert _starts(state) == 2
+        assert "crashy__new" in _names(manager) and "crashy__old" not in _names(manager)
+        assert [t.name for t in manager.cached_listing("crashy").tools][-1] == "new"
+    finally:
+        await second.aclose()
