@@ -124,6 +124,21 @@ async def test_without_an_embedder_all_tools_are_offered_and_that_is_said_once()
     assert "6 MCP tools are all offered" in warning and discovery.take_warnings() == []
 
 
+async def test_tool_vectors_are_kept_for_the_next_process(embedder, tmp_path):
+    from zeph_cli.features.mcp.cache import ToolVectors
+
+    config = ToolDiscoveryConfig(top_k=1, min_similarity=0.0, min_tools_to_filter=3)
+    first = ToolDiscovery(config, embedder, ToolVectors(tmp_path))
+    [tool] = await first.select("send an email to my boss", TOOLS)
+    assert tool.name == "mail__send_email" and first._vectors.embedded == len(TOOLS)
+    again = ToolDiscovery(config, embedder, ToolVectors(tmp_path))  # as the next zeph
+    assert await again.select("send an email to my boss", TOOLS) == [tool]
+    assert again._vectors.embedded == 0  # every tool's vector came from the kept file
+    (tmp_path / "tool_vectors.json").write_text("{not json")
+    broken = ToolDiscovery(config, embedder, ToolVectors(tmp_path))
+    assert await broken.select("send an email to my boss", TOOLS) == [tool] and broken._vectors.embedded == len(TOOLS)
+
+
 async def test_a_message_that_names_nothing_loads_no_embedder_and_keeps_the_last_pick(embedder):
     asked = []
 

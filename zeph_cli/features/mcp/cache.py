@@ -160,21 +160,22 @@ class ListingCache:
         listings.pop(key, None)
         listings[key] = record
         kept = dict(list(listings.items())[-KEPT_PER_SERVER:])  # insertion order: the latest last
-        self._write(path, {"format": FORMAT, "server": server_id, "listings": kept})
+        _write(path, {"format": FORMAT, "server": server_id, "listings": kept})
 
-    def _write(self, path: Path, data: dict[str, Any]) -> None:
+def _write(path: Path, data: dict[str, Any]) -> None:
+    """Replace `path` with `data` atomically; a failure is logged, not raised."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as out:
-                    json.dump(data, out, ensure_ascii=False, default=_jsonable)
-                os.replace(temporary, path)
-            except BaseException:
-                Path(temporary).unlink(missing_ok=True)
-                raise
-        except (OSError, TypeError, ValueError) as exc:
-            log.debug("MCP listing cache %s was not written: %s", path, exc)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, ensure_ascii=False, default=_jsonable)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except (OSError, TypeError, ValueError) as exc:
+        log.debug("MCP cache file %s was not written: %s", path, exc)
 
 
 def _jsonable(value: Any) -> Any:
@@ -182,3 +183,43 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     return str(value)
+
+
+class ToolVectors:
+    """Tool discovery's vectors of tool texts, kept across processes: `<cache dir>/mcp/tool_vectors.json`,
+    for one embedder model at a time (another model's replace them), at most MAX_VECTORS, float32.
+
+    Invariant: vectors are looked up by the model's name and the sha256 of the text embedded, so a kept
+    vector is the row that model makes for that text; anything unreadable is a miss, never an error."""
+
+    MAX_VECTORS = 2048
+
+    def __init__(self, directory: Path | None) -> None:
+        self.path = directory / "tool_vectors.json" if directory is not None else None
+
+    def load(self, model: str) -> dict[str, Any]:
+        import base64
+
+        import numpy as np
+
+        if self.path is None:
+            return {}
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("format") != FORMAT or data.get("model") != model:
+                return {}
+            return {digest: np.frombuffer(base64.b64decode(text), dtype="<f4")
+                    for digest, text in data["vectors"].items()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            return {}
+
+    def save(self, model: str, rows: Mapping[str, Any]) -> None:
+        import base64
+
+        import numpy as np
+
+        if self.path is None:
+            return
+        kept = list(rows.items())[-self.MAX_VECTORS:]
+        vectors = {digest: base64.b64encode(np.asarray(row, dtype="<f4").tobytes()).decode() for digest, row in kept}
+        _write(self.path, {"format": FORMAT, "model": model, "vectors": vectors})

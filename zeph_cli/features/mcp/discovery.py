@@ -4,7 +4,7 @@ Invariant: with strategy "embedding", more than `min_tools_to_filter` tools and
 an embedder, a turn gets the `top_k` tools most similar to the message (cosine
 of the message and "name: description") that reach `min_similarity`, plus every
 `always_include` tool; otherwise every tool. Tool vectors are embedded once per
-text. A missing or failing embedder is said once and then every tool is offered. A message that names
+text, and kept across processes when given a `ToolVectors` (cache.py). A missing or failing embedder is said once and then every tool is offered. A message that names
 nothing (recall's `names_something`: "hello there", "continue") has nothing to rank by and loads no
 embedder: it is offered the tools picked for the last message that named something, or every tool.
 `rank` orders tools for a budget that fits only some; offered tools keep their
@@ -23,6 +23,7 @@ from ..memory.text_vectors import TextVectors
 if TYPE_CHECKING:
     from ...config.mcp import ToolDiscoveryConfig
     from ..memory.embedders.base import Embedder
+    from .cache import ToolVectors
 
 
 class DiscoverableTool(Protocol):
@@ -40,13 +41,15 @@ EmbedderSource = Union["Embedder", Callable[[], Awaitable["Embedder | None"]], N
 
 
 class ToolDiscovery:
-    def __init__(self, config: ToolDiscoveryConfig, embedder: EmbedderSource) -> None:
+    def __init__(self, config: ToolDiscoveryConfig, embedder: EmbedderSource, kept: ToolVectors | None = None) -> None:
         self.config = config
         self._source = embedder
         self.embedder: Embedder | None = None
         self._vectors = TextVectors()
         self._warnings: list[str] = []
         self._warned = False
+        self._kept = kept
+        self._seeded = False  # the kept vectors were read
         self._picked: set[str] | None = None  # the names picked for the last message that named something
 
     def take_warnings(self) -> list[str]:
@@ -100,7 +103,15 @@ class ToolDiscovery:
 
     def _scores(self, message: str, tools: Sequence[DiscoverableTool]) -> list[float]:
         assert self.embedder is not None
-        return self._vectors.similarities(self.embedder, [tool_text(t) for t in tools], message)
+        model = self.embedder.model
+        if self._kept is not None and not self._seeded:
+            self._seeded = True
+            self._vectors.add(model, self._kept.load(model))
+        before = self._vectors.embedded
+        scores = self._vectors.similarities(self.embedder, [tool_text(t) for t in tools], message)
+        if self._kept is not None and self._vectors.embedded > before:
+            self._kept.save(model, self._vectors.known(model))
+        return scores
 
     def _warn_once(self, text: str) -> None:
         if not self._warned:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...config.mcp import McpServerEntry, ToolDiscoveryConfig
 from ...paths import cache_dir, mcp_log_dir
-from .cache import Listing, ListingCache, cache_key
+from .cache import Listing, ListingCache, ToolVectors, cache_key
 from .connection import ListedPrompt, ServerConnection, ServerError
 from .hooks import ServerHooks
 from .discovery import EmbedderSource, ToolDiscovery
@@ -74,7 +74,7 @@ class McpManager:
         self.hooks = ServerHooks(roots=lambda: [cwd], on_change=self._changed, on_log=self._logged)
         self._env, self._cwd, self._log_dir = env, cwd, log_dir
         self.connections = {e.id: ServerConnection(e, env, cwd, log_dir, self.hooks) for e in entries}
-        self.discovery = ToolDiscovery(discovery or ToolDiscoveryConfig(), embedder)
+        self.discovery = ToolDiscovery(discovery or ToolDiscoveryConfig(), embedder, ToolVectors(cache) if cache else None)
         self.names = ToolNames()
         self.cache = ListingCache(cache)
         self._keys = {e.id: cache_key(e, env, cwd) for e in entries if e.enabled} if cache is not None else {}
