@@ -112,6 +112,23 @@ async def test_a_server_killed_between_turns_is_said_before_the_next_and_restart
         await manager.aclose()
 
 
+async def test_closing_during_a_restart_s_backoff_starts_nothing_again(tmp_path):
+    state = tmp_path / "state"
+    manager = _manager(tmp_path, _crashy(state))
+    try:
+        await manager.prepare_turn()
+        with pytest.raises(ServerError, match=r"exited \(status 3\)"):
+            await manager.call_tool("crashy", "crash", {"status": 3}, 30)
+        waiting = asyncio.ensure_future(manager.call_tool("crashy", "echo", {"text": "x"}, 30))
+        await asyncio.sleep(0.2)  # inside the 1 s backoff
+        assert not waiting.done()
+    finally:
+        await manager.aclose()
+    with pytest.raises(ServerError, match="^MCP server crashy"):
+        await asyncio.wait_for(waiting, 30)  # a bound on a hang
+    assert _starts(state) == 1
+
+
 # ---- the listing cache ---------------------------------------------------------------------------
 
 

@@ -21,6 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -99,6 +100,7 @@ class McpManager:
         self._log_said: dict[str, int] = {}  # log notices said per server this turn
         self._background: asyncio.Future[None] | None = None
         self._closed = False
+        self._closing = asyncio.Event()
 
     @classmethod
     def from_config(cls, config: Config, env: Mapping[str, str], cwd: Path, embedder: EmbedderSource = None) -> McpManager:
@@ -159,7 +161,7 @@ class McpManager:
         await old.close()
         self._reported.discard(server_id)
         self._replace(old)
-        await self._need(server_id, fresh=True)
+        await self._need(server_id)
         conn = self.connections[server_id]
         if conn.state == "running":
             self._notes.setdefault(server_id, []).insert(0, f"MCP server {server_id} restarted ({len(conn.tools)} tools)")
@@ -181,6 +183,7 @@ class McpManager:
         if self._closed:
             return
         self._closed = True
+        self._closing.set()
         await asyncio.gather(*(c.close() for c in self.connections.values()), return_exceptions=True)
         waiting = {f for f in (*self._starts.values(), *self._reaping.values()) if not f.done()}
         if self._background is not None and not self._background.done():
@@ -194,7 +197,7 @@ class McpManager:
         self._check_all()
         await asyncio.gather(*(self._need(c.id) for c in self.connections.values() if c.state != "disabled"))
 
-    async def _need(self, server_id: str, *, fresh: bool = False) -> ServerConnection:
+    async def _need(self, server_id: str) -> ServerConnection:
         """The server's connection, started (or restarted) first if it is not running; one start at a time,
         shared by every caller, and not stopped by a caller that is cancelled."""
         starting = self._starts.get(server_id)
@@ -217,7 +220,10 @@ class McpManager:
             reaping = self._reaping.get(server_id)
             if reaping is not None:
                 await asyncio.wait({reaping})
-            await asyncio.sleep(max(0.0, restarts.not_before - asyncio.get_running_loop().time()))
+            delay = restarts.not_before - asyncio.get_running_loop().time()
+            if delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closing.wait(), delay)  # the backoff, cut short by aclose()
             if self._closed:
                 return
             restarts.tries += 1
