@@ -268,6 +268,10 @@ class McpManager:
         """Notice a server that was running and is not any more (said once, by `_reap` or here)."""
         if self._closed or self._up.get(conn.id) is not conn:
             return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on the loop the server ran on (it ended with it): nothing to notice here
+            return
         if conn.closed_under_us():
             conn.mark_dead("the connection closed")
         if conn.state == "running":
@@ -280,7 +284,7 @@ class McpManager:
             self._listed.discard(conn.id)
             return
         restarts = self._restarts.setdefault(conn.id, _Restarts())
-        restarts.not_before = asyncio.get_running_loop().time() + RESTART_BACKOFF[min(restarts.tries, len(RESTART_BACKOFF) - 1)]
+        restarts.not_before = loop.time() + RESTART_BACKOFF[min(restarts.tries, len(RESTART_BACKOFF) - 1)]
         self._reaping[conn.id] = asyncio.ensure_future(self._reap(conn, restarts))
 
     async def _reap(self, conn: ServerConnection, restarts: _Restarts) -> None:
