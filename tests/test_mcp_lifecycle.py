@@ -348,3 +348,24 @@ async def test_a_chat_session_refreshes_a_cached_listing_at_launch_without_a_tur
         assert [t.name for t in manager.cached_listing("crashy").tools][-1] == "new"
     finally:
         await second.aclose()
+
+
+async def test_the_first_turn_of_a_chat_waits_for_a_server_never_listed_started_at_launch(fake_server, compatible, tmp_path):
+    import os
+
+    from zeph_cli.agent.chat_session import ChatSession
+    from zeph_cli.config import load_config
+    from zeph_cli.tools.permissions import approve_all
+
+    state = tmp_path / "state"
+    env = {**os.environ, **_ask_env(compatible, tmp_path, state)}
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    session = await ChatSession.open(load_config(env=env), env=env, cwd=workspace, approver=approve_all)
+    try:
+        queue_reply(fake_server, "Hi.")
+        [event async for event in session.run("hello")]
+        assert {"crashy__echo", "crashy__crash"} <= set(tool_names(chat_requests(fake_server)[-1]))
+        assert _starts(state) == 1  # the launch's start, which the turn joined
+    finally:
+        await session.aclose()

@@ -81,6 +81,7 @@ class McpManager:
         self._keys = {e.id: cache_key(e, env, cwd) for e in entries if e.enabled} if cache is not None else {}
         self._listed: set[str] = set()  # servers whose tools are known (a cache entry or a listing this session)
         self._failed_before: dict[str, str] = {}  # servers whose last start failed lately: no turn waits for them
+        self._unwaited: set[str] = set()  # those of them being started in the background
         for server_id, key in self._keys.items():
             listing = self.cache.load(server_id, key)
             if listing is not None:
@@ -127,8 +128,9 @@ class McpManager:
             reason = self._failed_before.pop(server_id)
             self._note(server_id, f"MCP server {server_id} did not start last time ({reason}); it is starting in "
                                   "the background, and its tools are offered once it is up")
-            self._starts[server_id] = asyncio.ensure_future(self._bring_up(server_id))
-        waited = [i for i in pending if i not in self._starts]
+            self._unwaited.add(server_id)
+            self._need_in_background(server_id)
+        waited = [i for i in pending if i not in self._unwaited]
         if waited:
             await asyncio.gather(*(self._need(i) for i in waited))
         return self.take_warnings()
@@ -196,6 +198,11 @@ class McpManager:
     async def _bring_up_all(self) -> None:
         self._check_all()
         await asyncio.gather(*(self._need(c.id) for c in self.connections.values() if c.state != "disabled"))
+
+    def _need_in_background(self, server_id: str) -> None:
+        starting = self._starts.get(server_id)
+        if starting is None or starting.done():
+            self._starts[server_id] = asyncio.ensure_future(self._bring_up(server_id))
 
     async def _need(self, server_id: str) -> ServerConnection:
         """The server's connection, started (or restarted) first if it is not running; one start at a time,
