@@ -179,7 +179,7 @@ async def test_http_tools_allowlist_prompts_and_errors(tmp_path, http_server):
         assert (server, prompt.name) == ("fake", "review")
         assert [(a[0], a[1]) for a in prompt.arguments] == [("path", True), ("focus", False)]
         text = await manager.get_prompt("fake", "review", {"path": "app.py"})
-        assert text == "Review app.py with a focus on bugs."
+        assert text == [("user", "Review app.py with a focus on bugs.")]
         with pytest.raises(PromptError, match="needs the argument"):
             await manager.get_prompt("fake", "review", {})
         with pytest.raises(PromptError, match="no prompt 'nope'"):

@@ -631,7 +631,9 @@ class ChatSession:
             raise ZephError("no MCP servers are configured ([[mcp.servers]] in the config)")
         await self.agent.extras.start_mcp()
         try:
-            return await mcp.get_prompt(server, name, arguments)
+            from ..features.mcp.prompts import prompt_text
+
+            return prompt_text(await mcp.get_prompt(server, name, arguments))
         except mcp_feature.PromptError as exc:
             raise ZephError(str(exc)) from None
 

@@ -19,6 +19,8 @@ from ..errors import ConfigError
 
 SERVER_ID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 DISCOVERY_STRATEGIES = ("embedding", "none")
+# The protocol's log levels, least severe first (RFC 5424 severities).
+LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 
 @dataclass
@@ -29,7 +31,12 @@ class McpServerEntry:
     command: str = setting("", "Executable to start the server over stdio (with args and env).")
     args: tuple[str, ...] = setting((), "Arguments of command.", kind=tuple)
     url: str = setting("", "Streamable HTTP endpoint, instead of command (may name ${VAR}s, expanded at start).")
-    timeout: float = setting(30.0, "Seconds to start the server and list its tools, and to wait for one tool call.", lo=1.0, hi=3600.0, kind=float)
+    timeout: float = setting(30.0, "Seconds to start the server and list its tools, and for a tool call to go without an answer "
+                                   "or a progress update.", lo=1.0, hi=3600.0, kind=float)
+    max_timeout: float = setting(600.0, "Seconds a tool call may run in all, however often it reports progress (at least timeout).",
+                                 lo=1.0, hi=86400.0, kind=float)
+    log_level: str = setting("warning", "The least severe of the server's log messages it is asked to send (written to mcp/ID.log; "
+                                        "warning and above are also shown).", choices=LOG_LEVELS)
     tool_allowlist: tuple[str, ...] = setting((), "Only these tools of the server are offered (empty = all).", kind=tuple)
     trusted: bool = setting(False, "Run this server's tools without asking (tools.deny rules still apply).")
     enabled: bool = setting(True, "Set false to keep the entry but not start the server.")
@@ -103,6 +110,9 @@ def _server(raw: Any, where: str, label: str, warnings: list[str]) -> McpServerE
         raise ConfigError(
             f"{where}: {label} ({entry.id}) needs exactly one of command (stdio) or url (streamable HTTP)"
         )
+    if "max_timeout" in values and entry.max_timeout < entry.timeout:
+        raise ConfigError(f"{where}: {label}.max_timeout = {entry.max_timeout:g} is less than its timeout = {entry.timeout:g}: "
+                          f"max_timeout is the cap on a whole call, timeout the wait between progress updates")
     if entry.url and not re.match(r"https?://", entry.url):
         raise ConfigError(f"{where}: {label}.url = {entry.url!r} is not valid: expected an http:// or https:// URL")
     if entry.command and entry.headers:

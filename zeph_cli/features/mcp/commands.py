@@ -118,11 +118,12 @@ def mcp_prompt(
 ) -> None:
     """Print a prompt as its server renders it.
 
-    Pipe it into `zeph ask` to send it.
+    Pipe it into `zeph ask` to send it. A prompt with assistant messages is printed with a `## role` header
+    before each message.
     """
     values = parse_arguments(arguments or [])
 
-    async def run() -> str:
+    async def run() -> list[tuple[str, str]]:
         from .manager import PromptError
 
         manager = _manager(only=server)
@@ -139,7 +140,9 @@ def mcp_prompt(
 
     import asyncio
 
-    print(asyncio.run(run()))
+    from .prompts import prompt_text
+
+    print(prompt_text(asyncio.run(run())))
 
 
 def parse_arguments(pairs: list[str]) -> dict[str, str]:

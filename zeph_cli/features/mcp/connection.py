@@ -7,6 +7,21 @@ tasks; other tasks only send requests through the open session. A server is
 "failed" with a one-line reason, and nothing the SDK or the transport raises
 escapes as anything but `ServerError`. A stdio server's stderr goes to its log
 file, never to the terminal.
+
+What zeph says it is: `clientInfo` zeph and its version; capabilities exactly
+what it implements (form elicitation, roots without list_changed). What the
+server sends back goes through the shared `ServerHooks`, called inside a guard
+so nothing a hook raises reaches the SDK: its log messages at or above its
+`log_level` (also written to `mcp/ID.log`), its form requests (answered by
+`hooks.elicit`; URL mode and forms no dialog can ask are declined), the roots
+(`hooks.roots()` as file:// URIs), and its `list_changed` notifications, after
+which that list is read again whole (every page) and replaced at once before
+`hooks.on_change` is told. A tool that requires task augmentation is never in
+`tools` (it is named in `needs_tasks`). A tool call's `timeout` is an idle
+limit that each progress update restarts (and that stands still while the user
+answers the server's form), `max_timeout` the cap from the call's start; at
+either the call is cancelled (the SDK tells the server) and the error names
+the limit and its key.
 """
 
 from __future__ import annotations
@@ -14,19 +29,28 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...tools.elicitation import ElicitationRequest
 from . import exit_status
+from .elicit import UnaskableForm, answer_content, form_fields
 from .expand import UnsetVariable, expand_table, expand_value
 from .hooks import ServerHooks
+from .server_log import append_line, message_text, severity
 
 if TYPE_CHECKING:
     from mcp import ClientSession
 
     from ...config.mcp import McpServerEntry
+
+# What a tool call reports as it runs: (message, progress, total), any of them possibly empty.
+ProgressReport = Callable[[str, "float | None", "float | None"], None]
+
+log = logging.getLogger("zeph.mcp")
 
 LOG_ROTATE_BYTES = 1 << 20  # a server's log past this is moved to ID.log.1 (replacing it) when it starts again
 CLOSE_GRACE_SECS = 8.0  # the SDK gives a stdio server up to ~6 s to exit before it is killed
@@ -51,6 +75,37 @@ class ListedPrompt:
     arguments: tuple[tuple[str, bool, str], ...]  # (name, required, description)
 
 
+class _CallClock:
+    """One tool call's limits as the deadline of its `asyncio.timeout`: `idle` seconds from the last sign of
+    life (the start, a progress update, an answered form), never past `cap` seconds from the start."""
+
+    def __init__(self, idle: float, cap: float) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.idle = idle
+        self.cap_at = self.loop.time() + cap
+        self.waiting = 0  # forms the user is answering: only the cap runs meanwhile
+        self.scope: asyncio.Timeout | None = None
+
+    def deadline(self) -> float:
+        return min(self.loop.time() + self.idle, self.cap_at)
+
+    def alive(self) -> None:
+        if self.scope is not None and not self.waiting and not self.scope.expired():
+            self.scope.reschedule(self.deadline())
+
+    def asking(self) -> None:
+        self.waiting += 1
+        if self.scope is not None and not self.scope.expired():
+            self.scope.reschedule(self.cap_at)
+
+    def answered(self) -> None:
+        self.waiting -= 1
+        self.alive()
+
+    def capped(self) -> bool:
+        return self.loop.time() >= self.cap_at - 0.01
+
+
 @dataclass
 class ServerConnection:
     entry: McpServerEntry
@@ -62,7 +117,13 @@ class ServerConnection:
     reason: str = ""
     tools: list[ListedTool] = field(default_factory=list)
     prompts: list[ListedPrompt] = field(default_factory=list)
-    server_info: tuple[str, str] = ("", "")  # the name and version it reported at initialize
+    needs_tasks: list[str] = field(default_factory=list)  # tools left out: they require task augmentation
+    instructions: str = ""  # what the server says about using it (initialize's `instructions`)
+    server_name: str = ""  # the name and version the server reports
+    server_version: str = ""
+    _capabilities: Any = None  # the server's, from initialize
+    _clocks: set[_CallClock] = field(default_factory=set)  # the calls in flight
+    _relisting: dict[str, bool] = field(default_factory=dict)  # kind -> changed again while being listed
     _session: ClientSession | None = None
     _task: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -97,13 +158,11 @@ class ServerConnection:
 
     async def _own(self) -> None:
         """The server's whole life, in this one task: enter, serve until asked to stop, exit."""
-        from mcp import ClientSession
-
         keep_sdk_logs_off_the_terminal()
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await self._transport(stack)
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(self._new_session(read, write))
                 if not await self._initialized(session):
                     return  # closed while starting: the contexts exit as usual, and the process with them
                 self._session = session
@@ -162,6 +221,11 @@ class ServerConnection:
         lines = [line.strip() for line in written.splitlines() if line.strip() and not exit_status.is_mark(line)]
         return lines[-1][:200] if lines else ""
 
+    @property
+    def capabilities(self) -> Any:
+        """What the server declared at initialize (None before it did)."""
+        return self._capabilities
+
     def exit_status(self) -> int | None:
         """The status a stdio server's process exited with since it was started (None: not known, or running)."""
         return exit_status.read(self.log_path, self._log_from)
@@ -199,7 +263,9 @@ class ServerConnection:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(entry.timeout, read=300.0))
+            # reading waits for a whole call when the server answers in one piece: as long as max_timeout allows
+            read = max(300.0, entry.max_timeout, entry.timeout) + 5.0
+            client = create_mcp_http_client(headers=headers, timeout=httpx2.Timeout(entry.timeout, read=read))
 
             async def remember_refusal(response: httpx2.Response) -> None:
                 if response.status_code >= 400:  # the SDK's error says only "an error response"
@@ -210,30 +276,159 @@ class ServerConnection:
             streams = await stack.enter_async_context(streamable_http_client(url, http_client=client))
         return streams[0], streams[1]
 
+    def _new_session(self, read: Any, write: Any) -> ClientSession:
+        """The SDK session with zeph's identity and its answers to what a server may ask or tell."""
+        from mcp.types import Implementation
+
+        return _zeph_session_class()(
+            read, write, client_info=Implementation(name="zeph", version=_zeph_version()),
+            elicitation_callback=self._elicit, list_roots_callback=self._roots, logging_callback=self._logged,
+            message_handler=self._notified, log_level=self.entry.log_level,
+        )
+
     async def _initialize(self, session: ClientSession) -> None:
         init = await session.initialize()
-        self.server_info = (init.server_info.name, init.server_info.version)
+        self._capabilities = init.capabilities
+        self.instructions = (init.instructions or "").strip()
+        self.server_name, self.server_version = init.server_info.name, init.server_info.version
+        if init.capabilities.logging is not None:
+            try:
+                with warnings.catch_warnings():  # deprecated in the 2026 revision, which these servers do not speak
+                    warnings.simplefilter("ignore")
+                    await session.set_logging_level(self.entry.log_level)  # type: ignore[arg-type]
+            except Exception as exc:  # noqa: BLE001 - a server that refuses its level still serves; said in its log
+                append_line(self.message_log_path, "notice", f"zeph: logging/setLevel {self.entry.log_level} failed: {describe(exc)}")
+        await self._list_tools(session)
+        await self._list_prompts(session)
+
+    async def _list_tools(self, session: ClientSession) -> None:
+        """Every page of tools/list, replacing `tools` (and `needs_tasks`) at once."""
+        from mcp.types import PaginatedRequestParams
+
         tools: list[ListedTool] = []
+        needs_tasks: list[str] = []
         cursor: str | None = None
         while True:
-            from mcp.types import PaginatedRequestParams
-
             page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
             for tool in page.tools:
+                if tool.execution is not None and tool.execution.task_support == "required":
+                    needs_tasks.append(tool.name)
+                    continue
                 hints = tool.annotations
                 tools.append(ListedTool(tool.name, tool.description or "", dict(tool.input_schema),
                                         bool(hints is not None and hints.read_only_hint)))
             cursor = page.next_cursor
             if not cursor:
                 break
-        self.tools = tools
-        if init.capabilities.prompts is not None:
-            listed = await session.list_prompts()
-            self.prompts = [
+        self.tools, self.needs_tasks = tools, needs_tasks
+
+    async def _list_prompts(self, session: ClientSession) -> None:
+        """Every page of prompts/list, replacing `prompts` at once (none when the server has no prompts)."""
+        from mcp.types import PaginatedRequestParams
+
+        if self._capabilities is None or self._capabilities.prompts is None:
+            return
+        prompts: list[ListedPrompt] = []
+        cursor: str | None = None
+        while True:
+            page = await session.list_prompts(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+            prompts += [
                 ListedPrompt(p.name, p.description or "",
                              tuple((a.name, bool(a.required), a.description or "") for a in p.arguments or ()))
-                for p in listed.prompts
+                for p in page.prompts
             ]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        self.prompts = prompts
+
+    # ---- what the server asks and tells ---------------------------------------------
+
+    @property
+    def message_log_path(self) -> Path:
+        """Where the server's log messages go: its stderr log for stdio, a file of the same name for HTTP."""
+        return self.log_dir / f"{self.id}.log"
+
+    async def _logged(self, params: Any) -> None:
+        level = str(params.level)
+        if severity(level) < severity(self.entry.log_level):
+            return
+        text = message_text(params.logger, params.data)
+        append_line(self.message_log_path, level, text)
+        self._tell("on_log", self.id, level, text)
+
+    async def _notified(self, message: Any) -> None:
+        """A list changed: read it again (a change during the reading is read once more after it)."""
+        from mcp.types import PromptListChangedNotification, ResourceListChangedNotification, ToolListChangedNotification
+
+        kind = ("tools" if isinstance(message, ToolListChangedNotification)
+                else "prompts" if isinstance(message, PromptListChangedNotification)
+                else "resources" if isinstance(message, ResourceListChangedNotification) else None)
+        session = self._session
+        if kind is None or session is None or self.state != "running":
+            return  # (before it runs, the first listing is still to come)
+        lister = getattr(self, f"_list_{kind}", None)  # the resources section defines `_list_resources`
+        if lister is None:
+            return
+        if kind in self._relisting:
+            self._relisting[kind] = True
+            return
+        self._relisting[kind] = False
+        try:
+            while True:
+                self._relisting[kind] = False
+                try:
+                    await asyncio.wait_for(lister(session), self.entry.timeout)
+                except Exception as exc:  # noqa: BLE001 - the old list stands; said in zeph's log
+                    log.warning("MCP server %s: listing its %s again failed: %s", self.id, kind, describe(exc))
+                    return
+                if not self._relisting[kind]:
+                    break
+        finally:
+            del self._relisting[kind]
+        self._tell("on_change", self.id, kind)
+
+    async def _elicit(self, context: Any, params: Any) -> Any:
+        """A server's form, asked through `hooks.elicit`; URL mode and forms no dialog can show are declined."""
+        from mcp.types import ElicitResult
+
+        if getattr(params, "mode", "form") != "form":
+            append_line(self.message_log_path, "notice", "zeph: declined a URL-mode elicitation (not supported)")
+            return ElicitResult(action="decline")
+        try:
+            fields = form_fields(params.requested_schema)
+        except UnaskableForm as exc:
+            append_line(self.message_log_path, "notice", f"zeph: declined a form: {exc}")
+            return ElicitResult(action="decline")
+        request = ElicitationRequest(self.id, params.message, fields)
+        clocks = list(self._clocks)
+        for clock in clocks:
+            clock.asking()
+        try:
+            answer = await self.hooks.elicit(request)
+            return ElicitResult(action=answer.action, content=answer_content(answer, fields))
+        except Exception as exc:  # noqa: BLE001 - an asker that fails declines, never breaks the call
+            log.warning("MCP server %s: asking for its form failed: %s", self.id, describe(exc))
+            return ElicitResult(action="decline")
+        finally:
+            for clock in clocks:
+                clock.answered()
+
+    async def _roots(self, context: Any) -> Any:
+        from mcp.types import ListRootsResult, Root
+
+        try:
+            roots = [Path(p) for p in self.hooks.roots() if Path(p).is_absolute()]
+        except Exception as exc:  # noqa: BLE001
+            log.warning("MCP server %s: the roots could not be given: %s", self.id, describe(exc))
+            roots = []
+        return ListRootsResult(roots=[Root(uri=p.as_uri(), name=p.name or str(p)) for p in roots])  # type: ignore[arg-type]
+
+    def _tell(self, hook: str, *args: Any) -> None:
+        try:
+            getattr(self.hooks, hook)(*args)
+        except Exception as exc:  # noqa: BLE001 - a hook never breaks the connection
+            log.warning("MCP server %s: hook %s failed: %s", self.id, hook, describe(exc))
 
     def _fail(self, reason: str) -> None:
         self.state = "failed"
@@ -279,20 +474,48 @@ class ServerConnection:
             raise ServerError(f"MCP server {self.id} is not running{why}")
         return session
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
-        """The server's `CallToolResult`; `ServerError` naming the server on any failure."""
+    async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float,
+                        progress: ProgressReport | None = None) -> Any:
+        """The server's `CallToolResult`; `ServerError` naming the server on any failure. The call carries a
+        progress token; each update goes to `progress` and restarts the `timeout` (idle) clock, up to the
+        entry's `max_timeout` from the start."""
         session = self._running_session()
         self._http_refusal = ""
+        cap = max(self.entry.max_timeout, timeout)
+        clock = _CallClock(timeout, cap)
+
+        report = progress
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            clock.alive()
+            if report is not None:
+                try:
+                    report(message or "", progress, total)
+                except Exception as exc:  # noqa: BLE001 - a display never breaks the call
+                    log.warning("MCP server %s: showing progress failed: %s", self.id, describe(exc))
+
+        self._clocks.add(clock)
         try:
-            return await asyncio.wait_for(session.call_tool(tool, arguments, read_timeout_seconds=timeout),
-                                          timeout + 1.0)
-        except TimeoutError:
-            raise ServerError(f"MCP server {self.id}: {tool} did not answer within {timeout:g} s") from None
+            async with asyncio.timeout_at(clock.deadline()) as scope:
+                clock.scope = scope
+                return await session.call_tool(tool, arguments, progress_callback=on_progress)
+        except TimeoutError as exc:
+            if clock.scope is None or not clock.scope.expired():  # not our clock: the transport's own
+                self._after_failure(exc)
+                raise ServerError(f"MCP server {self.id}: {tool} failed: {describe(exc)}") from None
+            if clock.capped():
+                raise ServerError(f"MCP server {self.id}: {tool} ran past max_timeout = {cap:g} s "
+                                  f"(mcp.servers[].max_timeout) and was cancelled") from None
+            raise ServerError(f"MCP server {self.id}: {tool} did not answer within {timeout:g} s "
+                              f"(mcp.servers[].timeout; progress extends it up to max_timeout = {cap:g} s)") from None
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - SDK and transport errors become one line
             self._after_failure(exc)
             raise ServerError(f"MCP server {self.id}: {tool} failed: {self._http_refusal or describe(exc)}") from None
+        finally:
+            clock.scope = None  # a progress update that comes late moves nothing
+            self._clocks.discard(clock)
 
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> Any:
         session = self._running_session()
@@ -347,6 +570,35 @@ class _ToZephLog(logging.Handler):
         for handler in logging.getLogger("zeph").handlers:
             if record.levelno >= handler.level:
                 handler.handle(record)
+
+
+_SESSION_CLASS: Any = None
+
+
+def _zeph_session_class() -> Any:
+    """`ClientSession` declaring what zeph implements: form elicitation only (URL mode is declined), and roots
+    without list_changed (the workspace does not change under a session). The SDK would declare both in full."""
+    global _SESSION_CLASS
+    if _SESSION_CLASS is None:
+        from mcp import ClientSession
+        from mcp.types import ClientCapabilities, ElicitationCapability, FormElicitationCapability, RootsCapability
+
+        class ZephSession(ClientSession):
+            def _build_capabilities(self, version: str) -> ClientCapabilities:
+                declared = super()._build_capabilities(version)
+                return declared.model_copy(update={
+                    "elicitation": ElicitationCapability(form=FormElicitationCapability()),
+                    "roots": RootsCapability(list_changed=False),
+                })
+
+        _SESSION_CLASS = ZephSession
+    return _SESSION_CLASS
+
+
+def _zeph_version() -> str:
+    from ... import __version__
+
+    return __version__
 
 
 def keep_sdk_logs_off_the_terminal() -> None:

@@ -31,20 +31,19 @@ from typing import TYPE_CHECKING, Any
 from ...config.mcp import McpServerEntry, ToolDiscoveryConfig
 from ...paths import cache_dir, mcp_log_dir
 from .cache import Listing, ListingCache, ToolVectors, cache_key
-from .connection import ListedPrompt, ServerConnection, ServerError
+from .connection import ListedPrompt, ProgressReport, ServerConnection, ServerError
 from .hooks import ServerHooks
 from .discovery import EmbedderSource, ToolDiscovery
 from .names import ToolNames
-from .tools import McpTool, result_text
+from .prompts import prompt_messages
+from .server_log import LogNotices
+from .tools import McpTool
 
 if TYPE_CHECKING:
     from ...config import Config
 
 RESTART_BACKOFF = (1.0, 2.0, 4.0)  # seconds from a crash (or a failed restart) to the next try
 MAX_RESTARTS = 3  # per server per session
-LOG_NOTICES_PER_TURN = 3  # a server's log messages said per turn, past which they are counted
-INSTRUCTIONS = "instructions"  # what a connection keeps of the server's instructions, when it keeps them
-NOTICE_LEVELS = frozenset({"warning", "error", "critical", "alert", "emergency"})
 
 
 class PromptError(Exception):
@@ -72,7 +71,7 @@ class McpManager:
     def __init__(self, entries: Sequence[McpServerEntry], *, env: Mapping[str, str], cwd: Path, log_dir: Path,
                  discovery: ToolDiscoveryConfig | None = None, embedder: EmbedderSource = None,
                  cache: Path | None = None) -> None:
-        self.hooks = ServerHooks(roots=lambda: [cwd], on_change=self._changed, on_log=self._logged)
+        self.hooks = ServerHooks(roots=lambda: [cwd], on_change=self._changed)
         self._env, self._cwd, self._log_dir = env, cwd, log_dir
         self.connections = {e.id: ServerConnection(e, env, cwd, log_dir, self.hooks) for e in entries}
         self.discovery = ToolDiscovery(discovery or ToolDiscoveryConfig(), embedder, ToolVectors(cache) if cache else None)
@@ -98,10 +97,13 @@ class McpManager:
         self._restarts: dict[str, _Restarts] = {}
         self._reaping: dict[str, asyncio.Future[None]] = {}  # a crashed connection being closed, then said
         self._crash_notes: dict[str, str] = {}  # a server's last crash, as said
-        self._log_said: dict[str, int] = {}  # log notices said per server this turn
         self._background: asyncio.Future[None] | None = None
         self._closed = False
         self._closing = asyncio.Event()
+        # What servers report (their log messages, changed lists): see "the cache and the servers' hooks" below.
+        self.log_notices = LogNotices()
+        self._said_needs_tasks: set[str] = set()
+        self.hooks.on_log = self.log_notices.add
 
     @classmethod
     def from_config(cls, config: Config, env: Mapping[str, str], cwd: Path, embedder: EmbedderSource = None) -> McpManager:
@@ -112,14 +114,13 @@ class McpManager:
 
     async def start(self) -> list[str]:
         """Start every enabled server that is not running (a crashed one within its restarts), at once; what
-        went wrong, one line per server (for /mcp and `zeph mcp`)."""
+        went wrong, one line per server (for /mcp and `zeph mcp`; other warnings wait for `take_warnings`)."""
         await self._bring_up_all()
-        return self.take_warnings()
+        return self._take_notes()
 
     async def prepare_turn(self) -> list[str]:
         """Before a turn: a crash since the last turn is said, and the servers never listed are started (and
         waited for); a server with a cached listing is not started (its tools are offered from the cache)."""
-        self._log_said.clear()
         self._check_all()
         if self._reaping:
             await asyncio.wait(set(self._reaping.values()))
@@ -167,14 +168,20 @@ class McpManager:
         conn = self.connections[server_id]
         if conn.state == "running":
             self._notes.setdefault(server_id, []).insert(0, f"MCP server {server_id} restarted ({len(conn.tools)} tools)")
-        return self.take_warnings()
+        return self._take_notes()
 
     def take_warnings(self) -> list[str]:
         """What went wrong since the last call (a server that stopped, a stale allowlist entry), each once."""
         self._check_all()
-        said = [note for server_id in self.connections for note in self._notes.pop(server_id, [])]
-        out, self._warnings = said + self._warnings + self.discovery.take_warnings(), []
+        for conn in self.connections.values():
+            self._say_needs_tasks(conn)
+        out = self._take_notes() + self._warnings + self.discovery.take_warnings() + self.log_notices.take()
+        self._warnings = []
         return out
+
+    def _take_notes(self) -> list[str]:
+        self._check_all()
+        return [note for server_id in self.connections for note in self._notes.pop(server_id, [])]
 
     def _note(self, server_id: str, text: str) -> None:
         """A server's own news (a failed start, a crash), said in the servers' configured order."""
@@ -261,9 +268,8 @@ class McpManager:
     def _replace(self, old: ServerConnection) -> ServerConnection:
         """A new connection for a server that ran before, offering its last known lists until it is running."""
         conn = ServerConnection(old.entry, self._env, self._cwd, self._log_dir, self.hooks)
-        conn.tools, conn.prompts, conn.server_info = list(old.tools), list(old.prompts), old.server_info
-        if hasattr(old, INSTRUCTIONS):
-            setattr(conn, INSTRUCTIONS, getattr(old, INSTRUCTIONS))
+        conn.tools, conn.prompts, conn.needs_tasks = list(old.tools), list(old.prompts), list(old.needs_tasks)
+        conn.instructions, conn.server_name, conn.server_version = old.instructions, old.server_name, old.server_version
         self.connections[old.id] = conn
         return conn
 
@@ -321,21 +327,18 @@ class McpManager:
     # ---- the cache and the servers' hooks --------------------------------------------
 
     def _restore(self, conn: ServerConnection, listing: Listing) -> None:
-        conn.tools, conn.prompts, conn.server_info = listing.tools, listing.prompts, listing.server_info
-        if hasattr(conn, INSTRUCTIONS):
-            setattr(conn, INSTRUCTIONS, listing.instructions)
+        conn.tools, conn.prompts, conn.instructions = listing.tools, listing.prompts, listing.instructions
+        conn.server_name, conn.server_version = listing.server_info
 
     def _store(self, conn: ServerConnection) -> None:
         key = self._keys.get(conn.id)
         if key is None:
             return
-        capabilities = getattr(conn, "capabilities", None)
-        if hasattr(capabilities, "model_dump"):
-            capabilities = capabilities.model_dump(mode="json", exclude_none=True)  # type: ignore[union-attr]
+        declared = conn.capabilities
+        capabilities = declared.model_dump(mode="json", exclude_none=True) if declared is not None else {}
         self.cache.save(conn.id, key, Listing(
-            tools=list(conn.tools), prompts=list(conn.prompts), instructions=str(getattr(conn, "instructions", "") or ""),
-            capabilities=capabilities if isinstance(capabilities, dict) else {}, server_info=conn.server_info,
-            listed_at=time.time()))
+            tools=list(conn.tools), prompts=list(conn.prompts), instructions=conn.instructions,
+            capabilities=capabilities, server_info=(conn.server_name, conn.server_version), listed_at=time.time()))
 
     def cached_listing(self, server_id: str) -> Listing | None:
         """The listing kept for the server under its present configuration (None: none, or no cache)."""
@@ -349,17 +352,6 @@ class McpManager:
         conn = self.connections.get(server_id)
         if conn is not None and conn.state == "running":
             self._store(conn)
-
-    def _logged(self, server_id: str, level: str, text: str) -> None:
-        """A server's log message: warnings and worse become notices, LOG_NOTICES_PER_TURN per server per turn."""
-        if level.lower() not in NOTICE_LEVELS:
-            return
-        said = self._log_said.get(server_id, 0) + 1
-        self._log_said[server_id] = said
-        if said <= LOG_NOTICES_PER_TURN:
-            self._warnings.append(f"MCP server {server_id} ({level.lower()}): {' '.join(text.split())[:300]}")
-        elif said == LOG_NOTICES_PER_TURN + 1:
-            self._warnings.append(f"MCP server {server_id}: more log messages in mcp/{server_id}.log")
 
     # ---- tools -------------------------------------------------------------------
 
@@ -410,7 +402,8 @@ class McpManager:
             return conn.id in self._listed
         return conn.state == "failed" and self._restartable(conn) and conn.id in self._listed
 
-    async def call_tool(self, server_id: str, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
+    async def call_tool(self, server_id: str, tool: str, arguments: dict[str, Any], timeout: float,
+                        progress: ProgressReport | None = None) -> Any:
         """The server's result; the server is started first if it is not running (the call waits for that
         start, not counted in `timeout`). `ServerError` (one line naming the server) on any failure."""
         if server_id not in self.connections:
@@ -425,7 +418,7 @@ class McpManager:
             raise ServerError(f"MCP server {server_id} no longer offers {tool} (its tools were listed again "
                               "and are offered anew from the next request)")
         try:
-            return await conn.call_tool(tool, arguments, timeout)
+            return await conn.call_tool(tool, arguments, timeout, progress)
         except ServerError:
             self._check(conn)
             reaping = self._reaping.get(server_id)
@@ -433,6 +426,14 @@ class McpManager:
                 await asyncio.wait({reaping})
                 raise ServerError(f"{self._crash_notes[server_id]} (during {tool})") from None
             raise
+
+    def _say_needs_tasks(self, conn: ServerConnection) -> None:
+        """Once per server: the tools it lists that zeph cannot call (they require task augmentation)."""
+        if conn.state == "running" and conn.needs_tasks and conn.id not in self._said_needs_tasks:
+            self._said_needs_tasks.add(conn.id)
+            n = len(conn.needs_tasks)
+            self._warnings.append(f"MCP server {conn.id}: {n} tool{'s' if n != 1 else ''} need{'s' if n == 1 else ''} task "
+                                  f"support zeph does not have yet ({', '.join(conn.needs_tasks)}); not offered")
 
     # ---- status and prompts ------------------------------------------------------
 
@@ -449,9 +450,9 @@ class McpManager:
         """The running servers' prompts (`start()` first, for the others)."""
         return [(c.id, p) for c in self.connections.values() if c.state == "running" for p in c.prompts]
 
-    async def get_prompt(self, server_id: str, name: str, arguments: Mapping[str, str]) -> str:
-        """The prompt rendered as text; `PromptError` (one line) for an unknown server or prompt, a
-        missing required argument or a failed request."""
+    async def get_prompt(self, server_id: str, name: str, arguments: Mapping[str, str]) -> list[tuple[str, str]]:
+        """The prompt's messages as (role, text), roles as the server gave them; `PromptError` (one line) for an
+        unknown server or prompt, a missing required argument or a failed request."""
         conn = self.connections.get(server_id)
         if conn is None:
             known = ", ".join(self.connections) or "none configured"
@@ -471,4 +472,4 @@ class McpManager:
             result = await conn.get_prompt(name, dict(arguments))
         except ServerError as exc:
             raise PromptError(str(exc)) from None
-        return "\n\n".join(result_text([m.content]) for m in result.messages).strip()
+        return prompt_messages(result)

@@ -4,7 +4,10 @@ Invariant: an untrusted server's tools are "exec" (asked about unless a
 `tools.allow` rule covers them), a trusted server's are "read" (run without
 asking); `tools.deny` rules apply to both. A call ends as a `ToolResult` or a
 `ToolFailure` naming the server — nothing the SDK or the transport raises gets
-past `run()`.
+past `run()`. Every call asks the server for progress; each update reaches the
+front ends as a `ToolCallProgress` of the call, through `context.progress`; the
+servers' warnings that arrived by the end of the call go the same way, as
+`AgentWarning`s.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ...agent.events import AgentWarning, ToolCallProgress
 from ...context.injection_scan import scan
 from ...tools.base import Tool, ToolContext, ToolResult, without_descriptions
 from ...tools.failures import ToolFailure
@@ -20,14 +24,15 @@ from .connection import ServerError
 
 if TYPE_CHECKING:
     from ...config.modes import Mode
-    from .connection import ListedTool
+    from .connection import ListedTool, ProgressReport
 
 MAX_DESCRIPTION = 1024
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
 class ToolCaller(Protocol):
-    async def call_tool(self, server_id: str, tool: str, arguments: dict[str, Any], timeout: float) -> Any: ...
+    async def call_tool(self, server_id: str, tool: str, arguments: dict[str, Any], timeout: float,
+                        progress: ProgressReport | None = None) -> Any: ...
 
 
 class McpTool(Tool):
@@ -59,12 +64,18 @@ class McpTool(Tool):
         return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False, sort_keys=True)
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+        def report(message: str, progress: float | None, total: float | None) -> None:
+            if context is not None and context.progress is not None:
+                context.progress(ToolCallProgress(context.call_id, message, progress, total))
+
         try:
-            result = await self.caller.call_tool(self.server_id, self.tool, arguments, self.timeout)
+            result = await self.caller.call_tool(self.server_id, self.tool, arguments, self.timeout, report)
         except ServerError as exc:
             raise ToolFailure(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - nothing from a server escapes
             raise ToolFailure(f"MCP server {self.server_id}: {self.tool} failed: {exc}"[:400]) from None
+        finally:
+            self._say_server_warnings(context)
         text = result_text(getattr(result, "content", None) or [])
         is_error = bool(getattr(result, "is_error", False))
         if not text:
@@ -73,6 +84,15 @@ class McpTool(Tool):
         lines = len(text.splitlines()) or 1
         summary = f"{self.server_id} · " + ("error" if is_error else f"{lines} line{'s' if lines != 1 else ''}")
         return ToolResult(text, is_error=is_error, summary=summary)
+
+
+    def _say_server_warnings(self, context: ToolContext | None) -> None:
+        """The servers' warnings that came during the call, as warnings of the turn (not only the next one's)."""
+        notices = getattr(self.caller, "log_notices", None)
+        if notices is None or context is None or context.progress is None:
+            return
+        for line in notices.take(new_turn=False):
+            context.progress(AgentWarning(line))
 
 
 def result_text(blocks: list[Any]) -> str:
