@@ -431,7 +431,9 @@ class ChatSession:
                 self.conversation = self.agent.set_prompt_profile(self.conversation, self._pending_profile)
                 self._pending_profile = None
         try:
-            async for event in self.agent.run_turn(self.conversation, with_attachments(attachments, prompt), system=system):
+            images = tuple(a.image for a in attachments if a.image is not None)  # an image goes as itself
+            async for event in self.agent.run_turn(self.conversation, with_attachments(attachments, prompt), system=system,
+                                                   images=images):
                 if isinstance(event, TurnStarted):
                     self.conversation = event.conversation
                     self.staged = {raw: a for raw, a in self.staged.items() if sent.get(raw) is not a}

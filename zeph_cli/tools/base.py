@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..messages import ToolSpec
+from ..messages import ImagePart, ToolSpec
 from .confinement import Confinement
 from .failures import ToolFailure
 
@@ -45,6 +45,8 @@ class ToolResult:
     exit_code: int | None = None
     # For the user: one line saying what happened ("exit 0 · 12 lines").
     summary: str = ""
+    # Images for the model (a screenshot, a chart), after the text; a model that reads text only gets placeholders.
+    images: tuple[ImagePart, ...] = ()
 
 
 OverflowReader = Callable[[str], "str | None"]

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...tools.elicitation import ElicitationRequest
+from ...waiting import within
 from . import exit_status
 from .elicit import UnaskableForm, answer_content, form_fields
 from .expand import UnsetVariable, expand_table, expand_value
@@ -520,7 +521,7 @@ class ServerConnection:
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> Any:
         session = self._running_session()
         try:
-            return await asyncio.wait_for(session.get_prompt(name, arguments), self.entry.timeout)
+            return await within(session.get_prompt(name, arguments), self.entry.timeout)
         except TimeoutError:
             raise ServerError(f"MCP server {self.id}: prompt {name} did not arrive within {self.entry.timeout:g} s") from None
         except asyncio.CancelledError:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ...agent.events import AgentWarning, ToolCallProgress
 from ...context.injection_scan import scan
+from ...messages import ImagePart
 from ...tools.base import Tool, ToolContext, ToolResult, without_descriptions
 from ...tools.failures import ToolFailure
 from .connection import ServerError
@@ -83,7 +84,7 @@ class McpTool(Tool):
             text = json.dumps(structured, ensure_ascii=False) if structured is not None else "(no output)"
         lines = len(text.splitlines()) or 1
         summary = f"{self.server_id} · " + ("error" if is_error else f"{lines} line{'s' if lines != 1 else ''}")
-        return ToolResult(text, is_error=is_error, summary=summary)
+        return ToolResult(text, is_error=is_error, summary=summary, images=result_images(getattr(result, "content", None) or []))
 
 
     def _say_server_warnings(self, context: ToolContext | None) -> None:
@@ -113,6 +114,16 @@ def result_text(blocks: list[Any]) -> str:
         else:
             lines.append(f"[{kind or 'unknown'} content]")
     return "\n".join(lines)
+
+
+def result_images(blocks: list[Any]) -> tuple[ImagePart, ...]:
+    """The image blocks of a tool result, as images for the model (base64 data and MIME type as sent);
+    a block without data is left out (its line in `result_text` still names it)."""
+    return tuple(
+        ImagePart(str(getattr(block, "mime_type", "") or ""), data)
+        for block in blocks
+        if getattr(block, "type", "") == "image" and isinstance(data := getattr(block, "data", None), str) and data
+    )
 
 
 def _bounded(text: str) -> str:
