@@ -317,6 +317,8 @@ class ChatSession:
             store.close()
             raise
         _summaries_by_worker(agent)
+        if agent.mcp is not None:
+            agent.mcp.start_in_background()  # fresh tool lists for the cache; no turn waits for them
         session = cls(loaded, env, cwd, approver, store, agent, conversation)
         session.warnings = warnings
         session.start_learning()
@@ -581,6 +583,8 @@ class ChatSession:
         agent, warnings = await build_agent(loaded, store=self.store, env=self.env, cwd=self.cwd,
                                             approver=self.approver, mode=self.agent.mode)
         _summaries_by_worker(agent)
+        if agent.mcp is not None:
+            agent.mcp.start_in_background()
         old = self.agent
         self.agent, self._overrides = agent, overrides
         await close_agent(old)

@@ -1,8 +1,10 @@
-"""MCP servers (official `mcp` SDK): started when a turn needs tools, their tools offered as
-namespaced tools under the same permission policy as built-in ones, their prompts listed.
+"""MCP servers (official `mcp` SDK): their tools offered as namespaced tools under the same permission
+policy as built-in ones (from the server's cached listing until it runs), their prompts listed; a server
+starts when a turn needs it (one never listed), a call needs it, or the chat app opens.
 
 Invariant: the `mcp` SDK is imported only inside functions that start or talk to a server, so
-`zeph --help` and a `zeph ask` without `[[mcp.servers]]` never load it.
+`zeph --help`, a `zeph ask` without `[[mcp.servers]]` and one whose servers' listings are cached and
+whose turn calls none of them never load it.
 """
 
 from __future__ import annotations

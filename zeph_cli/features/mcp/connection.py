@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...tools.elicitation import ElicitationRequest
 from ...waiting import within
+from . import exit_status
 from .elicit import UnaskableForm, answer_content, form_fields
 from .expand import UnsetVariable, expand_table, expand_value
 from .hooks import ServerHooks
@@ -219,8 +220,17 @@ class ServerConnection:
                 written = log.read()[-8192:].decode("utf-8", "replace")
         except OSError:
             return ""
-        lines = [line.strip() for line in written.splitlines() if line.strip()]
+        lines = [line.strip() for line in written.splitlines() if line.strip() and not exit_status.is_mark(line)]
         return lines[-1][:200] if lines else ""
+
+    @property
+    def capabilities(self) -> Any:
+        """What the server declared at initialize (None before it did)."""
+        return self._capabilities
+
+    def exit_status(self) -> int | None:
+        """The status a stdio server's process exited with since it was started (None: not known, or running)."""
+        return exit_status.read(self.log_path, self._log_from)
 
     def _unreachable(self, exc: BaseException) -> str:
         """For an HTTP server nothing answers at: which URL, and why ("" for any other failure)."""
@@ -247,7 +257,8 @@ class ServerConnection:
             _rotate(log_path)
             log = stack.enter_context(open(log_path, "a", encoding="utf-8"))  # noqa: ASYNC230 — a local append, once per server start
             self._log_from = log.tell()
-            params = StdioServerParameters(command=entry.command, args=list(entry.args), env=env or None, cwd=self.cwd)
+            command, args = exit_status.wrapped(entry.command, list(entry.args), env)
+            params = StdioServerParameters(command=command, args=args, env=env or None, cwd=self.cwd)
             streams = await stack.enter_async_context(stdio_client(params, errlog=log))
         else:
             import httpx2
