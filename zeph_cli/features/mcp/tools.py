@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...agent.events import AgentWarning, ToolCallProgress
+from ...tools.reports import AgentWarning, ToolCallProgress
 from ...context.injection_scan import scan
 from ...messages import ImagePart
 from ...tools.base import Tool, ToolContext, ToolResult, without_descriptions
