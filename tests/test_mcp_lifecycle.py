@@ -15,6 +15,7 @@ import pytest
 
 from tests.chat_wire import chat_requests, queue_call, queue_reply, tool_names, tool_results
 from tests.cli_helpers import err, run_zeph
+from tests.mcp_reference import EVERYTHING, needs_node_servers
 from zeph_cli.config.mcp import McpServerEntry
 from zeph_cli.features.mcp.connection import ServerError
 from zeph_cli.features.mcp.manager import MAX_RESTARTS, McpManager
@@ -162,6 +163,31 @@ async def test_a_cached_listing_is_offered_without_starting_the_server_and_a_cal
         assert await changed.prepare_turn() == [] and _starts(state) == 3
     finally:
         await changed.aclose()
+
+
+@needs_node_servers
+async def test_cached_resources_are_offered_and_listed_without_starting_the_server_and_a_read_starts_it(tmp_path):
+    entry = McpServerEntry(id="everything", command=str(EVERYTHING), timeout=60)
+    first = _manager(tmp_path, entry)
+    try:
+        await first.prepare_turn()
+        assert first.offers_resources()
+        live = await first.list_resources("everything")
+    finally:
+        await first.aclose()
+
+    second = _manager(tmp_path, entry)
+    try:
+        await second.prepare_turn()
+        assert second.offers_resources()  # the resource tools are offered from the kept listing
+        [kept] = await second.list_resources()
+        assert kept.server == "everything" and not kept.error
+        assert [r.uri for r in kept.resources] == [r.uri for r in live[0].resources]
+        assert second.status()[0].state == "not started"  # answered without starting it
+        text, _ = await second.read_resource("everything", live[0].resources[0].uri)
+        assert text and second.status()[0].state == "running"  # a read starts it, as a tool call does
+    finally:
+        await second.aclose()
 
 
 async def test_a_cached_tool_the_server_no_longer_has_fails_in_one_line_and_the_list_is_refreshed(tmp_path):

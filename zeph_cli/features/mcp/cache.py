@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .connection import ListedPrompt, ListedTool
+from .resources import ListedResource, ListedTemplate
 from .expand import UnsetVariable, expand_table, expand_value
 
 if TYPE_CHECKING:
@@ -53,6 +54,9 @@ class Listing:
     capabilities: dict[str, Any] = field(default_factory=dict)
     server_info: tuple[str, str] = ("", "")  # (name, version) as the server reported them
     listed_at: float = 0.0
+    resources: list[ListedResource] = field(default_factory=list)
+    resource_templates: list[ListedTemplate] = field(default_factory=list)
+    resources_listed: bool = False  # the server's resources were listed (a failed listing is listed again)
 
 
 def cache_key(entry: McpServerEntry, env: Mapping[str, str], cwd: Path) -> str:
@@ -136,6 +140,9 @@ class ListingCache:
                 capabilities=dict(raw.get("capabilities") or {}),
                 server_info=(str(raw["server_info"][0]), str(raw["server_info"][1])),
                 listed_at=float(raw["listed_at"]),
+                resources=[ListedResource(**r) for r in raw.get("resources") or ()],
+                resource_templates=[ListedTemplate(**t) for t in raw.get("resource_templates") or ()],
+                resources_listed=bool(raw.get("resources_listed", False)),
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:  # written by another version of zeph
             log.debug("MCP listing cache of %s does not fit: %s", server_id, exc)
@@ -150,6 +157,9 @@ class ListingCache:
             "capabilities": listing.capabilities,
             "server_info": list(listing.server_info),
             "listed_at": listing.listed_at or time.time(),
+            "resources": [dataclasses.asdict(r) for r in listing.resources],
+            "resource_templates": [dataclasses.asdict(t) for t in listing.resource_templates],
+            "resources_listed": listing.resources_listed,
         })
 
     def _put(self, server_id: str, key: str, record: dict[str, Any]) -> None:

@@ -548,13 +548,15 @@ class ServerConnection:
     resources: list[ListedResource] = field(default_factory=list)
     resource_templates: list[ListedTemplate] = field(default_factory=list)
     resources_listed: bool = False
+    declared_resources: bool = False  # what its listing kept from a run before says (until it runs)
 
     @property
     def has_resources(self) -> bool:
-        """Whether the server, running, declared the resources capability."""
+        """Whether the server declared the resources capability: running, as it said at start; not running,
+        as its kept listing says."""
         session = self._session
         if self.state != "running" or session is None:
-            return False
+            return self.declared_resources and self.state == "not started"
         capabilities = session.server_capabilities
         return capabilities is not None and capabilities.resources is not None
 

@@ -271,6 +271,8 @@ class McpManager:
         conn = ServerConnection(old.entry, self._env, self._cwd, self._log_dir, self.hooks)
         conn.tools, conn.prompts, conn.needs_tasks = list(old.tools), list(old.prompts), list(old.needs_tasks)
         conn.instructions, conn.server_name, conn.server_version = old.instructions, old.server_name, old.server_version
+        conn.resources, conn.resource_templates = list(old.resources), list(old.resource_templates)
+        conn.resources_listed, conn.declared_resources = old.resources_listed, old.has_resources or old.declared_resources
         self.connections[old.id] = conn
         return conn
 
@@ -330,6 +332,8 @@ class McpManager:
     def _restore(self, conn: ServerConnection, listing: Listing) -> None:
         conn.tools, conn.prompts, conn.instructions = listing.tools, listing.prompts, listing.instructions
         conn.server_name, conn.server_version = listing.server_info
+        conn.resources, conn.resource_templates = listing.resources, listing.resource_templates
+        conn.resources_listed, conn.declared_resources = listing.resources_listed, "resources" in listing.capabilities
 
     def _store(self, conn: ServerConnection) -> None:
         key = self._keys.get(conn.id)
@@ -339,7 +343,9 @@ class McpManager:
         capabilities = declared.model_dump(mode="json", exclude_none=True) if declared is not None else {}
         self.cache.save(conn.id, key, Listing(
             tools=list(conn.tools), prompts=list(conn.prompts), instructions=conn.instructions,
-            capabilities=capabilities, server_info=(conn.server_name, conn.server_version), listed_at=time.time()))
+            capabilities=capabilities, server_info=(conn.server_name, conn.server_version), listed_at=time.time(),
+            resources=list(conn.resources), resource_templates=list(conn.resource_templates),
+            resources_listed=conn.resources_listed))
 
     def cached_listing(self, server_id: str) -> Listing | None:
         """The listing kept for the server under its present configuration (None: none, or no cache)."""
@@ -484,20 +490,24 @@ class McpManager:
 
     def resource_servers(self) -> list[str]:
         """The running servers that declared resources, in config order."""
-        return [c.id for c in self.connections.values() if not c.closed_under_us() and c.has_resources]
+        self._check_all()
+        return [c.id for c in self.connections.values()
+                if c.has_resources and (c.state == "running" or c.id in self._listed)]
 
     def resource_uris(self, server_id: str) -> list[str]:
         """The URIs `server_id` listed when last asked (none before): what `@server:` completes to."""
         conn = self.connections.get(server_id)
         return [r.uri for r in conn.resources] if conn is not None else []
 
-    def _resource_connection(self, server_id: str) -> ServerConnection:
+    async def _resource_connection(self, server_id: str) -> ServerConnection:
+        """The server, running: one known from a listing kept before is started first (as a tool call does)."""
         conn = self.connections.get(server_id)
         if conn is None:
             known = ", ".join(self.connections) or "none configured"
             raise ResourceError(f"there is no MCP server {server_id!r} (servers: {known})")
-        if conn.closed_under_us():
-            conn.mark_dead("the connection closed")
+        self._check(conn)
+        if conn.state != "running" and conn.has_resources and server_id in self._listed:
+            conn = await self._need(server_id)
         if conn.state != "running":
             why = f": {conn.reason}" if conn.reason else ""
             raise ResourceError(f"MCP server {server_id} is {conn.state}{why}")
@@ -508,28 +518,30 @@ class McpManager:
 
     async def list_resources(self, server_id: str | None = None) -> list[ResourceListing]:
         """Every page of the resources and templates of `server_id` (`ResourceError` when it has none to list),
-        or of every running server with resources (one that fails says why in its listing)."""
+        or of every server with resources (one that fails says why in its listing). A server not running whose
+        kept listing has them is answered from it, without starting it."""
         if server_id is not None:
-            conn = self._resource_connection(server_id)
-            try:
-                await conn.list_resources()
-            except ServerError as exc:
+            return [await self._resource_listing(server_id, strict=True)]
+        return list(await asyncio.gather(*(self._resource_listing(i, strict=False) for i in self.resource_servers())))
+
+    async def _resource_listing(self, server_id: str, *, strict: bool) -> ResourceListing:
+        conn = self.connections.get(server_id)
+        if conn is not None and conn.state != "running" and conn.resources_listed and conn.has_resources \
+                and server_id in self._listed:
+            return ResourceListing(conn.id, conn.resources, conn.resource_templates)  # kept from its last run
+        try:
+            conn = await self._resource_connection(server_id)
+            await conn.list_resources()
+        except (ResourceError, ServerError) as exc:
+            if strict:
                 raise ResourceError(str(exc)) from None
-            return [ResourceListing(conn.id, conn.resources, conn.resource_templates)]
-        conns = [self.connections[i] for i in self.resource_servers()]
-        failed = await asyncio.gather(*(c.list_resources() for c in conns), return_exceptions=True)
-        out = []
-        for conn, failure in zip(conns, failed, strict=True):
-            if isinstance(failure, BaseException) and not isinstance(failure, ServerError):
-                raise failure
-            out.append(ResourceListing(conn.id, conn.resources, conn.resource_templates,
-                                       str(failure) if failure is not None else ""))
-        return out
+            return ResourceListing(server_id, [], [], str(exc))
+        return ResourceListing(conn.id, conn.resources, conn.resource_templates)
 
     async def read_resource(self, server_id: str, uri: str) -> tuple[str, list[ImageContent]]:
         """The resource's text (its parts each under a header line when there are several, other blobs as one
         line) and its images; `ResourceError` (one line) for an unknown server or URI or a failed read."""
-        conn = self._resource_connection(server_id)
+        conn = await self._resource_connection(server_id)
         if not uri.strip():
             raise ResourceError(f"MCP server {server_id}: no resource URI given")
         try:
