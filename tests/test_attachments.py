@@ -45,7 +45,7 @@ def test_attached_files_travel_in_the_stored_prompt_before_its_text(fake_server,
 
 def test_what_cannot_be_attached_is_refused_before_anything_is_sent(fake_server, compatible, tmp_path):
     root = project(tmp_path)
-    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    (root / "paper.pdf").write_bytes(b"%PDF-1.7\n" + bytes(63))
     (root / "big.txt").write_text("word " * 200_000, encoding="utf-8")
     (root / "secret.txt").write_text("hidden\n", encoding="utf-8")
     (root / "locked.txt").write_text("no\n", encoding="utf-8")
@@ -54,7 +54,7 @@ def test_what_cannot_be_attached_is_refused_before_anything_is_sent(fake_server,
     outside.write_text("x\n", encoding="utf-8")
     env = {**compatible, "ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": "8000"}
     cases = {
-        "logo.png": "cannot attach logo.png: it is a binary file (PNG image, 72 bytes); only text files can be attached",
+        "paper.pdf": "cannot attach paper.pdf: it is a binary file (PDF document, 72 bytes); only text files can be attached",
         "nope.txt": "cannot attach nope.txt: it does not exist; did you mean notes.txt?",
         "src": "cannot attach src: it is a directory",
         "big.txt": "more than an attachment may take (a quarter of the 6,400-token prompt budget: 1,600)",

@@ -118,6 +118,7 @@ def test_what_features_register_is_imported_only_when_used():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.replace("'", '"')) == ["zeph_cli.features.code_index.tool_specs",
+                                                            "zeph_cli.features.mcp.tool_specs",
                                                             "zeph_cli.features.memory.tool_specs",
                                                             "zeph_cli.features.skills.tool_specs",
                                                             "zeph_cli.features.tasks.tool_specs"]

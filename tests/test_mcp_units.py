@@ -118,10 +118,41 @@ async def test_without_an_embedder_all_tools_are_offered_and_that_is_said_once()
         return None
 
     discovery = ToolDiscovery(ToolDiscoveryConfig(min_tools_to_filter=3), none)
-    assert await discovery.select("x", TOOLS) == TOOLS
-    assert await discovery.select("y", TOOLS) == TOOLS
+    assert await discovery.select("show the weather", TOOLS) == TOOLS
+    assert await discovery.select("send an email", TOOLS) == TOOLS
     [warning] = discovery.take_warnings()
     assert "6 MCP tools are all offered" in warning and discovery.take_warnings() == []
+
+
+async def test_tool_vectors_are_kept_for_the_next_process(embedder, tmp_path):
+    from zeph_cli.features.mcp.cache import ToolVectors
+
+    config = ToolDiscoveryConfig(top_k=1, min_similarity=0.0, min_tools_to_filter=3)
+    first = ToolDiscovery(config, embedder, ToolVectors(tmp_path))
+    [tool] = await first.select("send an email to my boss", TOOLS)
+    assert tool.name == "mail__send_email" and first._vectors.embedded == len(TOOLS)
+    again = ToolDiscovery(config, embedder, ToolVectors(tmp_path))  # as the next zeph
+    assert await again.select("send an email to my boss", TOOLS) == [tool]
+    assert again._vectors.embedded == 0  # every tool's vector came from the kept file
+    (tmp_path / "tool_vectors.json").write_text("{not json")
+    broken = ToolDiscovery(config, embedder, ToolVectors(tmp_path))
+    assert await broken.select("send an email to my boss", TOOLS) == [tool] and broken._vectors.embedded == len(TOOLS)
+
+
+async def test_a_message_that_names_nothing_loads_no_embedder_and_keeps_the_last_pick(embedder):
+    asked = []
+
+    async def ready():
+        asked.append(1)
+        return embedder
+
+    config = ToolDiscoveryConfig(top_k=1, min_similarity=0.0, min_tools_to_filter=3)
+    discovery = ToolDiscovery(config, ready)
+    assert await discovery.select("hello there", TOOLS) == TOOLS and asked == []  # nothing to rank by: all
+    assert await discovery.rank("hello there", TOOLS) == TOOLS and asked == []
+    [tool] = await discovery.select("send an email to my boss", TOOLS)
+    assert tool.name == "mail__send_email" and asked == [1]
+    assert await discovery.select("continue", TOOLS) == [tool]  # the last message's pick stands
 
 
 async def test_rank_orders_every_tool_for_a_budget_that_fits_only_some(embedder):
@@ -207,37 +238,3 @@ def test_a_stored_call_of_a_tool_that_is_not_built_in_shows_its_arguments():
     assert tool_subject("git__git_log", {"repo_path": "/x", "max_count": 3}, declared) == '{"max_count":3,"repo_path":"/x"}'
     assert tool_subject("load_skill", {"name": "deploy", "file": "a.md"}, declared) == "deploy/a.md"
     assert tool_subject("bash", {"command": "ls"}, declared) == "ls"
-
-
-class SlowStart:
-    """An MCP manager whose start ends when the test says, with one note to say."""
-
-    def __init__(self) -> None:
-        import asyncio
-
-        self.release = asyncio.Event()
-        self.starts = 0
-
-    async def start(self) -> list[str]:
-        self.starts += 1
-        await self.release.wait()
-        return ["MCP server 'git' failed to start: no such command"]
-
-
-async def test_a_start_note_is_not_lost_with_a_caller_cancelled_while_waiting():
-    """The turn whose MCP source was late is cancelled while the servers start: the start goes on, once, and the
-    next caller (the next turn, or /mcp) receives its note; the one after it does not hear it again."""
-    import asyncio
-
-    from zeph_cli.features.turn_extras import TurnExtras
-
-    manager = SlowStart()
-    extras = TurnExtras(mcp=manager)  # type: ignore[arg-type]
-    late = asyncio.ensure_future(extras.start_mcp())
-    await asyncio.sleep(0)  # the start has begun
-    late.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await late
-    manager.release.set()
-    assert await extras.start_mcp() == ["MCP server 'git' failed to start: no such command"]
-    assert await extras.start_mcp() == [] and manager.starts == 1

@@ -17,7 +17,7 @@ def project(tmp_path: Path) -> Path:
     (root / "src").mkdir(parents=True)
     (root / "src" / "app.py").write_text("def main():\n    return 42\n", encoding="utf-8")
     (root / "src" / "api.py").write_text("x = 1\n", encoding="utf-8")
-    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))
+    (root / "paper.pdf").write_bytes(b"%PDF-1.7\n" + bytes(31))
     return root
 
 
@@ -69,10 +69,10 @@ async def test_refusals_clear_and_completion(fake_server, model, tmp_path):
     app, session = await open_app(fake_server, root)
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await send(pilot, app, "/attach logo.png")
-            assert notices(app, "error")[-1] == ("cannot attach logo.png: it is a binary file (PNG image, 40 bytes); "
+            await send(pilot, app, "/attach paper.pdf")
+            assert notices(app, "error")[-1] == ("cannot attach paper.pdf: it is a binary file (PDF document, 40 bytes); "
                                                   "only text files can be attached")
-            assert app.prompt.text == "/attach logo.png"  # back in the box to correct
+            assert app.prompt.text == "/attach paper.pdf"  # back in the box to correct
             await send(pilot, app, "/attach src")
             assert notices(app, "error")[-1].startswith("cannot attach src: it is a directory")
             assert not session.staged

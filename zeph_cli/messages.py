@@ -3,6 +3,10 @@
 Invariant: this module imports nothing from the package and does no I/O; every
 other layer speaks in these types, and adapters translate them to and from the
 wire. `ReplyBuilder` is the one place where streamed deltas are accumulated.
+An image travels as an `ImagePart` (its MIME type and base64 data, never decoded
+here), in a user message's parts or in a tool result's `images`; a message's
+`content` is its text only, and a part without images serializes exactly as it
+did before images existed.
 """
 
 from __future__ import annotations
@@ -23,6 +27,20 @@ class TextPart:
 
 
 @dataclass(frozen=True)
+class ImagePart:
+    """An image in a message: its MIME type and its bytes, base64-encoded (as the wire APIs take them)."""
+    mime_type: str
+    data: str
+    type: Literal["image"] = "image"
+
+    @property
+    def size(self) -> int:
+        """The image's size in bytes (decoded), read from the base64 text's length."""
+        data = self.data.rstrip()
+        return max(len(data) * 3 // 4 - (len(data) - len(data.rstrip("="))), 0)
+
+
+@dataclass(frozen=True)
 class ToolCallPart:
     """A tool call the model made: its id, the tool's name and the parsed arguments."""
     id: str
@@ -39,29 +57,45 @@ class ToolResultPart:
     name: str = ""
     is_error: bool = False
     type: Literal["tool_result"] = "tool_result"
+    images: tuple[ImagePart, ...] = ()
 
 
-Part = Union[TextPart, ToolCallPart, ToolResultPart]
+Part = Union[TextPart, ImagePart, ToolCallPart, ToolResultPart]
+
+
+def _image_to_dict(image: ImagePart) -> dict[str, Any]:
+    return {"type": "image", "mime_type": image.mime_type, "data": image.data}
+
+
+def _image_from_dict(data: dict[str, Any]) -> ImagePart:
+    return ImagePart(str(data.get("mime_type", "")), str(data.get("data", "")))
 
 
 def part_to_dict(part: Part) -> dict[str, Any]:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text}
+    if isinstance(part, ImagePart):
+        return _image_to_dict(part)
     if isinstance(part, ToolCallPart):
         return {"type": "tool_call", "id": part.id, "name": part.name, "arguments": part.arguments}
-    return {
+    stored = {
         "type": "tool_result",
         "tool_call_id": part.tool_call_id,
         "name": part.name,
         "content": part.content,
         "is_error": part.is_error,
     }
+    if part.images:
+        stored["images"] = [_image_to_dict(i) for i in part.images]
+    return stored
 
 
 def part_from_dict(data: dict[str, Any]) -> Part:
     kind = data.get("type")
     if kind == "text":
         return TextPart(str(data.get("text", "")))
+    if kind == "image":
+        return _image_from_dict(data)
     if kind == "tool_call":
         return ToolCallPart(str(data["id"]), str(data["name"]), dict(data.get("arguments") or {}))
     if kind == "tool_result":
@@ -70,6 +104,7 @@ def part_from_dict(data: dict[str, Any]) -> Part:
             str(data.get("content", "")),
             name=str(data.get("name", "")),
             is_error=bool(data.get("is_error", False)),
+            images=tuple(_image_from_dict(i) for i in data.get("images") or () if isinstance(i, dict)),
         )
     raise ValueError(f"unknown message part type: {kind!r}")
 
@@ -119,6 +154,17 @@ class Message:
     @property
     def tool_results(self) -> list[ToolResultPart]:
         return [p for p in self.parts if isinstance(p, ToolResultPart)]
+
+    @property
+    def images(self) -> list[ImagePart]:
+        """Every image the message carries: its own image parts and those inside its tool results."""
+        found: list[ImagePart] = []
+        for part in self.parts:
+            if isinstance(part, ImagePart):
+                found.append(part)
+            elif isinstance(part, ToolResultPart):
+                found.extend(part.images)
+        return found
 
     def parts_json(self) -> str:
         return json.dumps([part_to_dict(p) for p in self.parts], ensure_ascii=False)

@@ -4,11 +4,14 @@ Invariant: `profile_for(name)` always answers; names are matched by the longest
 known prefix after dropping vendor prefixes, tags and dates, and an unknown
 model gets the 64,000-token default window. Every profile says where its
 window came from (`window_source`), and a window a server states or a
-provider's error taught wins over the table's.
+provider's error taught wins over the table's. `vision` says whether the model
+takes images: true only for model families known to (an unknown model reads text
+only unless the `llm.vision` setting says otherwise).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -33,6 +36,7 @@ class ModelProfile:
     # "model table", "default guess (unknown model)", "server: llama.cpp /props n_ctx",
     # "learned: <provider's error>"...
     window_source: str = SOURCE_TABLE
+    vision: bool = False  # takes images
 
     @property
     def window_is_guess(self) -> bool:
@@ -91,6 +95,41 @@ _PROFILES: tuple[tuple[str, int, int], ...] = (
     ("smollm2", 8_192, 1_024),
 )
 
+# Which models take images: (prefix, takes images); the longest matching prefix wins, no match = text only.
+_VISION: tuple[tuple[str, bool], ...] = (
+    # Anthropic: every Claude 3 and 4 model
+    ("claude-3", True), ("claude-opus-4", True), ("claude-sonnet-4", True), ("claude-haiku-4", True),
+    # OpenAI
+    ("gpt-5", True), ("gpt-4.1", True), ("gpt-4.5", True), ("gpt-4o", True), ("gpt-4-turbo", True),
+    ("gpt-4o-audio", False), ("gpt-4o-realtime", False), ("gpt-4o-search", False),
+    ("o1", True), ("o1-mini", False), ("o1-preview", False), ("o3", True), ("o3-mini", False), ("o4-mini", True),
+    # Ollama / GGUF vision models
+    ("llava", True), ("bakllava", True), ("llama3.2-vision", True), ("llama4", True),
+    ("qwen2.5vl", True), ("qwen2.5-vl", True), ("qwen2-vl", True), ("qwen3-vl", True),
+    ("gemma3", True), ("gemma3n", False), ("minicpm-v", True), ("moondream", True),
+    ("granite3.2-vision", True), ("mistral-small3.1", True), ("mistral-small3.2", True), ("llava-phi3", True),
+)
+# Sizes of a vision family that read text only (Ollama tags: `gemma3:1b`).
+_TEXT_ONLY_TAGS = {"gemma3": ("270m", "1b")}
+
+
+def takes_images(name: str) -> bool:
+    """Whether the model table knows `name` as a model that takes images."""
+    base = normalise(name)
+    best = max((p for p in _VISION if base.startswith(p[0])), key=lambda p: len(p[0]), default=None)
+    if best is None or not best[1]:
+        return False
+    tag = name.strip().lower().rsplit("/", 1)[-1].partition(":")[2]
+    return not any(base.startswith(family) and tag.startswith(tags) for family, tags in _TEXT_ONLY_TAGS.items())
+
+
+def with_vision(profile: ModelProfile, setting: str) -> ModelProfile:
+    """`profile` with the `llm.vision` setting applied: "true" or "false" decide, "auto" keeps the table's."""
+    if setting in ("true", "false"):
+        return dataclasses.replace(profile, vision=setting == "true")
+    return profile
+
+
 _DATE_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
 
 
@@ -109,9 +148,12 @@ def profile_for(name: str) -> ModelProfile:
     for prefix, window, output in _PROFILES:
         if base.startswith(prefix) and (best is None or len(prefix) > len(best[0])):
             best = (prefix, window, output)
+    vision = takes_images(name)
     if best is None:
-        return ModelProfile(name, DEFAULT_CONTEXT_WINDOW, DEFAULT_OUTPUT_LIMIT, known=False, window_source=SOURCE_DEFAULT)
-    return ModelProfile(name, best[1], best[2])
+        return ModelProfile(
+            name, DEFAULT_CONTEXT_WINDOW, DEFAULT_OUTPUT_LIMIT, known=False, window_source=SOURCE_DEFAULT, vision=vision
+        )
+    return ModelProfile(name, best[1], best[2], vision=vision)
 
 
 def with_window(profile: ModelProfile, window: int, source: str) -> ModelProfile:
@@ -119,7 +161,7 @@ def with_window(profile: ModelProfile, window: int, source: str) -> ModelProfile
     (at most half the window, so a reply never crowds out the prompt)."""
     window = max(int(window), 1)
     output = min(profile.output_limit, max(window // 2, 1))
-    return ModelProfile(profile.name, window, output, profile.known, source)
+    return ModelProfile(profile.name, window, output, profile.known, source, profile.vision)
 
 
 def served_profile(name: str, window: int | None, source: str) -> ModelProfile:

@@ -7,6 +7,9 @@ per-model factor learned from the input tokens providers actually report.
 A `DeferredCounter` gives bounds (never below or above the exact count, as
 asked) until it is made exact, for callers that can tell when the bounds
 decide the same as the exact counts would.
+A counter carries the model's `ImagePolicy` (`images`, text-only unless the session
+sets it): an image counts as that provider family's estimate when the model takes
+it, else as the text of its placeholder, which is what the model then gets.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from pathlib import Path
 from typing import Protocol, TypeGuard
 
 from .atomic_file import write_atomically
-from .messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec
+from .images import TEXT_ONLY, ImagePolicy, placeholder, tool_image_label, why_not_sent
+from .messages import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart, ToolSpec
 
 # Per-message framing cost (role markers and separators) in chat formats.
 MESSAGE_OVERHEAD = 4
@@ -143,6 +147,7 @@ class TiktokenCounter:
     """cl100k_base: exact for older OpenAI models, a close estimate for the rest."""
 
     name = "cl100k_base"
+    images: ImagePolicy = TEXT_ONLY
 
     def count(self, text: str) -> int:
         if not text:
@@ -167,6 +172,8 @@ class DeferredCounter:
     they disagree it makes the counter exact. `name` says what the counts are,
     so a count stored with a bound's name is never taken for an exact one.
     """
+
+    images: ImagePolicy = TEXT_ONLY
 
     def __init__(self) -> None:
         self._exact: TiktokenCounter | None = None
@@ -238,6 +245,7 @@ class ApproximateCounter:
     """Four characters a token: used only when no tokenizer can be loaded."""
 
     name = "chars/4"
+    images: ImagePolicy = TEXT_ONLY
 
     def count(self, text: str) -> int:
         return (len(text) + 3) // 4
@@ -245,6 +253,8 @@ class ApproximateCounter:
 
 class FunctionCounter:
     """A model's own tokenizer, wrapped (e.g. a GGUF model's vocabulary)."""
+
+    images: ImagePolicy = TEXT_ONLY
 
     def __init__(self, name: str, tokenize: Callable[[str], int]) -> None:
         self.name = name
@@ -262,15 +272,40 @@ def default_counter() -> TokenCounter:
     return TiktokenCounter()
 
 
+def image_policy(counter: TokenCounter) -> ImagePolicy:
+    """The image policy `counter` counts with (text-only for a counter that has none)."""
+    policy = getattr(counter, "images", TEXT_ONLY)
+    return policy if isinstance(policy, ImagePolicy) else TEXT_ONLY
+
+
+def set_image_policy(counter: TokenCounter, policy: ImagePolicy) -> None:
+    """Make `counter` count images as `policy`'s model gets them (the session's model, once known)."""
+    setattr(counter, "images", policy)  # noqa: B010 — an attribute every counter class declares, not in the protocol
+
+
+def count_image(counter: TokenCounter, image: ImagePart) -> int:
+    """What one image costs as the model gets it: the family's estimate, or its placeholder's text
+    (with the newline that joins it to a tool result's text)."""
+    policy = image_policy(counter)
+    if policy.takes(image):
+        return policy.tokens(image)
+    return counter.count(placeholder(image, why_not_sent(image, policy))) + 1
+
+
 def count_message(counter: TokenCounter, message: Message) -> int:
     total = MESSAGE_OVERHEAD
     for part in message.parts:
         if isinstance(part, TextPart):
             total += counter.count(part.text)
+        elif isinstance(part, ImagePart):
+            total += count_image(counter, part)
         elif isinstance(part, ToolCallPart):
             total += counter.count(part.name) + counter.count(json.dumps(part.arguments, ensure_ascii=False)) + 3
         elif isinstance(part, ToolResultPart):
-            total += counter.count(part.content) + 3
+            total += counter.count(part.content) + 3 + sum(count_image(counter, i) for i in part.images)
+            if part.images and image_policy(counter).vision:  # where the wire takes no image in a result (OpenAI
+                # chat), a labelled user message carries them: counted for every adapter, never under
+                total += MESSAGE_OVERHEAD + counter.count(tool_image_label(part.name, part.tool_call_id)) * len(part.images)
     return total
 
 

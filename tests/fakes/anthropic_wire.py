@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.fakes import image_bytes
 from tests.fakes.server import FakeResponse
 
 MESSAGES_PATH = "/v1/messages"
@@ -241,3 +242,72 @@ def model_not_found_error(model: str) -> FakeResponse:
 
 def api_error() -> FakeResponse:
     return error_response(500, "api_error", "Internal server error")
+
+
+# ---- images: checked as the Messages API checks them, counted as it counts them -------------------------
+
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+
+
+def _image_blocks(body: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(where, role, block) of every image block: in a turn's content or inside a tool_result's content."""
+    found = []
+    for m, message in enumerate(body.get("messages") or []):
+        content = message.get("content")
+        for b, block in enumerate(content if isinstance(content, list) else []):
+            if block.get("type") == "image":
+                found.append((f"messages.{m}.content.{b}", message.get("role", ""), block))
+            inner = block.get("content") if block.get("type") == "tool_result" else None
+            for i, item in enumerate(inner if isinstance(inner, list) else []):
+                if item.get("type") == "image":
+                    found.append((f"messages.{m}.content.{b}.content.{i}", message.get("role", ""), item))
+    return found
+
+
+def check_images(body: dict[str, Any]) -> FakeResponse | None:
+    """The 400 the API answers a request whose image blocks it rejects; None when they are all valid."""
+    for where, role, block in _image_blocks(body):
+        source = block.get("source") or {}
+        if role != "user":
+            return error_response(400, "invalid_request_error", f"{where}: image blocks are only allowed in user messages")
+        if source.get("type") != "base64":
+            return error_response(400, "invalid_request_error", f"{where}.image.source: expected base64")
+        media_type = source.get("media_type")
+        if media_type not in IMAGE_TYPES:
+            return error_response(
+                400, "invalid_request_error",
+                f"{where}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+            )
+        raw = image_bytes.decode(source.get("data") or "")
+        if not raw:
+            return error_response(400, "invalid_request_error", f"{where}.image.source.base64.data: invalid base64 data")
+        if image_bytes.sniff(raw) != media_type:
+            return error_response(
+                400, "invalid_request_error",
+                f"{where}.image.source.base64.data: Image does not match the provided media type {media_type}",
+            )
+    return None
+
+
+def image_input_tokens(body: dict[str, Any]) -> int:
+    """What the API adds to input_tokens for the request's images."""
+    return sum(
+        image_bytes.anthropic_image_tokens(image_bytes.decode(block["source"]["data"]) or b"")
+        for _, _, block in _image_blocks(body)
+    )
+
+
+def vision_responder(text: str = "I see it.", text_tokens: int = 25):
+    """A responder answering every /v1/messages request as the API does: a 400 for an image block it would
+    reject, else a streamed reply whose input_tokens are `text_tokens` plus what the images cost."""
+
+    def respond(request: Any) -> FakeResponse | None:
+        if request.path != "/v1/messages":
+            return None
+        body = request.json
+        problem = check_images(body)
+        if problem is not None:
+            return problem
+        return sse_response(text_events([text], input_tokens=text_tokens + image_input_tokens(body)))
+
+    return respond

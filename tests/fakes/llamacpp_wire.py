@@ -214,3 +214,23 @@ LMSTUDIO_OVERFLOW = (
     "length of only 4096 tokens, which is not enough. Try to load the model with a larger context length, or "
     "provide a shorter input"
 )
+
+
+# ---- images: llama-server started without a multimodal projector (--mmproj) ------------------------------
+
+NO_MMPROJ_BODY = {
+    "error": {
+        "code": 500,
+        "message": "image input is not supported - hint: if this is unexpected, you may need to provide the mmproj",
+        "type": "server_error",
+    }
+}
+
+
+def text_only_check(body: dict[str, Any]) -> FakeResponse | None:
+    """What llama-server without --mmproj answers a chat request carrying any image part; None without one."""
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "image_url" for p in content):
+            return FakeResponse.json(NO_MMPROJ_BODY, status=500)
+    return None

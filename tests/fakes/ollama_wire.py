@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.fakes import image_bytes
 from tests.fakes.server import FakeResponse
 
 MODEL = "llama3.1:8b"
@@ -180,3 +181,46 @@ def _json(body: dict[str, Any], status: int, headers: dict[str, str] | None = No
         headers=dict(headers or {}),
         content_type=JSON_TYPE,
     )
+
+
+# ---- images: checked as /api/chat checks them, counted as a LLaVA model counts them ---------------------
+
+# What the server answers when a model without a vision projector is sent images.
+NO_VISION = "this model is missing data required for image input"
+
+
+def check_images(body: dict[str, Any], *, vision: bool = True) -> FakeResponse | None:
+    """The error the server answers a request whose `images` it rejects: not base64 (Go's JSON decoding of
+    []byte), not an image, or any image for a model that takes none; None when they are all fine."""
+    for message in body.get("messages") or []:
+        for data in message.get("images") or []:
+            raw = image_bytes.decode(data) if isinstance(data, str) else None
+            if raw is None:
+                return error(400, "illegal base64 data at input byte 0")
+            if not vision:
+                return error(500, NO_VISION)
+            if image_bytes.sniff(raw) is None:
+                return error(500, "failed to process inputs: image: unknown format")
+    return None
+
+
+def image_prompt_tokens(body: dict[str, Any]) -> int:
+    """What prompt_eval_count grows by for the request's images (a LLaVA model: 576 each)."""
+    return image_bytes.LLAVA_IMAGE_TOKENS * sum(len(m.get("images") or []) for m in body.get("messages") or [])
+
+
+def vision_responder(text: str = "I see it.", text_tokens: int = 26, *, vision: bool = True):
+    """A responder answering every /api/chat request as the server does for a vision model (or, with
+    vision=False, one that takes no images): an error for images it rejects, else a streamed reply whose
+    prompt_eval_count is `text_tokens` plus what the images cost."""
+
+    def respond(request: Any) -> FakeResponse | None:
+        if request.path != "/api/chat":
+            return None
+        body = request.json
+        problem = check_images(body, vision=vision)
+        if problem is not None:
+            return problem
+        return chat_stream(text, prompt_eval_count=text_tokens + image_prompt_tokens(body))
+
+    return respond

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.fakes import image_bytes
 from tests.fakes.server import FakeResponse
 
 CHUNK_ID = "chatcmpl-AcFwUHSq3pH2kFh8s5CWB0ZqYq9Qe"
@@ -248,3 +249,71 @@ def overloaded(headers: dict[str, str] | None = None) -> FakeResponse:
         "(Please include the request ID req_6f3c1d0c2b8e4f7a9d1e2c3b4a5f6e7d in your message.)"
     )
     return json_response(error_body(message, "server_error"), status=503, headers=headers)
+
+
+# ---- images: checked as Chat Completions checks them, counted as it counts them --------------------------
+
+IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+
+
+def _image_parts(body: dict[str, Any]) -> list[tuple[int, str, dict[str, Any]]]:
+    """(message index, role, part) of every `image_url` content part."""
+    found = []
+    for m, message in enumerate(body.get("messages") or []):
+        content = message.get("content")
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                found.append((m, message.get("role", ""), part))
+    return found
+
+
+def _data_url_bytes(url: str) -> tuple[str, bytes | None]:
+    head, _, data = url.partition(",")
+    if not head.startswith("data:") or not head.endswith(";base64"):
+        return "", None
+    return head[len("data:"):-len(";base64")], image_bytes.decode(data)
+
+
+def check_images(body: dict[str, Any]) -> FakeResponse | None:
+    """The 400 the API answers a request whose images it rejects (an image outside a user message, a data
+    URL that does not decode to a PNG, JPEG, GIF or WebP of the stated type); None when all are valid."""
+    for m, role, part in _image_parts(body):
+        if role != "user":
+            message = (
+                f"Invalid 'messages[{m}]'. Image URLs are only allowed for messages with role 'user', "
+                f"but this message with role '{role}' contains an image URL."
+            )
+            return json_response(error_body(message, "invalid_request_error", "invalid_value", f"messages[{m}]"), 400)
+        mime, raw = _data_url_bytes(str((part.get("image_url") or {}).get("url", "")))
+        if raw is None or mime not in IMAGE_FORMATS or image_bytes.sniff(raw) != mime:
+            message = (
+                "You uploaded an unsupported image. Please make sure your image has of one the following formats: "
+                "['png', 'jpeg', 'gif', 'webp']."
+            )
+            return json_response(error_body(message, "invalid_request_error", "invalid_image_format"), 400)
+    return None
+
+
+def image_prompt_tokens(body: dict[str, Any], base: int = 85, per_tile: int = 170) -> int:
+    """What the API adds to prompt_tokens for the request's images (gpt-4o's figures by default)."""
+    total = 0
+    for _, _, part in _image_parts(body):
+        _, raw = _data_url_bytes(part["image_url"]["url"])
+        total += image_bytes.openai_image_tokens(raw or b"", base, per_tile)
+    return total
+
+
+def vision_responder(text: str = "I see it.", text_tokens: int = 12):
+    """A responder answering every chat request as the API does for gpt-4o: a 400 for an image it would
+    reject, else a streamed reply whose prompt_tokens are `text_tokens` plus what the images cost."""
+
+    def respond(request: Any) -> FakeResponse | None:
+        if request.path != "/v1/chat/completions":
+            return None
+        body = request.json
+        problem = check_images(body)
+        if problem is not None:
+            return problem
+        return stream_response(text_chunks([text], usage=(text_tokens + image_prompt_tokens(body), 5, 0)))
+
+    return respond

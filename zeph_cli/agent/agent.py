@@ -38,8 +38,8 @@ from ..context.report import ContextReport
 from ..features import memory as memory_feature
 from ..features import session_memory as session_memory_feature
 from ..features import worldbook as worldbook_feature
-from ..messages import Message
-from ..models import ModelProfile, prefer_learned_window
+from ..messages import ImagePart, Message, TextPart
+from ..models import ModelProfile, prefer_learned_window, with_vision
 from ..paths import config_dir, global_project_file
 from .prompt_files import load_prompt_modules
 from ..providers.base import Provider, ProviderSettings
@@ -47,7 +47,11 @@ from ..providers.pool import ProviderPool
 from .side_jobs import SideJobs
 from ..store import Conversation, ConversationStore
 from ..store.windows import remembered_window
-from ..tokens import DeferredCounter, TiktokenCounter, TokenCounter, bounded, count_message, default_counter, exact_counter
+from ..images import policy_for as image_policy_for, why_not_sent
+from ..tokens import (
+    DeferredCounter, TiktokenCounter, TokenCounter, bounded, count_message, default_counter, exact_counter, image_policy,
+    set_image_policy,
+)
 from ..tools.base import ToolSet
 from ..tools.confinement import Confinement, workspace_root
 from ..tools.specs import TASK_TOOL
@@ -367,6 +371,8 @@ class Agent:
             self.counter = counter
         elif self.one_shot and isinstance(self.counter, TiktokenCounter):
             self.counter = DeferredCounter()  # the encoding is built only when bounds cannot decide
+        self.profile = with_vision(self.profile, self.config.llm.vision)
+        set_image_policy(self.counter, image_policy_for(self.provider.kind, self.provider.model, self.profile.vision))
         files, warnings = find_project_files(self.cwd, global_project_file())
         project = render_project_context(files, self.config.context.project_context_max_tokens, self.counter)
         if project.truncated and bounded(self.counter):
@@ -427,6 +433,7 @@ class Agent:
             memories=self.long_term_memory(conversation.id),
             skills=self.extras.skills,
             code_search=self.extras.code_index,
+            mcp_resources=self.extras.mcp,
             pass_env=tuple(tools_config.sandbox.pass_env),
             secret_env=provider_key_variables(self.config),
             run_subagent=lambda request, progress: self.subagents.run(conversation, request, progress),
@@ -599,10 +606,23 @@ class Agent:
         assert self.profile is not None, "call start() first"
         prompt_budget = self.budget().available or self.profile.context_window
         read = [read_attachment(raw, self.confinement, self.cwd, self.exact_counter(), prompt_budget) for raw in raws]
+        read = [self._attached_image(a) if a.image is not None else a for a in read]
         problem = over_limit(read, prompt_budget)
         if problem:
             raise AttachmentError(f"cannot attach {', '.join(a.path for a in read)}: {problem}")
         return read
+
+    def _attached_image(self, attachment: "Attachment") -> "Attachment":
+        """An image attachment counted as the model takes it; `AttachmentError` when it takes no images."""
+        from .attachments import AttachmentError
+
+        assert attachment.image is not None
+        policy = image_policy(self.counter)
+        if not policy.takes(attachment.image):
+            why = (f"{self.model_label} does not take images (if it does, set [llm] vision = true)" if not policy.vision
+                   else why_not_sent(attachment.image, policy))
+            raise AttachmentError(f"cannot attach {attachment.path}: {why}")
+        return dataclasses.replace(attachment, tokens=policy.tokens(attachment.image))
 
     def with_metadata(self, conversation: Conversation, key: str, value: object | None) -> Conversation:
         """The conversation with metadata `key` set (None removes it), saved when the session is stored: then
@@ -628,7 +648,8 @@ class Agent:
     # ---- one turn ---------------------------------------------------------------
 
     async def run_turn(
-        self, conversation: Conversation, prompt: str, *, system: str | None = None, stream: bool = True
+        self, conversation: Conversation, prompt: str, *, system: str | None = None, stream: bool = True,
+        images: tuple[ImagePart, ...] = (),
     ) -> AsyncGenerator[AgentEvent, None]:
         """One turn on `conversation`. It first waits for a turn another zeph runs on the session (saying
         `TurnQueued`), then stores the prompt; until it ends, no other turn writes into the session."""
@@ -638,7 +659,7 @@ class Agent:
         try:
             async for event in wait_for_session(lock, conversation.id):
                 yield event
-            async with contextlib.aclosing(self._turn(conversation, prompt, system, stream)) as events:
+            async with contextlib.aclosing(self._turn(conversation, prompt, system, stream, images)) as events:
                 async for event in events:
                     yield event
         finally:
@@ -657,12 +678,12 @@ class Agent:
             lock.release()
 
     async def _turn(
-        self, conversation: Conversation, prompt: str, system: str | None, stream: bool
+        self, conversation: Conversation, prompt: str, system: str | None, stream: bool, images: tuple[ImagePart, ...] = ()
     ) -> AsyncGenerator[AgentEvent, None]:
         """The turn, its session's lock held: `TurnStarted` as soon as the prompt is stored; a turn that ends in
         any way before anything of a reply is stored withdraws its prompt (`unanswered_prompt` says which)."""
         conversation = self.store.get_conversation(conversation.id)  # as the turn that held the lock left it
-        user = Message.user(prompt)
+        user = Message("user", (TextPart(prompt), *images)) if images else Message.user(prompt)
         saved = self.store.add_message(
             conversation.id, user, token_count=count_message(self.counter, user), token_counter=self.counter.name
         )

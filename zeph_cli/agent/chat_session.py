@@ -26,7 +26,7 @@ from ..context.global_prompt import PROFILE_KEY, session_profile
 from ..context.report import ContextReport
 from ..context.sent_text import SentSection, sent_sections
 from ..errors import NotFound, SessionBusy, UsageError, ZephError
-from .events import AgentEvent, TurnStarted
+from .events import AgentEvent, AgentWarning, TurnStarted
 from ..log import get_logger, log_to
 from ..messages import Message, ToolResultPart
 from ..models import reply_token_cap
@@ -321,6 +321,8 @@ class ChatSession:
             store.close()
             raise
         _summaries_by_worker(agent)
+        if agent.mcp is not None:
+            agent.mcp.start_in_background()  # fresh tool lists for the cache; no turn waits for them
         session = cls(loaded, env, cwd, approver, store, agent, conversation)
         session.elicitor = elicitor
         session.warnings = warnings
@@ -418,16 +420,25 @@ class ChatSession:
         return dropped
 
     async def run(self, prompt: str, *, system: str | None = None) -> AsyncGenerator[AgentEvent, None]:
-        """One turn; the first prompt creates the session, titled from it. The files staged with `stage` go
-        with it (read now; one that cannot be raises `AttachmentError` before anything is stored), and are
+        """One turn; the first prompt creates the session, titled from it. The files staged with `stage`, and the
+        MCP resources the prompt mentions (`@server:uri`), go with it (read now; one that cannot be raises
+        `AttachmentError` before anything is stored); the staged files are
         unstaged once the prompt is stored (those alone: a file staged while the turn waits for the session
         stays staged for the next message)."""
         sent = dict(self.staged)
         attachments = self.agent.attachments(list(sent))
+        from ..features.mcp.mentions import attach_mentions  # @server:uri in the message: MCP resources attached
+
+        mentioned, notes = await attach_mentions(self.agent, prompt, attachments)
+        attachments += mentioned
+        for note in notes:
+            yield AgentWarning(note)
         if self.conversation is None:
             self._create(prompt, system)
         try:
-            async for event in self.agent.run_turn(self.conversation, with_attachments(attachments, prompt), system=system):
+            images = tuple(a.image for a in attachments if a.image is not None)  # an image goes as itself
+            async for event in self.agent.run_turn(self.conversation, with_attachments(attachments, prompt), system=system,
+                                                   images=images):
                 if isinstance(event, TurnStarted):
                     self.conversation = event.conversation
                     self.staged = {raw: a for raw, a in self.staged.items() if sent.get(raw) is not a}
@@ -582,6 +593,8 @@ class ChatSession:
         agent, warnings = await build_agent(loaded, store=self.store, env=self.env, cwd=self.cwd,
                                             approver=self.approver, mode=self.agent.mode, elicitor=self.elicitor)
         _summaries_by_worker(agent)
+        if agent.mcp is not None:
+            agent.mcp.start_in_background()
         old = self.agent
         self.agent, self._overrides = agent, overrides
         await close_agent(old)

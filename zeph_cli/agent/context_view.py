@@ -5,7 +5,8 @@ report that explains it (blocks, tokens, budget, thresholds, window source); eve
 comes from a source the session's policy allows and the turn's preparation did not leave
 out (one left out is a report row saying why); history
 tokens are counted once per counter and stored (never a lower bound, which is of no use
-stored); outside a turn the worldbook is triggered afresh, so `zeph context` and
+stored; a message with images is counted afresh, as the session's model takes them); each image the
+model does not take is sent as its placeholder text; outside a turn the worldbook is triggered afresh, so `zeph context` and
 `/context` show what the next turn would see.
 """
 
@@ -20,7 +21,8 @@ from ..context.blocks import SourcePolicy, TurnInput
 from ..context.budget import RequestBudget
 from ..errors import StoreError
 from ..log import get_logger
-from ..tokens import LOWER, MESSAGE_OVERHEAD, Calibration, TokenCounter, bounded, count_message, counts_as
+from ..images import for_model
+from ..tokens import LOWER, MESSAGE_OVERHEAD, Calibration, TokenCounter, bounded, count_message, counts_as, image_policy
 from . import sources
 
 if TYPE_CHECKING:
@@ -82,6 +84,7 @@ def context_for(
     shaping = History(history, agent.pinned_id, agent.config.context.max_chat_history,
                       agent.config.context.time_landmark_gap_minutes, agent.clock().tzinfo)
     messages, report = assemble(sources.request_blocks(agent.sources, turn, agent.source_policy, agent.prepared), shaping, budget)
+    messages = [for_model(m, image_policy(agent.counter)) for m in messages]  # as counted: see tokens.count_image
     if agent.profile is not None:
         report = dataclasses.replace(report, window_source=agent.profile.window_source)
     return messages, report, report.raw_tokens
@@ -117,7 +120,7 @@ def history_items(store: ConversationStore, counter: TokenCounter, stored: list[
     items: list[HistoryItem] = []
     for row in stored:
         count = row.token_count
-        if count is None or not counts_as(counter, row.token_counter):
+        if count is None or not counts_as(counter, row.token_counter) or row.message.images:
             count = count_message(counter, row.message)
             missing.append((row.id, count, counter.name))
         items.append(HistoryItem(row.message, count, row.id, row.metadata, row.created_at))

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
+from ..tools.reports import AgentWarning, ToolCallProgress  # what a running tool may report, too
+
 if TYPE_CHECKING:  # annotations only: a turn that compacts nothing never imports compaction
     from ..context.compaction.result import CompactionResult
     from ..context.report import ContextReport
@@ -70,34 +72,11 @@ class ToolCallFinished:
 
 
 @dataclass(frozen=True)
-class ToolCallProgress:
-    """A running tool reported how far it got (an MCP server's progress notification)."""
-
-    call_id: str
-    message: str = ""
-    progress: float | None = None
-    total: float | None = None  # None: the server did not say how much there is
-
-    @property
-    def percent(self) -> int | None:
-        if self.progress is None or not self.total:
-            return None
-        return max(0, min(100, round(100 * self.progress / self.total)))
-
-
-@dataclass(frozen=True)
 class UsageReported:
     """The provider's token usage for a request, beside the context it measured."""
 
     usage: Usage
     report: ContextReport
-
-
-@dataclass(frozen=True)
-class AgentWarning:
-    """Something the user should know that did not stop the turn."""
-
-    text: str
 
 
 @dataclass(frozen=True)

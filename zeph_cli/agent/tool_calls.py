@@ -3,7 +3,8 @@
 Invariant: each call goes through the same steps, in order — known tool, valid
 arguments, blocked-command check, permission policy (and the user when it
 asks), the run, secret redaction, size management — and ends as exactly one
-`ToolResultPart` plus one audit row. Nothing raised by a tool escapes except
+`ToolResultPart` plus one audit row. A result's images are kept as they came
+(at most MAX_RESULT_IMAGES; the rest are named in the text), never redacted or cut. Nothing raised by a tool escapes except
 cancellation.
 """
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..images import with_placeholders
 from ..messages import ToolCallPart, ToolResultPart
 from ..store import ToolLog
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSet, validate_arguments
@@ -28,6 +30,7 @@ from ..tools.permissions import ApprovalRequest, Approver, PermissionPolicy, Too
 from ..tools.redact import redact_arguments, redact_secrets
 
 Summarizer = Callable[[str], Awaitable[str]]
+MAX_RESULT_IMAGES = 8  # images one tool result passes on to the model
 
 
 def call_as_stored(call: ToolCallPart) -> ToolCallPart:
@@ -180,8 +183,13 @@ class ToolCallRunner:
             result = ToolResult(message, is_error=True, summary=f"failed: {message}")
         duration_ms = int((time.monotonic() - started) * 1000)
         content, kept_id = await self._manage_output(call, result.content)
+        images = result.images[:MAX_RESULT_IMAGES]
+        if len(result.images) > MAX_RESULT_IMAGES:
+            content = with_placeholders(
+                content, result.images[MAX_RESULT_IMAGES:], f"not sent: at most {MAX_RESULT_IMAGES} images a result"
+            )
         outcome = ToolOutcome(
-            ToolResultPart(call.id, content, name=call.name, is_error=result.is_error),
+            ToolResultPart(call.id, content, name=call.name, is_error=result.is_error, images=images),
             decision,
             result.summary or ("error" if result.is_error else "done"),
             duration_ms,

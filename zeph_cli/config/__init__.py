@@ -61,6 +61,10 @@ class LlmConfig:
     max_tokens: int = setting(0, "Reply length cap in tokens; 0 = the model's output limit (at most 8192).", lo=0, hi=1_000_000)
     timeout_secs: float = setting(120.0, "Seconds to wait for the provider's answer (its retries included) or the next part of a streamed reply.", lo=1.0, hi=3600.0, kind=float)
     max_retries: int = setting(2, "Retries on rate limits, overload and dropped connections (backoff honours Retry-After).", lo=0, hi=10)
+    vision: str = setting(
+        "auto", "Whether the model takes images: auto = as the model table says (text only for a model it does not know).",
+        choices=("auto", "true", "false"),
+    )
     summary_model: str = setting("", "Shorthand for the summary provider: \"type\" or \"type/model\".")
     embedding_model: str = setting(
         "", "Embedding model on the main provider's endpoint (openai, ollama, compatible); empty = the offline embedder ([memory] embedder)."

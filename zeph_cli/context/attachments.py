@@ -5,7 +5,8 @@ N lines, then `</attachment>`; `split_attachments` reads back exactly what
 `with_attachments` wrote (the line count, not a search for the closing tag,
 ends a block, so a file that contains the tag reads back whole). The
 attachments of one prompt take at most a quarter of the prompt budget
-together.
+together. An image attachment (for a model that takes images) has no block:
+it goes as an image part of the prompt's message.
 """
 
 from __future__ import annotations
@@ -13,6 +14,10 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..messages import ImagePart
 
 ATTACHMENT_SHARE = 4  # an attachment may take 1/4 of the prompt budget
 CLOSE = "</attachment>"
@@ -21,11 +26,12 @@ _OPEN = re.compile(r'<attachment path="([^"]*)" lines="(\d+)">')
 
 @dataclass(frozen=True)
 class Attachment:
-    """A text file as attached: its path as the user sees it, its text and size."""
+    """A text file as attached: its path as the user sees it, its text and size (or an image, `image`)."""
     path: str
     text: str
     lines: int
     tokens: int
+    image: ImagePart | None = None
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,8 @@ def attachment_block(attachment: Attachment) -> str:
 
 
 def with_attachments(attachments: list[Attachment], text: str) -> str:
-    """The prompt as stored and sent: each attachment's block, then the user's text."""
+    """The prompt as stored and sent: each attachment's block, then the user's text (images go apart)."""
+    attachments = [a for a in attachments if a.image is None]
     if not attachments:
         return text
     return "\n".join(attachment_block(a) for a in attachments) + "\n\n" + text

@@ -1,10 +1,10 @@
 """What a turn adds from outside zeph itself: skills matched to the message, MCP servers' tools, and the
 project's code index.
 
-Invariant: `prepare()` never raises (but for cancellation) and, with
-`start_mcp()` (for /mcp), is the only step that may start MCP servers; before it ran, or without skills and servers, a
-turn gets no skills layer and no MCP tools. Problems are returned as notes,
-each said once. Which of the MCP tools a mode offers is the tool offer's (`Tool.offered_in`), and
+Invariant: `prepare()` never raises (but for cancellation); before it ran, or without skills and servers, a
+turn gets no skills layer and no MCP tools. A turn waits only for MCP servers that were never listed (the
+manager offers the others' cached tools and starts a server when one of its tools is called); `start_mcp()`
+(for /mcp) starts them all. Problems are returned as notes, each said once. Which of the MCP tools a mode offers is the tool offer's (`Tool.offered_in`), and
 load_skill is the skills feature's declared tool, offered while the turn has skills.
 """
 
@@ -36,8 +36,6 @@ class TurnExtras:
     mcp_total: int = 0  # tools of the running servers before discovery
     mcp_priority: list[str] = field(default_factory=list)  # MCP tools' names, first to keep first (when ranked)
     mcp_left_out: int = 0  # offered MCP tools the agent left out because their schemas did not fit the budget
-    _starting: asyncio.Task[list[str]] | None = None  # the one start of the MCP servers (a turn's or /mcp's)
-    _start_said: bool = False  # the start's notes were handed to a caller that received them
 
     async def prepare(self, message: str, *, tools_wanted: bool) -> list[str]:
         """Match skills to `message`; start MCP servers (once) when the turn can use tools, and pick their tools."""
@@ -52,12 +50,11 @@ class TurnExtras:
         return self.skills.take_warnings()
 
     async def discover_mcp(self, message: str, *, tools_wanted: bool) -> list[str]:
-        """Start the MCP servers (once) when the turn can use tools, and pick their tools for `message`; notes."""
+        """Start the MCP servers never listed when the turn can use tools, and pick their tools for `message`; notes."""
         if self.mcp is None or not tools_wanted:
             return []
         self.mcp_tools, self.mcp_priority = [], []  # none until picked: a discovery cut short offers none
-        notes = await self.start_mcp()
-        notes += self.mcp.take_warnings()
+        notes = await self.mcp.prepare_turn()
         running = self.mcp.tools()
         self.mcp_total = len(running)
         self.mcp_tools = await self.mcp.select_tools(message, running) if running else []
@@ -72,30 +69,11 @@ class TurnExtras:
         return self.mcp.take_warnings()
 
     async def start_mcp(self) -> list[str]:
-        """Start the MCP servers once (a turn, or /mcp in the chat app); a second caller waits for the first
-        start to end. The start's notes go to the first caller that receives them: a caller cancelled while
-        waiting (a turn whose MCP source was late) does not stop the start, and leaves its notes to the next."""
+        """Start every MCP server that is not running (/mcp in the chat app); the manager shares a start in
+        progress, and a caller cancelled while waiting leaves the start going and its notes to the next."""
         if self.mcp is None:
             return []
-        if self._starting is None:
-            self._starting = asyncio.ensure_future(self.mcp.start())
-        elif self._start_said:
-            if not self._starting.done():
-                await asyncio.shield(self._starting)
-            return []
-        try:
-            notes = await asyncio.shield(self._starting)
-        except asyncio.CancelledError:
-            if self._starting.cancelled():  # the start itself was cancelled: nothing is left to say
-                self._start_said = True
-            raise
-        except BaseException:  # the start failed: said by this caller's error, once
-            self._start_said = True
-            raise
-        if self._start_said:  # another caller received them while this one waited
-            return []
-        self._start_said = True
-        return list(notes)
+        return await self.mcp.start()
 
     def reset(self) -> None:
         """Forget the last turn's matches (a session switch): the next turn matches again."""
@@ -142,13 +120,16 @@ class TurnExtras:
     def mcp_lines(self) -> list[str]:
         """What `zeph context` says about the MCP servers and the tools offered this turn."""
         out: list[str] = []
-        if self.mcp is not None and self._starting is not None and self._starting.done():
-            running = [s for s in self.mcp.status() if s.state == "running"]
+        if self.mcp is not None:
+            status = self.mcp.status()
+            running = sum(s.state == "running" for s in status)
+            waiting = sum(s.state == "not started" and bool(s.tools) for s in status)
             offered = len(self.mcp_tools) - self.mcp_left_out
             note = f" ({offered} offered this turn)" if offered != self.mcp_total else ""
             if self.mcp_left_out:
                 note = f" ({offered} offered this turn; {self.mcp_left_out} more did not fit the budget for tool schemas)"
-            out.append(f"mcp: {len(running)} of {len(self.mcp.status())} servers running, {self.mcp_total} tools{note}")
+            cached = f", {waiting} listed from the cache (started on first call)" if waiting else ""
+            out.append(f"mcp: {running} of {len(status)} servers running{cached}, {self.mcp_total} tools{note}")
         return out
 
     async def aclose(self) -> None:
@@ -156,5 +137,3 @@ class TurnExtras:
             await asyncio.to_thread(self.code_index.close)  # a build stops at its next file; reads end
         if self.mcp is not None:
             await self.mcp.aclose()  # servers still starting are stopped too
-            if self._starting is not None and not self._starting.done():
-                await asyncio.wait({self._starting}, timeout=5.0)

@@ -3,7 +3,9 @@
 Invariant: a conversation leaves as one cached top-level `system` prompt plus
 user/assistant turns that strictly alternate, replies come back only as
 `messages` stream events, and every SDK or transport failure leaves as a typed
-`zeph_cli.errors` error.
+`zeph_cli.errors` error. An image goes as a base64 `image` block, in a user turn or
+inside a `tool_result`'s content after its text; a result without images keeps
+its content a plain string.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ except ImportError:  # pragma: no cover - depends on the installed SDK
 
 from .. import errors
 from ..messages import (
+    ImagePart,
     Message,
     StreamEvent,
     StreamEnd,
@@ -56,16 +59,26 @@ _STATUS_OF_ERROR_TYPE = {
 }
 
 
+def _image(image: ImagePart) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.mime_type, "data": image.data}}
+
+
 def _block(part: Any) -> dict[str, Any] | None:
     if isinstance(part, TextPart):
         return {"type": "text", "text": part.text} if part.text else None
+    if isinstance(part, ImagePart):
+        return _image(part)
     if isinstance(part, ToolCallPart):
         return {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments}
     if isinstance(part, ToolResultPart):
+        content: str | list[dict[str, Any]] = part.content
+        if part.images:
+            text = [{"type": "text", "text": part.content}] if part.content else []
+            content = [*text, *(_image(i) for i in part.images)]
         return {
             "type": "tool_result",
             "tool_use_id": part.tool_call_id,
-            "content": part.content,
+            "content": content,
             "is_error": part.is_error,
         }
     return None

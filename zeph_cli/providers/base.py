@@ -11,7 +11,6 @@ to send (never a header); a request without a tap costs that hook one lookup.
 from __future__ import annotations
 
 import abc
-import asyncio
 import contextvars
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -23,6 +22,7 @@ from .. import errors
 from ..messages import Message, StreamEvent, ToolSpec
 from ..models import ModelProfile, profile_for
 from ..tokens import TokenCounter
+from ..waiting import within
 from .server_facts import ServerFacts
 from .settings import ProviderSettings
 
@@ -201,7 +201,7 @@ async def answer_within(opening: Awaitable[T], timeout: float) -> T:
     """`opening` (a request up to its answer, the SDK's own retries included) given `timeout`
     seconds in all; past it, `TimeoutError`. The SDKs retry a timed-out attempt, which would
     turn one `llm.timeout_secs` of silence into (1 + max_retries) of them."""
-    return await asyncio.wait_for(opening, timeout)
+    return await within(opening, timeout)
 
 
 def timeout_error(provider: str, url: str, timeout: float) -> errors.ProviderTimeout:

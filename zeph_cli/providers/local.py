@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
+from ..images import TEXT_ONLY, for_model
 from ..messages import Message, StreamEnd, StreamEvent, TextDelta, ToolCallPart, Usage, UsageUpdate
 from ..models import ModelProfile, profile_for
 from ..process_exit import abandon_at_exit
@@ -42,7 +43,9 @@ def to_local_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     (or as its own user turn when none precedes it), so nothing the history carries comes after
     the reply it precedes — so the system message and the history before the running turn stay the
     same from turn to turn (llama.cpp reuses that prefix); trailing ones (the enhancement prompt,
-    fixed for the session) end the system message; tool traffic rendered as plain text."""
+    fixed for the session) end the system message; tool traffic rendered as plain text, and every
+    image as its placeholder (the embedded model reads text only)."""
+    messages = tuple(for_model(m, TEXT_ONLY) for m in messages)
     system: list[str] = []
     out: list[dict[str, Any]] = []
     waiting: list[str] = []  # context text for the next user-side message

@@ -2,7 +2,9 @@
 
 Invariant: every request is one SDK call against `settings.base_url` (retried here
 on 429/503/refused connections, since the SDK has no retry), and every failure
-leaves as a typed error from `zeph_cli.errors`, never as an SDK or httpx exception.
+leaves as a typed error from `zeph_cli.errors`, never as an SDK or httpx exception. Images go as base64 strings in the `images`
+list of the message that carries them (a user message, or a tool result's own
+`tool` message); a message without images has no `images` key.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import ollama
 
 from .. import errors
 from ..messages import (
+    ImagePart,
     Message,
     StreamEvent,
     StreamEnd,
@@ -43,6 +46,7 @@ from .base import (
     tapping,
     timeout_error,
 )
+from ..waiting import within
 from .http_trust import trust_for
 from .server_facts import OLLAMA_WINDOW_CAP, ServerFacts, from_ollama_show
 
@@ -132,7 +136,7 @@ class OllamaProvider(Provider):
         """`/api/show` of the configured model, within DISCOVERY_TIMEOUT_SECS; silent on failure."""
         if self._facts is None:
             try:
-                show = await asyncio.wait_for(self._sdk().show(self.model), DISCOVERY_TIMEOUT_SECS)
+                show = await within(self._sdk().show(self.model), DISCOVERY_TIMEOUT_SECS)
             except (TimeoutError, *_SDK_ERRORS):
                 self._facts = ServerFacts()
             else:
@@ -289,12 +293,19 @@ def to_wire_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
     for message in messages:
         results = message.tool_results
         if results:
-            wire.extend({"role": "tool", "content": r.content, "tool_name": r.name} for r in results)
+            for r in results:
+                result: dict[str, Any] = {"role": "tool", "content": r.content, "tool_name": r.name}
+                if r.images:
+                    result["images"] = [i.data for i in r.images]
+                wire.append(result)
             continue
         entry: dict[str, Any] = {
             "role": _ROLES[message.role],
             "content": "".join(p.text for p in message.parts if isinstance(p, TextPart)),
         }
+        images = [p.data for p in message.parts if isinstance(p, ImagePart)]
+        if images:
+            entry["images"] = images
         if message.tool_calls:
             entry["tool_calls"] = [
                 {"function": {"name": c.name, "arguments": dict(c.arguments)}} for c in message.tool_calls

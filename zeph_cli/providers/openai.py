@@ -3,7 +3,10 @@
 Invariant: every request goes through the official SDK's `chat.completions.create`
 (whose own retries honour Retry-After); every reply, streamed or not, leaves as
 `messages` events ending in exactly one `StreamEnd`, and every failure as a
-typed `zeph_cli.errors` error.
+typed `zeph_cli.errors` error. Images go as `image_url` data URLs in a user message's
+content; a tool message cannot carry one, so a tool result's images follow the
+round's tool messages in one user message, each labelled by its call id. A
+message without images leaves exactly as it did before images existed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from .. import errors
 from ..messages import (
+    ImagePart,
     Message,
     StreamEnd,
     StreamEvent,
@@ -31,6 +35,7 @@ from ..messages import (
     Usage,
     UsageUpdate,
 )
+from ..images import tool_image_label
 from ..models import ModelProfile, served_profile
 from ..paths import cache_dir
 from . import facts_cache, server_facts
@@ -59,7 +64,16 @@ HOSTED_HOSTS = ("api.openai.com",)
 def wire_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Our conversation as Chat Completions `messages` (system and context both become `system`)."""
     wire: list[dict[str, Any]] = []
+    pending_images: list[tuple[str, str, ImagePart]] = []  # (call id, tool, image) of the tool messages just sent
+
+    def flush() -> None:
+        if pending_images:
+            wire.append(tool_images_message(pending_images))
+            pending_images.clear()
+
     for message in messages:
+        if message.role in ("user", "assistant") or (message.role == "tool" and not message.tool_results):
+            flush()  # after the round's last tool message (a system message between them may stay between)
         text = "".join(p.text for p in message.parts if isinstance(p, TextPart))
         if message.role in ("system", "context"):
             wire.append({"role": "system", "content": text})
@@ -82,9 +96,33 @@ def wire_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
             wire.extend(
                 {"role": "tool", "tool_call_id": r.tool_call_id, "content": r.content} for r in message.tool_results
             )
+            pending_images.extend((r.tool_call_id, r.name, image) for r in message.tool_results for image in r.images)
+            continue
+        elif message.images:  # a user message with images: its parts in order
+            content: list[dict[str, Any]] = []
+            for part in message.parts:
+                if isinstance(part, TextPart) and part.text:
+                    content.append({"type": "text", "text": part.text})
+                elif isinstance(part, ImagePart):
+                    content.append(_image_url(part))
+            wire.append({"role": "user", "content": content})
         else:  # user, or a tool message carrying only text
             wire.append({"role": "user", "content": message.content})
+    flush()
     return wire
+
+
+def _image_url(image: ImagePart) -> dict[str, Any]:
+    return {"type": "image_url", "image_url": {"url": f"data:{image.mime_type};base64,{image.data}"}}
+
+
+def tool_images_message(images: list[tuple[str, str, ImagePart]]) -> dict[str, Any]:
+    """The user message that carries a round's tool-result images (tool messages take text only)."""
+    content: list[dict[str, Any]] = []
+    for call_id, name, image in images:
+        content.append({"type": "text", "text": tool_image_label(name, call_id)})
+        content.append(_image_url(image))
+    return {"role": "user", "content": content}
 
 
 def wire_tools(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..messages import ToolSpec
+from ..messages import ImagePart, ToolSpec
 from .confinement import Confinement
 from .failures import ToolFailure
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .sandbox import Sandbox
     from .skill_access import SkillAccess
     from .code_access import CodeSearchAccess
+    from .resource_access import ResourceAccess
     from ..store.sqlite import Database
 
 __all__ = [
@@ -45,6 +46,8 @@ class ToolResult:
     exit_code: int | None = None
     # For the user: one line saying what happened ("exit 0 · 12 lines").
     summary: str = ""
+    # Images for the model (a screenshot, a chart), after the text; a model that reads text only gets placeholders.
+    images: tuple[ImagePart, ...] = ()
 
 
 OverflowReader = Callable[[str], "str | None"]
@@ -90,6 +93,8 @@ class ToolContext:
     skills: "SkillAccess | None" = None
     # The project's code index search_code reads; None = no index here.
     code_search: "CodeSearchAccess | None" = None
+    # The MCP servers' resources (mcp_list_resources, mcp_read_resource); None = no MCP servers.
+    mcp_resources: "ResourceAccess | None" = None
     # Starts sub-agents (the task tool); None = not available here.
     run_subagent: SubagentRunner | None = None
     # Tools this session knows but does not offer, with why (a call to one is refused with that reason).

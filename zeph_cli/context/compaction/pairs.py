@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from ...images import as_text
 from ...messages import TextPart
 from ..assembler import HistoryItem
 from .markers import TOOL_SUMMARY_PREFIX, deferred_summary, is_pruned
@@ -114,7 +115,7 @@ def tool_pair_prompt(pair: ToolPair) -> str:
         request_lines.append(f"tool: {call.name}\narguments: {cap_middle(arguments)}")
     responses = []
     for item in pair.responses:
-        for result in item.message.tool_results:
+        for result in as_text(item.message).tool_results:  # images as their placeholders
             status = "error" if result.is_error else "ok"
             name = re.sub(r"[^A-Za-z0-9_.-]", "", result.name or names.get(result.tool_call_id, "")) or "tool"
             responses.append(

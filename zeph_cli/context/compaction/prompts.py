@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+from ...images import as_text
 from ...messages import TextPart
 from ..assembler import HistoryItem
 from .markers import is_compaction_summary
@@ -45,7 +46,7 @@ def escape(text: str) -> str:
 
 
 def _render_item(item: HistoryItem) -> str:
-    message = item.message
+    message = as_text(item.message)  # the summarizer reads an image as its placeholder
     if is_compaction_summary(item):
         return f"[{EARLIER_SUMMARY_NOTE}]\n<earlier_summary>\n{escape(message.content)}\n</earlier_summary>"
     if message.role == "tool" and message.tool_results:

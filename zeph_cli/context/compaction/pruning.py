@@ -2,13 +2,17 @@
 
 Invariant: pure; the most recent `protect_tokens` tokens of history are never
 pruned (but for one output larger than that whole window), a pruned message keeps every tool_call_id so pairs stay valid, nothing
-is pruned twice, and each applied summary replaces exactly one whole pair.
+is pruned twice, and each applied summary replaces exactly one whole pair. Images go
+first: a tool result's images are pruned (with its output) once they are older than
+the newest IMAGE_PROTECT_SHARE of the protected window, and a pruned result names
+each image it carried by its placeholder.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ...images import placeholder
 from ...messages import Message, ToolResultPart
 from ...tokens import TokenCounter, count_message
 from ..assembler import HistoryItem
@@ -16,6 +20,7 @@ from .markers import PRUNED, TOOL_SUMMARY, TOOL_SUMMARY_PREFIX, is_pruned, prune
 from .pairs import find_tool_pairs
 
 PRUNE_PROTECT_TOKENS = 40000  # spec default: "prune_protect_tokens = 40000"
+IMAGE_PROTECT_SHARE = 0.25  # a tool result's images outlive it only in this newest share of the protected window
 
 
 def _protected_from(history: list[HistoryItem], protect_tokens: int) -> int:
@@ -31,6 +36,8 @@ def _protected_from(history: list[HistoryItem], protect_tokens: int) -> int:
 def _worth_pruning(message: Message) -> bool:
     """Pruning must make the message smaller, not just different."""
     results = message.tool_results
+    if any(r.images for r in results):
+        return True
     return bool(results) and sum(len(r.content) for r in results) > sum(
         len(pruned_placeholder(len(r.content))) for r in results
     )
@@ -63,27 +70,34 @@ def plan_prune(
     end = len(history) if keep_from is None else keep_from
     if protected_from is not None:
         boundary, protect_tokens = protected_from, sum(item.tokens for item in history)
+        image_boundary = boundary
     else:
         boundary = _protected_from(history, protect_tokens)
+        image_boundary = _protected_from(history, int(protect_tokens * IMAGE_PROTECT_SHARE))
     return [
         item.id
         for index, item in enumerate(history[:end])
         if item.id
         and item.message.role == "tool"
         and not is_pruned(item)
-        and (index < boundary or item.tokens > protect_tokens)
+        and (index < boundary or item.tokens > protect_tokens or (index < image_boundary and bool(item.message.images)))
         and _worth_pruning(item.message)
     ]
 
 
 def pruned_message(message: Message, overflow_id: str | None = None) -> Message:
     """The message with each tool output replaced by a placeholder naming its size
-    (and the overflow id its full text is kept under, when there is one)."""
+    (and the overflow id its full text is kept under, when there is one), and each of its images by
+    the image's placeholder."""
     parts = tuple(
-        replace(p, content=pruned_placeholder(len(p.content), overflow_id)) if isinstance(p, ToolResultPart) else p
+        replace(p, content=_pruned_content(p, overflow_id), images=()) if isinstance(p, ToolResultPart) else p
         for p in message.parts
     )
     return Message(message.role, parts)
+
+
+def _pruned_content(result: ToolResultPart, overflow_id: str | None) -> str:
+    return "\n".join([pruned_placeholder(len(result.content), overflow_id), *(placeholder(i, "pruned") for i in result.images)])
 
 
 def apply_prune(history: list[HistoryItem], ids: list[int], counter: TokenCounter) -> list[HistoryItem]:

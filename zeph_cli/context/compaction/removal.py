@@ -2,7 +2,7 @@
 
 Invariant: pure; removal starts at the center of the tool-response list and
 alternates outward, so the earliest and the latest responses survive longest;
-a removed response keeps its tool_call_id and reads "[compacted]".
+a removed response keeps its tool_call_id and reads "[compacted]" (its images go with it).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def remove_middle_out(items: list[HistoryItem], fraction: float, counter: TokenC
     for i, item in enumerate(items):
         if any((i, j) in chosen for j in range(len(item.message.parts))):
             parts = tuple(
-                replace(p, content=COMPACTED) if (i, j) in chosen and isinstance(p, ToolResultPart) else p
+                replace(p, content=COMPACTED, images=()) if (i, j) in chosen and isinstance(p, ToolResultPart) else p
                 for j, p in enumerate(item.message.parts)
             )
             message = Message(item.message.role, parts)

@@ -1,4 +1,4 @@
-"""`zeph mcp`: list the configured MCP servers, their prompts, and render one prompt.
+"""`zeph mcp`: list the configured MCP servers, their prompts and resources, and render one prompt.
 
 Invariant: presentation only — each command starts the servers it needs through
 `McpManager` (imported inside the command, so `zeph --help` never loads the SDK),
@@ -21,7 +21,7 @@ from ...frontends.cli.stderr import eprint
 if TYPE_CHECKING:
     from .manager import McpManager
 
-mcp_app = typer.Typer(help="MCP servers: their state, tools and prompts.", no_args_is_help=True)
+mcp_app = typer.Typer(help="MCP servers: their state, tools, prompts and resources.", no_args_is_help=True)
 
 
 def _manager(only: str | None = None) -> "McpManager":
@@ -143,6 +143,62 @@ def mcp_prompt(
     from .prompts import prompt_text
 
     print(prompt_text(asyncio.run(run())))
+
+
+@mcp_app.command("resources")
+def mcp_resources(
+    server: Optional[str] = typer.Argument(None, metavar="ID", help="Only this server's resources."),
+    as_json: bool = typer.Option(False, "--json", help="A JSON array, one object per server."),
+) -> None:
+    """List the servers' resources and resource templates.
+
+    Server, URI, name, MIME type and size; templates after a server's resources.
+    """
+
+    async def run():
+        from .resources import ResourceError
+
+        manager = _manager(only=server)
+        try:
+            notes = await _started(manager, quiet=server is not None)
+            if server is not None and notes:
+                raise ZephError(notes[0])
+            try:
+                return bool(manager.connections), await manager.list_resources(server)
+            except ResourceError as exc:
+                raise ZephError(str(exc)) from None
+        finally:
+            await manager.aclose()
+
+    import asyncio
+
+    configured, listings = asyncio.run(run())
+    if as_json:
+        print(json.dumps([{"server": li.server, "error": li.error or None,
+                           "resources": [{"uri": r.uri, "name": r.name, "description": r.description,
+                                          "mime_type": r.mime_type or None, "size": r.size} for r in li.resources],
+                           "templates": [{"uri_template": t.uri_template, "name": t.name, "description": t.description,
+                                          "mime_type": t.mime_type or None} for t in li.templates]}
+                          for li in listings], indent=2))
+        return
+    if not listings:
+        print("no MCP resources: no running server offers any" if configured else
+              "no MCP servers configured (add [[mcp.servers]] to the config)")
+        return
+    rows = [("SERVER", "URI", "NAME", "MIME", "SIZE")]
+    for li in listings:
+        if li.error:
+            eprint(f"zeph: warning: {li.error}")
+        rows += [(li.server, r.uri, r.name, r.mime_type or "-", f"{r.size:,}" if r.size is not None else "-")
+                 for r in li.resources]
+        rows += [(li.server, t.uri_template, t.name + " (template)", t.mime_type or "-", "-") for t in li.templates]
+    if len(rows) == 1:
+        print("no MCP resources: " + ", ".join(li.server for li in listings) + (" lists" if len(listings) == 1 else " list")
+              + " none")
+        return
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[4])
 
 
 def parse_arguments(pairs: list[str]) -> dict[str, str]:

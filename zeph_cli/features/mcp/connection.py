@@ -36,9 +36,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...tools.elicitation import ElicitationRequest
+from ...waiting import within
+from . import exit_status
 from .elicit import UnaskableForm, answer_content, form_fields
 from .expand import UnsetVariable, expand_table, expand_value
 from .hooks import ServerHooks
+from .resources import ListedResource, ListedTemplate, listed_resource, listed_template
 from .server_log import append_line, message_text, severity
 
 if TYPE_CHECKING:
@@ -217,8 +220,17 @@ class ServerConnection:
                 written = log.read()[-8192:].decode("utf-8", "replace")
         except OSError:
             return ""
-        lines = [line.strip() for line in written.splitlines() if line.strip()]
+        lines = [line.strip() for line in written.splitlines() if line.strip() and not exit_status.is_mark(line)]
         return lines[-1][:200] if lines else ""
+
+    @property
+    def capabilities(self) -> Any:
+        """What the server declared at initialize (None before it did)."""
+        return self._capabilities
+
+    def exit_status(self) -> int | None:
+        """The status a stdio server's process exited with since it was started (None: not known, or running)."""
+        return exit_status.read(self.log_path, self._log_from)
 
     def _unreachable(self, exc: BaseException) -> str:
         """For an HTTP server nothing answers at: which URL, and why ("" for any other failure)."""
@@ -245,7 +257,8 @@ class ServerConnection:
             _rotate(log_path)
             log = stack.enter_context(open(log_path, "a", encoding="utf-8"))  # noqa: ASYNC230 — a local append, once per server start
             self._log_from = log.tell()
-            params = StdioServerParameters(command=entry.command, args=list(entry.args), env=env or None, cwd=self.cwd)
+            command, args = exit_status.wrapped(entry.command, list(entry.args), env)
+            params = StdioServerParameters(command=command, args=args, env=env or None, cwd=self.cwd)
             streams = await stack.enter_async_context(stdio_client(params, errlog=log))
         else:
             import httpx2
@@ -289,6 +302,7 @@ class ServerConnection:
                 append_line(self.message_log_path, "notice", f"zeph: logging/setLevel {self.entry.log_level} failed: {describe(exc)}")
         await self._list_tools(session)
         await self._list_prompts(session)
+        await self._list_resources_at_start(session)
 
     async def _list_tools(self, session: ClientSession) -> None:
         """Every page of tools/list, replacing `tools` (and `needs_tasks`) at once."""
@@ -487,7 +501,8 @@ class ServerConnection:
         try:
             async with asyncio.timeout_at(clock.deadline()) as scope:
                 clock.scope = scope
-                return await session.call_tool(tool, arguments, progress_callback=on_progress)
+                # `within`, not a bare await: a Ctrl+C that comes as the answer does is never lost (waiting.py)
+                return await within(session.call_tool(tool, arguments, progress_callback=on_progress), cap + 1.0)
         except TimeoutError as exc:
             if clock.scope is None or not clock.scope.expired():  # not our clock: the transport's own
                 self._after_failure(exc)
@@ -509,7 +524,7 @@ class ServerConnection:
     async def get_prompt(self, name: str, arguments: dict[str, str]) -> Any:
         session = self._running_session()
         try:
-            return await asyncio.wait_for(session.get_prompt(name, arguments), self.entry.timeout)
+            return await within(session.get_prompt(name, arguments), self.entry.timeout)
         except TimeoutError:
             raise ServerError(f"MCP server {self.id}: prompt {name} did not arrive within {self.entry.timeout:g} s") from None
         except asyncio.CancelledError:
@@ -526,6 +541,111 @@ class ServerConnection:
             self._fail("the connection closed")
         elif not isinstance(exc, MCPError):
             self._fail(describe(exc))  # the transport broke: the server is gone or unreachable
+
+    # ---- resources ---------------------------------------------------------------
+    # What the server lists of its resources and templates (every page), once asked: `list_resources()` lists
+    # them again (after notifications/resources/list_changed, say). Fields of the dataclass, kept here.
+    resources: list[ListedResource] = field(default_factory=list)
+    resource_templates: list[ListedTemplate] = field(default_factory=list)
+    resources_listed: bool = False
+    declared_resources: bool = False  # what its listing kept from a run before says (until it runs)
+
+    @property
+    def has_resources(self) -> bool:
+        """Whether the server declared the resources capability: running, as it said at start; not running,
+        as its kept listing says."""
+        session = self._session
+        if self.state != "running" or session is None:
+            return self.declared_resources and self.state == "not started"
+        capabilities = session.server_capabilities
+        return capabilities is not None and capabilities.resources is not None
+
+    @property
+    def lists_resources(self) -> bool:
+        """Whether the running server has resources to offer: it declared them and listed some (or templates),
+        or they could not be listed yet. Many servers declare the capability and list none."""
+        return self.has_resources and (not self.resources_listed or bool(self.resources or self.resource_templates))
+
+    async def _list_resources_at_start(self, session: ClientSession) -> None:
+        """While initializing: list the resources a server declares (a failure leaves them to be listed when
+        asked for: the server still starts)."""
+        capabilities = session.server_capabilities
+        if capabilities is None or capabilities.resources is None:
+            return
+        try:
+            listed = await asyncio.wait_for(self._all_resources(session), self.entry.timeout / 2)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - listed again when asked, which then says why it failed (a slow list too)
+            return
+        self.resources, self.resource_templates = listed
+        self.resources_listed = True
+
+    async def list_resources(self) -> None:
+        """List every page of the server's resources and templates (within its timeout); `ServerError` names
+        the server. A server that declares no resources lists none."""
+        session = self._running_session()
+        if not self.has_resources:
+            self.resources, self.resource_templates, self.resources_listed = [], [], True
+            return
+        try:
+            resources, templates = await within(self._all_resources(session), self.entry.timeout)
+        except TimeoutError:
+            raise ServerError(f"MCP server {self.id}: its resources were not listed within "
+                              f"{self.entry.timeout:g} s") from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - SDK and transport errors become one line
+            self._after_failure(exc)
+            raise ServerError(f"MCP server {self.id}: listing its resources failed: {describe(exc)}") from None
+        self.resources, self.resource_templates, self.resources_listed = resources, templates, True
+
+    async def _list_resources(self, session: ClientSession) -> None:
+        """Every page of resources and templates, replacing both at once (resources/list_changed)."""
+        self.resources, self.resource_templates = await self._all_resources(session)
+        self.resources_listed = True
+
+    async def _all_resources(self, session: ClientSession) -> tuple[list[ListedResource], list[ListedTemplate]]:
+        from mcp.shared.exceptions import MCPError
+        from mcp.types import METHOD_NOT_FOUND, PaginatedRequestParams
+
+        resources: list[ListedResource] = []
+        cursor: str | None = None
+        while True:
+            page = await session.list_resources(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+            resources += [listed_resource(r) for r in page.resources]
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        templates: list[ListedTemplate] = []
+        try:
+            while True:
+                listed = await session.list_resource_templates(
+                    params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+                templates += [listed_template(t) for t in listed.resource_templates]
+                cursor = listed.next_cursor
+                if not cursor:
+                    break
+        except MCPError as exc:
+            if exc.code != METHOD_NOT_FOUND:  # templates are optional: a server without them may not know the method
+                raise
+        return resources, templates
+
+    async def read_resource(self, uri: str) -> Any:
+        """The server's `ReadResourceResult` for `uri`; `ServerError` naming the server and the URI."""
+        session = self._running_session()
+        if not self.has_resources:
+            raise ServerError(f"MCP server {self.id} offers no resources")
+        try:
+            return await within(session.read_resource(uri), self.entry.timeout)
+        except TimeoutError:
+            raise ServerError(f"MCP server {self.id}: {uri} was not read within {self.entry.timeout:g} s "
+                              "(mcp.servers[].timeout)") from None
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            self._after_failure(exc)
+            raise ServerError(f"MCP server {self.id}: cannot read {uri}: {describe(exc)}") from None
 
 
 def _rotate(log_path: Path) -> None:

@@ -16,11 +16,13 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...agent.events import AgentWarning, ToolCallProgress
+from ...tools.reports import AgentWarning, ToolCallProgress
 from ...context.injection_scan import scan
+from ...messages import ImagePart
 from ...tools.base import Tool, ToolContext, ToolResult, without_descriptions
 from ...tools.failures import ToolFailure
 from .connection import ServerError
+from .resources import contents_parts, link_line
 
 if TYPE_CHECKING:
     from ...config.modes import Mode
@@ -76,14 +78,14 @@ class McpTool(Tool):
             raise ToolFailure(f"MCP server {self.server_id}: {self.tool} failed: {exc}"[:400]) from None
         finally:
             self._say_server_warnings(context)
-        text = result_text(getattr(result, "content", None) or [])
+        text = result_text(getattr(result, "content", None) or [], self.server_id)
         is_error = bool(getattr(result, "is_error", False))
         if not text:
             structured = getattr(result, "structured_content", None)
             text = json.dumps(structured, ensure_ascii=False) if structured is not None else "(no output)"
         lines = len(text.splitlines()) or 1
         summary = f"{self.server_id} · " + ("error" if is_error else f"{lines} line{'s' if lines != 1 else ''}")
-        return ToolResult(text, is_error=is_error, summary=summary)
+        return ToolResult(text, is_error=is_error, summary=summary, images=result_images(getattr(result, "content", None) or []))
 
 
     def _say_server_warnings(self, context: ToolContext | None) -> None:
@@ -95,8 +97,10 @@ class McpTool(Tool):
             context.progress(AgentWarning(line))
 
 
-def result_text(blocks: list[Any]) -> str:
-    """The text blocks joined; images, audio and resources described in one line each."""
+def result_text(blocks: list[Any], server: str = "") -> str:
+    """The text blocks joined; images and audio described in one line each; an embedded resource's text under
+    a line naming it (a blob in one line); a resource link with its name, description and MIME type, and —
+    given the `server` it came from — the mcp_read_resource call that reads it."""
     lines: list[str] = []
     for block in blocks:
         kind = getattr(block, "type", "")
@@ -106,13 +110,26 @@ def result_text(blocks: list[Any]) -> str:
             lines.append(f"[{kind}: {getattr(block, 'mime_type', '?')}, {len(getattr(block, 'data', '') or '') * 3 // 4:,} bytes]")
         elif kind == "resource":
             resource = block.resource
-            inner = getattr(resource, "text", None)
-            lines.append(inner if isinstance(inner, str) else f"[resource: {resource.uri}]")
+            text, _ = contents_parts([resource])
+            if isinstance(getattr(resource, "text", None), str):
+                mime = getattr(resource, "mime_type", None)
+                text = f"[resource: {resource.uri}{f' ({mime})' if mime else ''}]\n{text}"
+            lines.append(text)
         elif kind == "resource_link":
-            lines.append(f"[resource link: {block.uri}]")
+            lines.append(link_line(server, block))
         else:
             lines.append(f"[{kind or 'unknown'} content]")
     return "\n".join(lines)
+
+
+def result_images(blocks: list[Any]) -> tuple[ImagePart, ...]:
+    """The image blocks of a tool result, as images for the model (base64 data and MIME type as sent);
+    a block without data is left out (its line in `result_text` still names it)."""
+    return tuple(
+        ImagePart(str(getattr(block, "mime_type", "") or ""), data)
+        for block in blocks
+        if getattr(block, "type", "") == "image" and isinstance(data := getattr(block, "data", None), str) and data
+    )
 
 
 def _bounded(text: str) -> str:

@@ -49,6 +49,15 @@ class TextVectors:
         return [float(query @ self._cache[key]) for key in keys]
 
 
+    def known(self, model: str) -> dict[str, np.ndarray]:
+        """The vectors held for `model`, by the sha256 of their text (to keep them across processes)."""
+        return {digest: row for (name, digest), row in self._cache.items() if name == model}
+
+    def add(self, model: str, rows: dict[str, np.ndarray]) -> None:
+        """Vectors `model` made earlier, by the sha256 of their text: held as if embedded here."""
+        self._cache.update(((model, digest), row) for digest, row in rows.items())
+
+
 class _LastPrompt:
     """The last text `prompt_vector` was asked for with one embedder, and its vector (to come)."""
 

@@ -114,7 +114,8 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
         store.close()
         raise
     try:  # an attachment that cannot be: nothing is sent, and the prompt is kept
-        prompt = with_attachments(agent.attachments(options.attachments), text)
+        attached = agent.attachments(options.attachments)
+        prompt, images = with_attachments(attached, text), tuple(a.image for a in attached if a.image is not None)
     except ZephError as exc:
         if terminal is not None:
             terminal.close()
@@ -142,7 +143,7 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             stream=options.stream, markdown=options.markdown, show_usage=options.show_usage,
             json_output=options.json_output, terminal=sys.stderr is not None and sys.stderr.isatty(),
         )
-        turn = agent.run_turn(conversation, prompt, system=options.system, stream=options.stream)
+        turn = agent.run_turn(conversation, prompt, system=options.system, stream=options.stream, images=images)
         async with aclosing(turn) as events:
             async for event in events:
                 prompt_stored = prompt_stored or isinstance(event, TurnStarted)

@@ -36,6 +36,7 @@ from ...log import current_log_path, get_logger
 from .prompt_input import PromptInput
 from .help_panel import HelpPanel
 from .path_complete import complete_path
+from .mention_complete import mention_completions
 from .slash import SlashCommand, SlashError, complete, parse, unescape
 from .startup import Startup
 from .status_bar import StatusBar
@@ -265,8 +266,9 @@ class ZephApp(App[int]):
             event.stop()
 
     def completions(self, text: str) -> list:
-        """What Tab offers for the input: command names and values, or the paths after /attach."""
-        return complete(text) or complete_path(text, self.session.cwd if self.session is not None else Path.cwd())
+        """What Tab offers for the input: command names and values, the paths after /attach, or an @server:uri."""
+        return (complete(text) or complete_path(text, self.session.cwd if self.session is not None else Path.cwd())
+                or mention_completions(self, text))
 
     def on_prompt_input_edited(self, event: PromptInput.Edited) -> None:
         hints = self.completions(event.text)

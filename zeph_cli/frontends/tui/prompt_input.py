@@ -55,7 +55,7 @@ class PromptInput(TextArea):
         self._draft = ""
 
     def check_consume_key(self, key: str, character: str | None = None) -> bool:
-        """Tab stays in the prompt (it completes a /command) instead of moving the focus away."""
+        """Tab stays in the prompt (it completes a /command or an @server:uri) instead of moving the focus away."""
         return key == "tab" or super().check_consume_key(key, character)
 
     async def _on_key(self, event: events.Key) -> None:
@@ -67,7 +67,7 @@ class PromptInput(TextArea):
         if event.key == "tab":
             event.prevent_default()
             event.stop()
-            if self.text.startswith("/") and "\n" not in self.text:
+            if (self.text.startswith("/") and "\n" not in self.text) or "@" in self.text:  # a command, an @server:uri
                 self.post_message(self.Complete())
             return
         if event.key in ("pageup", "pagedown"):
