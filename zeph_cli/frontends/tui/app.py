@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from ...context.report import ContextReport
     from ...tools.elicitation import ElicitationAnswer, ElicitationRequest
     from ...tools.permissions import ApprovalDecision, ApprovalRequest
+    from .elicit_screen import ElicitScreen
 
 QUIT_WINDOW_SECS = 2.0  # a second Ctrl+C within this many seconds quits
 
@@ -96,12 +97,12 @@ class TuiElicitor:
                     answered.set_result(answer or ElicitationAnswer("cancel"))
 
             screen = ElicitScreen(request)
-            await app.push_screen(screen, callback=done)
+            # Through the app's own queue: the connection's task may run outside the app's context.
+            app.call_later(app.push_screen, screen, done)
             try:
                 return await answered
             except asyncio.CancelledError:
-                if screen.is_active:
-                    screen.dismiss(ElicitationAnswer("cancel"))
+                app.call_later(app.take_down_form, screen)
                 raise
 
 
@@ -399,12 +400,18 @@ class ZephApp(App[int]):
 
     def take_down_forms(self) -> None:
         """A cancelled turn's servers' forms (its tool calls were cancelled): answered cancel, their dialogs closed."""
-        from ...tools.elicitation import ElicitationAnswer
         from .elicit_screen import ElicitScreen
 
         for screen in reversed(self.screen_stack):
-            if isinstance(screen, ElicitScreen) and screen.is_active:
-                screen.dismiss(ElicitationAnswer("cancel"))
+            if isinstance(screen, ElicitScreen):
+                self.take_down_form(screen)
+
+    def take_down_form(self, screen: "ElicitScreen") -> None:
+        """A server's form no one waits for any more: answered cancel and closed, if it is still open."""
+        from ...tools.elicitation import ElicitationAnswer
+
+        if screen.is_active:
+            screen.dismiss(ElicitationAnswer("cancel"))
 
     async def action_help(self) -> None:
         """The commands and keys, their top in view (the transcript leaves the bottom for it)."""
