@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...tools.elicitation import ElicitationRequest
 from ...waiting import within
-from . import exit_status
+from .exit_status import is_mark, read as read_exit_status, wrapped
 from .elicit import UnaskableForm, answer_content, form_fields
 from .expand import UnsetVariable, expand_table, expand_value
 from .hooks import ServerHooks
@@ -220,7 +220,7 @@ class ServerConnection:
                 written = log.read()[-8192:].decode("utf-8", "replace")
         except OSError:
             return ""
-        lines = [line.strip() for line in written.splitlines() if line.strip() and not exit_status.is_mark(line)]
+        lines = [line.strip() for line in written.splitlines() if line.strip() and not is_mark(line)]
         return lines[-1][:200] if lines else ""
 
     @property
@@ -230,7 +230,7 @@ class ServerConnection:
 
     def exit_status(self) -> int | None:
         """The status a stdio server's process exited with since it was started (None: not known, or running)."""
-        return exit_status.read(self.log_path, self._log_from)
+        return read_exit_status(self.log_path, self._log_from)
 
     def _unreachable(self, exc: BaseException) -> str:
         """For an HTTP server nothing answers at: which URL, and why ("" for any other failure)."""
@@ -257,7 +257,7 @@ class ServerConnection:
             _rotate(log_path)
             log = stack.enter_context(open(log_path, "a", encoding="utf-8"))  # noqa: ASYNC230 — a local append, once per server start
             self._log_from = log.tell()
-            command, args = exit_status.wrapped(entry.command, list(entry.args), env)
+            command, args = wrapped(entry.command, list(entry.args), env)
             params = StdioServerParameters(command=command, args=args, env=env or None, cwd=self.cwd)
             streams = await stack.enter_async_context(stdio_client(params, errlog=log))
         else:
