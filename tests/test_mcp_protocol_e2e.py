@@ -61,3 +61,16 @@ def test_zeph_mcp_prompt_prints_the_roles_of_a_prompt_with_an_assistant_message(
     assert result.returncode == 0, err(result)
     assert out(result) == ("## user\n\nTell me about owls.\n\n## assistant\n\nowls is a big subject.\n\n"
                            "## user\n\nThen the short version.\n")
+
+
+def test_a_tool_a_server_adds_mid_turn_is_offered_from_the_next_request(fake_server, compatible, tmp_path):
+    env = {**compatible, **_config(tmp_path, "")}
+    queue_call(fake_server, "fake__add_tool", {"name": "fresh"})
+    queue_call(fake_server, "fake__fresh", {})
+    queue_reply(fake_server, "Done.")
+    result = run_zeph("ask", "Add a tool, then call it", env=env)
+    assert result.returncode == 0, err(result)
+    first, second, third = chat_requests(fake_server)[-3:]
+    assert "fake__fresh" not in tool_names(first)
+    assert "fake__fresh" in tool_names(second) and "fake__whoami" in tool_names(second)  # the same turn
+    assert "not offered" not in tool_results(third)[-1] and "Done." in out(result)

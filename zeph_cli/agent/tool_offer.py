@@ -77,7 +77,7 @@ class ToolOffer:
             return ToolSet(), False
         deps = self.deps
         budgeted = deps.profile() is not None and deps.budget().total > 0
-        tools = tools_for_mode(deps.mode(), deps.feature_tools(), deps.extras.mcp_tools,
+        tools = tools_for_mode(deps.mode(), deps.feature_tools(), deps.extras.current_mcp_tools(),
                                compression=budgeted, allows=deps.allows_tools)
         wanted = {name: tool for name, tool in tools.tools.items() if deps.wanted(name)}
         if len(wanted) != len(tools.tools):

@@ -36,6 +36,8 @@ class TurnExtras:
     mcp_total: int = 0  # tools of the running servers before discovery
     mcp_priority: list[str] = field(default_factory=list)  # MCP tools' names, first to keep first (when ranked)
     mcp_left_out: int = 0  # offered MCP tools the agent left out because their schemas did not fit the budget
+    _mcp_generation: int | None = None  # the manager's generation the turn's pick was made at (None: no pick)
+    _mcp_known: frozenset[str] = frozenset()  # every MCP tool's name then (picked or not)
 
     async def prepare(self, message: str, *, tools_wanted: bool) -> list[str]:
         """Match skills to `message`; start MCP servers (once) when the turn can use tools, and pick their tools."""
@@ -54,12 +56,28 @@ class TurnExtras:
         if self.mcp is None or not tools_wanted:
             return []
         self.mcp_tools, self.mcp_priority = [], []  # none until picked: a discovery cut short offers none
+        self._mcp_generation = None
         notes = await self.mcp.prepare_turn()
+        generation = self.mcp.generation
         running = self.mcp.tools()
         self.mcp_total = len(running)
         self.mcp_tools = await self.mcp.select_tools(message, running) if running else []
+        self._mcp_generation, self._mcp_known = generation, frozenset(t.name for t in running)
         self.mcp_priority = []  # ranked by `rank_mcp` when the budget cannot take them all
         return notes
+
+    def current_mcp_tools(self) -> list[McpTool]:
+        """The turn's MCP tools as of now: when a server listed its tools anew since the pick (list_changed, a
+        start), the picked ones it still has, and every tool new since, from the next request on."""
+        if self.mcp is None or self._mcp_generation is None or self.mcp.generation == self._mcp_generation:
+            return self.mcp_tools  # (no pick this turn: no MCP tools)
+        generation = self.mcp.generation
+        now = self.mcp.tools()
+        picked = {t.name for t in self.mcp_tools}
+        self.mcp_tools = [t for t in now if t.name in picked or t.name not in self._mcp_known]
+        self.mcp_total = len(now)
+        self._mcp_generation, self._mcp_known = generation, frozenset(t.name for t in now)
+        return self.mcp_tools
 
     async def rank_mcp(self, message: str) -> list[str]:
         """Order this turn's MCP tools for a budget that fits only some (see `mcp_least_wanted`); notes."""
@@ -81,6 +99,7 @@ class TurnExtras:
         self.mcp_tools = []
         self.mcp_priority = []
         self.mcp_left_out = 0
+        self._mcp_generation = None
 
     def skills_input(self, *, loadable: bool = True) -> SkillsInput | None:
         """The turn's skills for the skills layer; `loadable`: load_skill is offered to the model."""

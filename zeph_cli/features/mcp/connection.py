@@ -126,6 +126,7 @@ class ServerConnection:
     _capabilities: Any = None  # the server's, from initialize
     _clocks: set[_CallClock] = field(default_factory=set)  # the calls in flight
     _relisting: dict[str, bool] = field(default_factory=dict)  # kind -> changed again while being listed
+    _lists_read: asyncio.Event = field(default_factory=asyncio.Event)  # set while no list is being read again
     _session: ClientSession | None = None
     _task: asyncio.Task[None] | None = None
     _ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -377,6 +378,7 @@ class ServerConnection:
             self._relisting[kind] = True
             return
         self._relisting[kind] = False
+        self._lists_read.clear()
         try:
             while True:
                 self._relisting[kind] = False
@@ -387,9 +389,20 @@ class ServerConnection:
                     return
                 if not self._relisting[kind]:
                     break
+            self._tell("on_change", self.id, kind)
         finally:
             del self._relisting[kind]
-        self._tell("on_change", self.id, kind)
+            if not self._relisting:
+                self._lists_read.set()
+
+    async def _lists_settled(self) -> None:
+        """Before a call's answer is handed on: a list the server said changed during the call is read again
+        first (within the timeout), so the very next request offers it. The server's notification comes before
+        its answer, and its handler is scheduled first: one pass of the loop lets it begin."""
+        await asyncio.sleep(0)
+        if self._relisting:
+            with contextlib.suppress(TimeoutError):
+                await within(self._lists_read.wait(), self.entry.timeout)
 
     async def _elicit(self, context: Any, params: Any) -> Any:
         """A server's form, asked through `hooks.elicit`; URL mode and forms no dialog can show are declined."""
@@ -502,7 +515,9 @@ class ServerConnection:
             async with asyncio.timeout_at(clock.deadline()) as scope:
                 clock.scope = scope
                 # `within`, not a bare await: a Ctrl+C that comes as the answer does is never lost (waiting.py)
-                return await within(session.call_tool(tool, arguments, progress_callback=on_progress), cap + 1.0)
+                answer = await within(session.call_tool(tool, arguments, progress_callback=on_progress), cap + 1.0)
+            await self._lists_settled()
+            return answer
         except TimeoutError as exc:
             if clock.scope is None or not clock.scope.expired():  # not our clock: the transport's own
                 self._after_failure(exc)

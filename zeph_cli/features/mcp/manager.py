@@ -90,6 +90,7 @@ class McpManager:
             elif (reason := self.cache.failure(server_id, key)) is not None:
                 self._failed_before[server_id] = reason
         self._tools: dict[str, list[McpTool]] = {}
+        self.generation = 0  # counts the times a server's tools were listed anew (a turn's pick follows it)
         self._warnings: list[str] = []
         self._notes: dict[str, list[str]] = {}  # by server
         self._reported: set[str] = set()  # servers whose failure was said
@@ -248,6 +249,7 @@ class McpManager:
             self._up[server_id] = conn
             self._listed.add(server_id)
             self._tools.pop(server_id, None)  # the fresh list is offered from the next request
+            self.generation += 1
             self._store(conn)
             return
         if self._closed or conn.state != "failed":
@@ -356,6 +358,7 @@ class McpManager:
         """A server's list changed and was listed again: offered anew from the next request, and kept."""
         if kind == "tools":
             self._tools.pop(server_id, None)
+            self.generation += 1
         conn = self.connections.get(server_id)
         if conn is not None and conn.state == "running":
             self._store(conn)
