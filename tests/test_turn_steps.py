@@ -440,6 +440,9 @@ class FakeExtras:
     def mcp_least_wanted(self, names):
         return [name for name in self.mcp if name in names]
 
+    def current_mcp_tools(self):
+        return self.mcp_tools
+
 
 MEMORY_TOOLS = (MEMORY_SAVE, MEMORY_SEARCH)  # what the memory feature offers when long-term memory is on
 

@@ -14,7 +14,7 @@ import asyncio
 import re
 import uuid
 from collections.abc import AsyncGenerator, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..context.invariant import tool_output_allowance
 from ..messages import Message, ToolCallPart, ToolResultPart
@@ -138,18 +138,8 @@ async def run_calls(
             tasks = {call.id: task for (call, _), task in zip(batch, running)}
             stored = 0
             while stored < len(batch):
-                waiting = [task for task in running if not task.done()]
-                if waiting:
-                    getter = asyncio.ensure_future(runner.progress.get())
-                    try:
-                        await asyncio.wait([*waiting, getter], return_when=asyncio.FIRST_COMPLETED)
-                    finally:
-                        if not getter.done():
-                            getter.cancel()
-                    if getter.done() and not getter.cancelled():
-                        yield getter.result()  # type: ignore[misc]
-                while not runner.progress.empty():
-                    yield runner.progress.get_nowait()  # type: ignore[misc]
+                for reported in await reports_while(runner, [task for task in running if not task.done()]):
+                    yield reported
                 for call, _ in batch[stored:]:
                     task = tasks[call.id]
                     if not task.done():
@@ -185,17 +175,29 @@ async def reports_until_done(
     runner: ToolCallRunner, task: asyncio.Task[ToolOutcome]
 ) -> AsyncGenerator[AgentEvent, None]:
     """What a running call reports through `ToolContext.progress`, passed on as it comes, until the call ends."""
-    while not task.done():
+    while True:
+        for reported in await reports_while(runner, [] if task.done() else [task]):
+            yield reported
+        if task.done():
+            return
+
+
+async def reports_while(runner: ToolCallRunner, waiting: list[asyncio.Task[ToolOutcome]]) -> list[AgentEvent]:
+    """Wait until one of `waiting` ends or a call reports something (not at all when none is waiting); what
+    the calls reported meanwhile (agent events, by `ToolContext.progress`'s contract), in order."""
+    reports: list[AgentEvent] = []
+    if waiting:
         getter = asyncio.ensure_future(runner.progress.get())
         try:
-            await asyncio.wait([task, getter], return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait([*waiting, getter], return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not getter.done():
                 getter.cancel()
         if getter.done() and not getter.cancelled():
-            yield getter.result()  # type: ignore[misc]
+            reports.append(cast("AgentEvent", getter.result()))
     while not runner.progress.empty():
-        yield runner.progress.get_nowait()  # type: ignore[misc]
+        reports.append(cast("AgentEvent", runner.progress.get_nowait()))
+    return reports
 
 
 def concurrent(runner: ToolCallRunner, call: ToolCallPart) -> bool:
