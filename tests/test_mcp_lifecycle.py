@@ -190,6 +190,43 @@ async def test_cached_resources_are_offered_and_listed_without_starting_the_serv
         await second.aclose()
 
 
+def _processes_in(folder: Path, needle: str) -> list[int]:
+    """The processes whose working directory is `folder` and whose command line names `needle` (Linux)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and Path(proc / "cwd").resolve() == folder.resolve() \
+                    and needle in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+@needs_node_servers
+@pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="finds the server's process through /proc (Linux)")
+async def test_a_crashed_server_keeps_its_resources_offered_and_a_read_restarts_it(tmp_path):
+    import os
+    import signal
+
+    manager = _manager(tmp_path, McpServerEntry(id="everything", command=str(EVERYTHING), timeout=60))
+    try:
+        await manager.prepare_turn()
+        [listing] = await manager.list_resources("everything")
+        for pid in _processes_in(tmp_path, "mcp-server-everything"):
+            os.kill(pid, signal.SIGKILL)
+        for _ in range(600):  # 30 s at most: a bound on a hang
+            if manager.status()[0].state == "failed":
+                break
+            await asyncio.sleep(0.05)
+        assert manager.status()[0].state == "failed"
+        assert manager.offers_resources()  # still offered: the next read starts it again
+        text, _ = await manager.read_resource("everything", listing.resources[0].uri)
+        assert text and manager.status()[0].state == "running"
+    finally:
+        await manager.aclose()
+
+
 async def test_a_cached_tool_the_server_no_longer_has_fails_in_one_line_and_the_list_is_refreshed(tmp_path):
     state = tmp_path / "state"
     state.mkdir()

@@ -7,11 +7,13 @@ the text goes and whether it is rendered as Markdown.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..context.report import ContextReport
 from ..messages import TextPart, ToolResultPart, Usage
+from .printable import printable
 from .usage_estimate import ShownUsage
 
 if TYPE_CHECKING:
@@ -91,13 +93,13 @@ PROGRESS_MESSAGE_CHARS = 80  # of a server's progress message shown on one line
 def progress_text(event: ToolCallProgress) -> str:
     """What a running tool reported, for its line: `indexing files · 40%`, `running… · 3` (a count with no
     total), or the message alone; the server's words on one line, cut to `PROGRESS_MESSAGE_CHARS`."""
-    message = " ".join(event.message.split())
+    message = " ".join(printable(event.message).split())
     if len(message) > PROGRESS_MESSAGE_CHARS:
         message = message[: PROGRESS_MESSAGE_CHARS - 1] + "…"
     percent = event.percent
     if percent is not None:
         amount = f"{percent}%"
-    elif event.progress is not None:
+    elif event.progress is not None and math.isfinite(event.progress):
         amount = f"{event.progress:,g}"
     else:
         amount = ""

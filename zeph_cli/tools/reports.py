@@ -6,6 +6,7 @@ events unchanged (`agent/events.py` makes them part of `AgentEvent`), so a tool 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 
@@ -20,8 +21,8 @@ class ToolCallProgress:
 
     @property
     def percent(self) -> int | None:
-        if self.progress is None or not self.total:
-            return None
+        if self.progress is None or not self.total or not math.isfinite(self.progress) or not math.isfinite(self.total):
+            return None  # (1e400 is valid JSON: inf)
         return max(0, min(100, round(100 * self.progress / self.total)))
 
 

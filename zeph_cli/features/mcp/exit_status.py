@@ -4,8 +4,9 @@ On POSIX the server runs under `/bin/sh`, which waits for it, appends one line w
 server's log (its stderr) and exits with the same status. The SDK sees `sh`, in the server's own process
 group, so its shutdown (stdin closed, then the group signalled) reaches the server as before.
 
-Invariant: the server gets exactly the configured command, arguments, environment and working directory;
-a command that cannot be found is not wrapped (the SDK's error names it, as without the wrapper); outside
+Invariant: the server gets exactly the configured command, arguments, environment and working directory
+(and the `PWD` a shell sets); an environment with a name a POSIX shell may drop (`FOO-BAR`, `A.B`) and a
+command that cannot be found are not wrapped (the SDK's error names it, as without the wrapper); outside
 POSIX nothing is wrapped and the status is unknown (None). The status line is written only after the
 server's own last line, so the line before it is still the server's last words.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 MARK = "[zeph] the server exited with status "
 _SCRIPT = f'"$0" "$@"; status=$?; echo "{MARK}$status" >&2; exit $status'
 _STATUS = re.compile(re.escape(MARK) + r"(\d+)\s*$")
+_SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def wrapped(command: str, args: list[str], env: Mapping[str, str] | None) -> tuple[str, list[str]]:
@@ -28,6 +30,8 @@ def wrapped(command: str, args: list[str], env: Mapping[str, str] | None) -> tup
     path = (env or {}).get("PATH", os.environ.get("PATH"))
     if os.name != "posix" or not os.path.exists("/bin/sh") or shutil.which(command, path=path) is None:
         return command, args
+    if any(not _SHELL_NAME.fullmatch(name) for name in env or {}):
+        return command, args  # a shell would drop it: the server's environment comes first, its status second
     return "/bin/sh", ["-c", _SCRIPT, command, *args]
 
 

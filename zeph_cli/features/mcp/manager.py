@@ -274,7 +274,7 @@ class McpManager:
         conn.tools, conn.prompts, conn.needs_tasks = list(old.tools), list(old.prompts), list(old.needs_tasks)
         conn.instructions, conn.server_name, conn.server_version = old.instructions, old.server_name, old.server_version
         conn.resources, conn.resource_templates = list(old.resources), list(old.resource_templates)
-        conn.resources_listed, conn.declared_resources = old.resources_listed, old.has_resources or old.declared_resources
+        conn.resources_listed, conn.declared_resources = old.resources_listed, old.declared_resources
         self.connections[old.id] = conn
         return conn
 
@@ -513,7 +513,7 @@ class McpManager:
             conn = await self._need(server_id)
         if conn.state != "running":
             why = f": {conn.reason}" if conn.reason else ""
-            raise ResourceError(f"MCP server {server_id} is {conn.state}{why}")
+            raise ResourceError(f"MCP server {server_id} is not running ({conn.state}){why}")
         if not conn.has_resources:
             others = ", ".join(self.resource_servers()) or "none"
             raise ResourceError(f"MCP server {server_id} offers no resources (servers with resources: {others})")

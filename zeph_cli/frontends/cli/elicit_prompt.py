@@ -13,9 +13,9 @@ from typing import Any
 from ..form_values import FormError, choice_labels, choice_value, default_text, field_hint, field_label, text_value
 from .approval_prompt import TerminalApprover, read_line_or_end
 from .stderr import clear_status
+from ..printable import printable
 from ...tools.elicitation import ElicitationAnswer, ElicitationField, ElicitationRequest
 
-CONTROL = dict.fromkeys([*range(9), *range(11, 32), 127, *range(128, 160)], "?")  # all but \t and \n
 YES = ("y", "yes")
 NO = ("n", "no")
 
@@ -28,7 +28,7 @@ class TerminalElicitor:
 
     def write(self, text: str) -> None:
         """Write to the terminal; a server's control characters (escape sequences) are shown as `?`."""
-        self.terminal.out.write(text.translate(CONTROL))
+        self.terminal.out.write(printable(text))
         self.terminal.out.flush()
 
     async def ask(self, question: str) -> str | None:

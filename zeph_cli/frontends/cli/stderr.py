@@ -12,12 +12,14 @@ from __future__ import annotations
 import shutil
 import sys
 
+from ..printable import printable
+
 _status_shown = False  # a status line is on the terminal, with no newline after it
 
 
 def eprint(text: str) -> None:
     clear_status()
-    print(text, file=sys.stderr, flush=True)
+    print(printable(text), file=sys.stderr, flush=True)  # server and model words among it: no escape sequences
 
 
 def warning_line(text: str) -> str:
@@ -32,7 +34,7 @@ def show_status(text: str) -> None:
     width = shutil.get_terminal_size((80, 24)).columns
     if len(text) >= width:
         text = text[: max(width - 2, 1)] + "…"
-    sys.stderr.write("\r\033[K" + text)
+    sys.stderr.write("\r\033[K" + printable(text))
     sys.stderr.flush()
     _status_shown = True
 

@@ -41,7 +41,7 @@ from .slash import SlashCommand, SlashError, complete, parse, unescape
 from .startup import Startup
 from .status_bar import StatusBar
 from .task_list import TaskList
-from .transcript import Divider, Notice, Transcript, UserEntry, entries_for
+from .transcript import Divider, Notice, Transcript, UserEntry, entries_for, literal
 
 log = get_logger("chat")
 
@@ -275,7 +275,7 @@ class ZephApp(App[int]):
         hints = self.completions(event.text)
         box = self.query_one("#completions", Static)
         if hints:
-            box.update("\n".join(f"{escape(h.label)} {escape(h.hint)}  [dim]{escape(h.help)}[/dim]" for h in hints[:8]))
+            box.update("\n".join(f"{literal(h.label)} {literal(h.hint)}  [dim]{literal(h.help)}[/dim]" for h in hints[:8]))
         box.set_class(bool(hints), "shown")
 
     def on_prompt_input_page_transcript(self, event: PromptInput.PageTranscript) -> None:

@@ -16,6 +16,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widget import Widget
+from textual.content import Content
 from textual.widgets import Button, Checkbox, Input, Select, Static
 
 from ..form_values import FormError, choice_labels, choice_value, default_text, field_hint, field_label, text_value
@@ -29,7 +30,7 @@ def field_widget(field: ElicitationField, index: int) -> Widget:
     if field.kind == "boolean":
         return Checkbox(literal(field_label(field)), value=bool(field.default), id=widget_id, compact=True)
     if field.kind == "enum":
-        options = list(zip(choice_labels(field), field.choices))
+        options = [(Content(label), value) for label, value in zip(choice_labels(field), field.choices)]  # server text, never markup
         default = field.default if field.default in field.choices else Select.NULL
         return Select(options, value=default, allow_blank=True, prompt="(pick one)", id=widget_id, compact=True)
     kind = {"integer": "integer", "number": "number"}.get(field.kind, "text")
