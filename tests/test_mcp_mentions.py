@@ -40,8 +40,7 @@ async def test_a_mentioned_resource_is_completed_and_attached(fake_server, model
             app.prompt.focus()
             await pilot.press("tab")
             assert app.prompt.text == "what is in @everything:"
-            assert app.completions("what is in @everything:demo://resource/static/document/arch") == []  # not listed yet
-            await app.workers.wait_for_complete()  # the listing that asking started
+            await app.workers.wait_for_complete()  # the listing that asking started, if the start at launch had not listed them
             await pilot.pause()
             hints = app.completions("what is in @everything:demo://resource/static/document/arch")
             assert [h.label for h in hints] == [DOC]
