@@ -256,6 +256,48 @@ async def test_a_cached_tool_the_server_no_longer_has_fails_in_one_line_and_the_
         await third.aclose()
 
 
+async def test_an_edited_server_or_an_old_listing_is_listed_again_and_a_failed_start_keeps_the_listing(tmp_path):
+    from zeph_cli.features.mcp.cache import LISTING_MAX_AGE_SECS, ListingCache, cache_key
+
+    state = tmp_path / "state"
+    script = tmp_path / "server.py"  # a server run as `python server.py`: the command is the interpreter
+    script.write_text(CRASHY.read_text())
+    entry = McpServerEntry(id="crashy", command=sys.executable, args=(str(script), str(state)))
+
+    async def one_turn() -> McpManager:
+        manager = _manager(tmp_path, entry)
+        try:
+            await manager.prepare_turn()
+        finally:
+            await manager.aclose()
+        return manager
+
+    await one_turn()
+    await one_turn()
+    assert _starts(state) == 1  # the second offered the kept listing
+    script.write_text(CRASHY.read_text() + "\n# edited\n")
+    await one_turn()
+    assert _starts(state) == 2  # the edited script is listed again
+
+    [path] = (tmp_path / "cache").glob("crashy.json")
+    kept = json.loads(path.read_text())
+    for listing in kept["listings"].values():
+        listing["listed_at"] -= LISTING_MAX_AGE_SECS + 60
+    path.write_text(json.dumps(kept))
+    await one_turn()
+    assert _starts(state) == 3  # too old: listed again
+
+    cache, key = ListingCache(tmp_path / "cache"), cache_key(entry, {"PATH": "/usr/bin:/bin"}, tmp_path)
+    cache.save_failure("crashy", key, "the network was down")
+    assert cache.load("crashy", key) is not None and cache.failure("crashy", key) == "the network was down"
+    manager = _manager(tmp_path, entry)
+    try:
+        assert await manager.prepare_turn() == []
+        assert _names(manager) == {"crashy__echo", "crashy__crash"} and _starts(state) == 3  # offered, not waited for
+    finally:
+        await manager.aclose()
+
+
 async def test_a_list_change_reported_by_the_connection_is_offered_next_and_kept(tmp_path):
     state = tmp_path / "state"
     manager = _manager(tmp_path, _crashy(state))
@@ -273,30 +315,37 @@ async def test_a_list_change_reported_by_the_connection_is_offered_next_and_kept
 
 
 async def test_a_server_that_fails_to_start_is_said_and_the_next_turns_do_not_wait_for_it(tmp_path):
+    from zeph_cli.features.mcp.cache import ListingCache, cache_key
+
     state = tmp_path / "state"
     first = _manager(tmp_path, _crashy(state))
     try:
         await first.prepare_turn()
     finally:
         await first.aclose()
-    state.rename(tmp_path / "elsewhere")
-    state.write_text("not a directory")  # the server cannot start now
+    (state / "starts").unlink()
+    (state / "starts").mkdir()  # the server cannot start now (it cannot write down its start)
     second = _manager(tmp_path, _crashy(state))
     try:
         await second.prepare_turn()
-        assert "crashy__echo" in _names(second)
+        assert "crashy__echo" in _names(second)  # from the kept listing
         with pytest.raises(ServerError, match="^MCP server crashy is not running"):
             await second.call_tool("crashy", "echo", {"text": "x"}, 30)
         [note] = second.take_warnings()
         assert note.startswith("MCP server crashy did not start: ") and "\n" not in note
-        assert _names(second) == set() and second.cached_listing("crashy") is None
+        assert _names(second) == set()  # not for the rest of this session
+        assert second.cached_listing("crashy") is not None  # kept beside the failure: a later session offers it
     finally:
         await second.aclose()
+
+    cache, key = ListingCache(tmp_path / "cache"), cache_key(_crashy(state), {"PATH": "/usr/bin:/bin"}, tmp_path)
+    next((tmp_path / "cache").glob("crashy.json")).unlink()
+    cache.save_failure("crashy", key, "it could not write down its start")  # a server never listed that failed
     third = _manager(tmp_path, _crashy(state))
     try:
         [note] = await third.prepare_turn()  # the turn goes on: the server starts in the background
         assert note.startswith("MCP server crashy did not start last time (") and "\n" not in note
-        assert note.endswith("it is starting in the background, and its tools are offered once it is up")
+        assert note.endswith("it is starting in the background, and its tools are offered once it is up (from a later turn)")
         assert _names(third) == set()
         [again] = await third.start()  # /mcp waits for that start
         assert again.startswith("MCP server crashy did not start: ")

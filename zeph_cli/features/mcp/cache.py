@@ -4,8 +4,11 @@ reported), kept so that a turn can offer its tools without starting it.
 One JSON file per server, `<cache dir>/mcp/ID.json` (`paths.cache_dir`), holding the listings of the
 last few configurations it ran under. A listing is keyed by a hash of what decides what the server
 lists: the entry as written (command, args, url, env and headers), a hash of the values its `${VAR}`s
-expand to (never the values), the workspace it runs in, and the command's file (its size and time, so
-that an upgraded server is listed again). `trusted`, `timeout`, `enabled` and `tool_allowlist` are not
+expand to (never the values), the workspace it runs in, and the files it runs (the command's and every
+argument that names a file, such as `server.py` or `build/index.js`: their size and time), so that an
+edited or upgraded server is listed again. A listing older than LISTING_MAX_AGE_SECS is not used (the
+server is started and waited for again, as a server never listed): a server run through a launcher
+(`npx -y pkg`, `uvx pkg`) can change with nothing on the command line changing. `trusted`, `timeout`, `enabled` and `tool_allowlist` are not
 part of it: they change what zeph offers, not what the server lists.
 
 A server that did not start is remembered under its key for FAILURE_KEPT_SECS (then it is waited for
@@ -40,6 +43,7 @@ if TYPE_CHECKING:
     from ...config.mcp import McpServerEntry
 
 FORMAT = 1
+LISTING_MAX_AGE_SECS = 24 * 3600.0  # a listing older than this is listed again (one wait a day at most)
 FAILURE_KEPT_SECS = 3600.0  # a failed start is remembered this long: meanwhile turns do not wait for the server
 KEPT_PER_SERVER = 8  # listings under other configurations (other workspaces, older settings) kept per server
 log = logging.getLogger("zeph.mcp.cache")
@@ -72,8 +76,24 @@ def cache_key(entry: McpServerEntry, env: Mapping[str, str], cwd: Path) -> str:
         "env": dict(entry.env), "headers": dict(entry.headers), "cwd": str(cwd),
         "expanded": hashlib.sha256(expanded.encode()).hexdigest(),
         "file": _command_file(entry.command, env),
+        "files": [_file_stamp(cwd / arg) for arg in entry.args if _is_file(cwd / arg)],
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte: not a file
+        return False
+
+
+def _file_stamp(path: Path) -> list[Any]:
+    try:
+        stat = path.stat()
+    except OSError:
+        return [str(path)]
+    return [str(path), stat.st_size, stat.st_mtime_ns]
 
 
 def _command_file(command: str, env: Mapping[str, str]) -> list[Any]:
@@ -124,16 +144,19 @@ class ListingCache:
         return str(raw["failed"])
 
     def save_failure(self, server_id: str, key: str, reason: str) -> None:
-        """Remember that the server did not start under `key` (in place of any listing there)."""
-        self._put(server_id, key, {"failed": reason, "at": time.time()})
+        """Remember that the server did not start under `key`, beside the listing kept there if any (a server
+        down for a while keeps its tools offered: a call to one starts it, or says why it cannot)."""
+        raw = self._read(server_id).get(key)
+        kept = raw if isinstance(raw, dict) and "tools" in raw else {}
+        self._put(server_id, key, {**kept, "failed": reason, "at": time.time()})
 
     def load(self, server_id: str, key: str) -> Listing | None:
         """The listing kept under `key`, or None."""
         raw = self._read(server_id).get(key)
-        if not isinstance(raw, dict) or "failed" in raw:
+        if not isinstance(raw, dict) or "tools" not in raw:
             return None
         try:
-            return Listing(
+            listing = Listing(
                 tools=[ListedTool(**t) for t in raw["tools"]],
                 prompts=[ListedPrompt(**{**p, "arguments": tuple(tuple(a) for a in p["arguments"])}) for p in raw["prompts"]],
                 instructions=str(raw.get("instructions") or ""),
@@ -147,6 +170,9 @@ class ListingCache:
         except (KeyError, TypeError, ValueError, IndexError) as exc:  # written by another version of zeph
             log.debug("MCP listing cache of %s does not fit: %s", server_id, exc)
             return None
+        if not 0 <= time.time() - listing.listed_at < LISTING_MAX_AGE_SECS:
+            return None  # listed again (a launcher's package may have changed under the same command line)
+        return listing
 
     def save(self, server_id: str, key: str, listing: Listing) -> None:
         """Keep `listing` under `key` (replacing any listing there); a failure to write is logged, not raised."""

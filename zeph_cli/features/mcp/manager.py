@@ -130,7 +130,7 @@ class McpManager:
         for server_id in [i for i in pending if i in self._failed_before]:
             reason = self._failed_before.pop(server_id)
             self._note(server_id, f"MCP server {server_id} did not start last time ({reason}); it is starting in "
-                                  "the background, and its tools are offered once it is up")
+                                  "the background, and its tools are offered once it is up (from a later turn)")
             self._unwaited.add(server_id)
             self._need_in_background(server_id)
         waited = [i for i in pending if i not in self._unwaited]
