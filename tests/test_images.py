@@ -337,3 +337,19 @@ async def test_a_tools_images_reach_its_result_part_at_most_eight_the_rest_named
     assert result.images == shots[:8]
     assert result.content.startswith("ten screens\n[image: image/png, ")
     assert result.content.count("not sent: at most 8 images a result]") == 2 and "18×10" in result.content
+
+
+def test_an_image_a_server_sends_is_made_fit_to_send_or_kept_from_the_model():
+    from zeph_cli.images import TEXT_ONLY, policy_for, received_image
+
+    jpeg = base64.b64encode(b"\xff\xd8\xff\xe0" + b"\0" * 60).decode()
+    mislabelled = received_image("image/png", jpeg)
+    assert mislabelled.mime_type == "image/jpeg" and mislabelled.data == jpeg  # its own bytes say what it is
+    prefixed = received_image("image/png", "data:image/png;base64," + jpeg[:20] + "\n" + jpeg[20:])
+    assert (prefixed.mime_type, prefixed.data) == ("image/jpeg", jpeg)
+    vision = policy_for("openai", "gpt-4o", True)
+    for bad in ("not base64 at all!", base64.b64encode(b"%PDF-1.7 not an image").decode(), jpeg[:-3] + "*=="):
+        image = received_image("image/png", bad)
+        assert image.mime_type == "image/png (unreadable)"
+        assert not vision.takes(image) and not TEXT_ONLY.takes(image)  # only its placeholder goes
+    assert vision.takes(mislabelled)

@@ -75,7 +75,8 @@ class ImagePolicy:
 
     def takes(self, image: ImagePart) -> bool:
         """Whether `image` itself reaches the model (else its placeholder does)."""
-        return self.vision and image.mime_type.lower() in ACCEPTED_TYPES and image.size <= MAX_IMAGE_BYTES
+        # (the limit on the base64 text, which is what the APIs measure, and a third more than the bytes)
+        return self.vision and image.mime_type.lower() in ACCEPTED_TYPES and len(image.data) <= MAX_IMAGE_BYTES
 
     def tokens(self, image: ImagePart) -> int:
         """The tokens `image` costs this model when it is sent (see the module's estimates)."""
@@ -128,6 +129,27 @@ def sniff_type(head: bytes) -> str | None:
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "image/webp"
     return next((mime for magic, mime in _MAGIC if head.startswith(magic)), None)
+
+
+def received_image(mime_type: str, data: str) -> ImagePart:
+    """An image as a server sent it, made fit to send: a `data:…;base64,` prefix and whitespace dropped, the
+    base64 decoded strictly, and the MIME type read from the image's own first bytes (servers mislabel JPEG
+    as PNG; a provider refuses the mismatch, and the stored result would fail every later turn). What cannot
+    be decoded, or is not a type models take, keeps the server's type marked unreadable: never sent, only
+    its placeholder."""
+    text = data.strip()
+    if text.startswith("data:") and "," in text:
+        text = text.split(",", 1)[1]
+    text = "".join(text.split())
+    try:
+        head = base64.b64decode(text[:64], validate=True)
+        sniffed = sniff_type(head)
+        if sniffed is not None:
+            base64.b64decode(text, validate=True)  # the whole of it, strictly
+            return ImagePart(sniffed, text)
+    except (binascii.Error, ValueError):
+        pass
+    return ImagePart(f"{mime_type or 'unknown type'} (unreadable)", text)
 
 
 def dimensions(image: ImagePart) -> tuple[int, int] | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...tools.base import Tool, ToolContext, ToolResult
 from ...tools.failures import ToolFailure
-from ...messages import ImagePart
+from ...images import received_image
 from .resources import ImageContent, ResourceError, cut, read_call
 from .tool_specs import MCP_LIST_RESOURCES, MCP_READ_RESOURCE
 
@@ -80,7 +80,7 @@ def with_images(result: ToolResult, images: Sequence[ImageContent]) -> ToolResul
     and the `[image: URI, MIME, N bytes]` line in the text says which is which)."""
     if not images:
         return result
-    return dataclasses.replace(result, images=tuple(ImagePart(i.mime_type, i.data) for i in images))
+    return dataclasses.replace(result, images=tuple(received_image(i.mime_type, i.data) for i in images))
 
 
 def listing_text(listings: Sequence[ResourceListing]) -> str:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ...tools.reports import AgentWarning, ToolCallProgress
 from ...context.injection_scan import scan
+from ...images import received_image
 from ...messages import ImagePart
 from ...tools.base import Tool, ToolContext, ToolResult, without_descriptions
 from ...tools.failures import ToolFailure
@@ -126,7 +127,7 @@ def result_images(blocks: list[Any]) -> tuple[ImagePart, ...]:
     """The image blocks of a tool result, as images for the model (base64 data and MIME type as sent);
     a block without data is left out (its line in `result_text` still names it)."""
     return tuple(
-        ImagePart(str(getattr(block, "mime_type", "") or ""), data)
+        received_image(str(getattr(block, "mime_type", "") or ""), data)
         for block in blocks
         if getattr(block, "type", "") == "image" and isinstance(data := getattr(block, "data", None), str) and data
     )
