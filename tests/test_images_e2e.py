@@ -76,7 +76,8 @@ def test_the_budget_counts_the_image_a_vision_model_would_get(fake_server, compa
     used = json.loads(out(run_zeph("context", "--json", env=text_only)))["context"]["used_tokens"]
     budget = {"ZEPH_MEMORY_CONTEXT_BUDGET_TOKENS": str(int((used + 100) / 0.8))}
     report = json.loads(out(run_zeph("context", "--json", env={**text_only, **budget})))["context"]
-    assert report["used_tokens"] == used and used + 50 <= report["capacity"] <= used + 150, report
+    # (blocks with a share of the budget, such as the servers' instructions, may shrink under it: more to spare)
+    assert report["used_tokens"] <= used and 50 <= report["capacity"] - report["used_tokens"] <= 200, report
     requests = len(chat_requests(fake_server))
     queue_call(fake_server, "everything__get-tiny-image", {})
     result = run_zeph("ask", prompt, env={**_env(compatible, tmp_path), **budget})
