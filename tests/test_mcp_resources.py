@@ -202,13 +202,23 @@ def test_the_model_reads_a_resource_and_gets_it_framed_untrusted(fake_server, co
     env = {**compatible, **_config(tmp_path, "everything")}
     queue_call(fake_server, "mcp_read_resource", {"server": "everything", "uri": DOC})
     queue_reply(fake_server, "It is a server of many features.")
-    result = run_zeph("ask", "--mode", "plan", "What is the everything server's architecture?", env=env)
+    result = run_zeph("ask", "-y", "--mode", "plan", "What is the everything server's architecture?", env=env)
     assert result.returncode == 0, err(result)
     first, second = chat_requests(fake_server)[-2:]
     assert {"mcp_list_resources", "mcp_read_resource"} <= set(tool_names(first))  # read-only: offered in plan mode
     [text] = tool_results(second)
     assert 'untrusted="true"' in text and "# Everything Server" in text
     assert "It is a server of many features." in out(result)
+
+
+def test_a_read_from_an_untrusted_server_is_asked_about_and_refused_off_a_terminal(fake_server, compatible, tmp_path):
+    env = {**compatible, **_config(tmp_path, "everything")}  # not trusted: the URI the model chose goes to it
+    queue_call(fake_server, "mcp_read_resource", {"server": "everything", "uri": DOC})
+    queue_reply(fake_server, "I could not read it.")
+    result = run_zeph("ask", "What is the everything server's architecture?", env=env)
+    assert result.returncode == 0, err(result)
+    [text] = tool_results(chat_requests(fake_server)[-1])
+    assert "did not approve" in text and "# Everything Server" not in text, err(result)
 
 
 def test_without_a_server_that_has_resources_the_tools_are_not_offered(fake_server, compatible, tmp_path):

@@ -123,13 +123,14 @@ class ToolCallRunner:
                     call, "blocked", f"Blocked: {reason}. This command is never run; do not retry it.", reason
                 )
 
-        verdict = self.policy.decide(tool.name, tool.kind, subject)
-        decision = "auto" if tool.kind == "read" else "allowed"
+        kind = tool.kind_of_call(arguments, self.context)
+        verdict = self.policy.decide(tool.name, kind, subject)
+        decision = "auto" if kind == "read" else "allowed"
         if verdict.action == "deny":
             return self._refuse(call, "denied", f"Denied: {verdict.reason}. Do not retry this call.", verdict.reason)
         if verdict.action == "ask":
             answer = await self.approver(
-                ApprovalRequest(tool.name, tool.kind, subject.whole, arguments, self._preview(tool, arguments))
+                ApprovalRequest(tool.name, kind, subject.whole, arguments, self._preview(tool, arguments))
             )
             if answer.approval == "no":
                 why = f" ({answer.reason})" if answer.reason else ""

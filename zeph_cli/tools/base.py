@@ -141,6 +141,11 @@ class Tool(abc.ABC):
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Run with arguments already checked by `validate_arguments`."""
 
+    def kind_of_call(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
+        """The kind this call is asked about as (`kind` unless what it reaches makes it more: a resource
+        read from an untrusted server is asked about like that server's tools)."""
+        return self.kind
+
     def subject(self, arguments: Mapping[str, Any]) -> str:
         """What permission rules match and the user reads: the command or the path."""
         for key in ("command", "path", "pattern", "id"):

@@ -42,6 +42,9 @@ class DeclaredTool(Tool):
     def subject(self, arguments: Any) -> str:
         return self.implementation().subject(arguments)
 
+    def kind_of_call(self, arguments: Any, context: ToolContext) -> str:
+        return self.implementation().kind_of_call(arguments, context)
+
     def __getattr__(self, name: str) -> Any:  # what only some tools have (`preview`)
         if name.startswith("_"):
             raise AttributeError(name)

@@ -491,6 +491,11 @@ class McpManager:
         offered): it declared them and listed some, or templates."""
         return any(self.connections[i].lists_resources for i in self.resource_servers())
 
+    def trusts(self, server_id: str) -> bool:
+        """Whether the server is `trusted` (its tools, and reads of its resources, run without asking)."""
+        conn = self.connections.get(server_id)
+        return conn is not None and conn.entry.trusted
+
     def resource_servers(self) -> list[str]:
         """The running servers that declared resources, in config order."""
         self._check_all()

@@ -58,6 +58,13 @@ class ListResourcesTool(Tool, declared=MCP_LIST_RESOURCES):
 
 
 class ReadResourceTool(Tool, declared=MCP_READ_RESOURCE):
+    def kind_of_call(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
+        """A read from an untrusted server is asked about, as its tools are: the URI (a template filled in by
+        the model) is sent to that server."""
+        access = context.mcp_resources
+        server = arguments.get("server")
+        return "read" if access is not None and isinstance(server, str) and access.trusts(server) else "exec"
+
     def subject(self, arguments: Mapping[str, Any]) -> str:
         return f"{arguments.get('server', '')}:{arguments.get('uri', '')}"
 
