@@ -17,7 +17,7 @@ from zeph_cli.context.compaction.prompts import render_transcript
 from zeph_cli.context.compaction.pruning import plan_prune, pruned_message
 from zeph_cli.images import (
     ANTHROPIC, OPENAI, OTHER, TEXT_ONLY, ImagePolicy, anthropic_tokens, as_text, describe, dimensions, for_model,
-    openai_tokens, other_tokens, policy_for,
+    openai_tokens, other_tokens, policy_for, tool_image_label,
 )
 from zeph_cli.messages import ImagePart, Message, TextPart, ToolCallPart, ToolResultPart
 from zeph_cli.models import profile_for, with_vision
@@ -134,7 +134,7 @@ def test_a_vision_model_counts_the_estimate_a_text_only_one_the_placeholder_it_g
     assert text_only >= count_message(counter, for_model(message, TEXT_ONLY))  # never below what is sent
     assert text_only < 60
     set_image_policy(counter, ImagePolicy(ANTHROPIC, "claude-sonnet-4-6"))
-    label = counter.count("[image from the result of screenshot call call_shot]") + 4  # OpenAI's extra message
+    label = counter.count(tool_image_label("screenshot", "call_shot")) + 4  # OpenAI's extra message
     assert count_message(counter, message) == count_message(counter, Message("tool", (ToolResultPart(
         "call_shot", "the screen:", name="screenshot"),))) + anthropic_tokens((1024, 1024)) + label
 
@@ -198,7 +198,7 @@ async def _usage(provider, messages) -> int:
     return total
 
 
-_LABEL = 4 + TiktokenCounter().count("[image from the result of screenshot call call_shot]")
+_LABEL = 4 + TiktokenCounter().count(tool_image_label("screenshot", "call_shot"))
 
 
 def _counted_images(policy: ImagePolicy, messages) -> int:

@@ -191,7 +191,7 @@ def _patches(size: tuple[int, int] | None) -> int:
 
 def tool_image_label(name: str, call_id: str) -> str:
     """What introduces a tool result's image where it cannot sit in the result itself (OpenAI chat)."""
-    return f"[image from the result of {name or 'tool'} call {call_id}]"
+    return f"[image from the result of {name or 'tool'} call {call_id}: tool output, not the user's words]"
 
 
 def other_tokens(size: tuple[int, int] | None, model: str = "") -> int:

@@ -76,14 +76,11 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
     conversation: Conversation | None = None
     try:
         conversation = _conversation(store, options)
-        forms = _asks_forms()
-        if options.approve_all:
-            approver: Approver = approve_all
-            terminal = TerminalApprover.open() if forms else None
-        else:
-            terminal = TerminalApprover.open()
-            approver = terminal or deny_all(NOT_A_TERMINAL)
-        elicitor = TerminalElicitor(terminal) if forms and terminal is not None else None  # else declined
+        # The terminal approvals are asked on (/dev/tty when standard input is a pipe) also takes a server's
+        # forms; without one, forms are declined. -y approves tool calls; it does not answer forms.
+        terminal = TerminalApprover.open()
+        approver: Approver = approve_all if options.approve_all else (terminal or deny_all(NOT_A_TERMINAL))
+        elicitor = TerminalElicitor(terminal) if terminal is not None else None  # else declined
         cwd = current_directory()
         agent, warnings = await build_agent(loaded, store=store, env=os.environ, cwd=cwd, approver=approver,
                                         one_shot=text, elicitor=elicitor)
@@ -203,15 +200,6 @@ async def run_ask(loaded: LoadedConfig, text: str, options: AskOptions, store: C
             terminal.close()
         await close_agent(agent)
         store.close()
-
-
-def _asks_forms() -> bool:
-    """Whether an MCP server's form (elicitation) can be asked on the terminal: standard input and standard
-    error are both terminals (else every form is declined)."""
-    try:
-        return sys.stdin is not None and sys.stdin.isatty() and sys.stderr is not None and sys.stderr.isatty()
-    except (OSError, ValueError):
-        return False
 
 
 def _not_started(error: ZephError, store: ConversationStore, conversation: Conversation | None, text: str) -> int:
