@@ -353,3 +353,16 @@ def test_an_image_a_server_sends_is_made_fit_to_send_or_kept_from_the_model():
         assert image.mime_type == "image/png (unreadable)"
         assert not vision.takes(image) and not TEXT_ONLY.takes(image)  # only its placeholder goes
     assert vision.takes(mislabelled)
+
+
+def test_a_request_carries_the_newest_images_only_the_older_ones_as_placeholders():
+    from zeph_cli.images import MAX_IMAGES_PER_REQUEST, OLDER_REASON, newest_images_only
+
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 40).decode()
+    shots = [Message("tool", (ToolResultPart(f"call_{n}", f"shot {n}", images=(ImagePart("image/png", png),)),))
+             for n in range(MAX_IMAGES_PER_REQUEST + 2)]
+    sent = newest_images_only([Message.user("look"), *shots])
+    assert sum(len(m.images) for m in sent) == MAX_IMAGES_PER_REQUEST
+    assert [len(m.images) for m in sent[1:3]] == [0, 0] and all(len(m.images) == 1 for m in sent[3:])
+    assert sent[1].tool_results[0].content == f"shot 0\n[image: image/png, 48 bytes — {OLDER_REASON}]"
+    assert sent[3:] == shots[2:]  # the newest untouched

@@ -27,6 +27,7 @@ import base64
 import binascii
 import io
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -241,20 +242,55 @@ def with_placeholders(text: str, images: list[ImagePart] | tuple[ImagePart, ...]
 def for_model(message: Message, policy: ImagePolicy) -> Message:
     """The message as `policy`'s model gets it: each image it does not take becomes its placeholder text
     (a user message's image a text part in its place, a tool result's appended to the result's text)."""
-    if not message.images or all(policy.takes(i) for i in message.images):
+    return _replacing(message, policy.takes, lambda image: why_not_sent(image, policy))
+
+
+def _replacing(message: Message, takes: Callable[[ImagePart], bool], why: Callable[[ImagePart], str]) -> Message:
+    """`message` with each image `takes` refuses replaced by its placeholder (saying `why`)."""
+    if not message.images or all(takes(i) for i in message.images):
         return message
     parts: list[Part] = []
     for part in message.parts:
-        if isinstance(part, ImagePart) and not policy.takes(part):
-            parts.append(TextPart(placeholder(part, why_not_sent(part, policy))))
+        if isinstance(part, ImagePart) and not takes(part):
+            parts.append(TextPart(placeholder(part, why(part))))
         elif isinstance(part, ToolResultPart) and part.images:
-            kept = tuple(i for i in part.images if policy.takes(i))
-            dropped = [i for i in part.images if not policy.takes(i)]
-            content = "\n".join([part.content, *(placeholder(i, why_not_sent(i, policy)) for i in dropped)])
+            kept = tuple(i for i in part.images if takes(i))
+            dropped = [i for i in part.images if not takes(i)]
+            content = "\n".join([part.content, *(placeholder(i, why(i)) for i in dropped)])
             parts.append(replace(part, content=content if part.content else content.lstrip("\n"), images=kept))
         else:
             parts.append(part)
     return Message(message.role, tuple(parts))
+
+
+MAX_IMAGES_PER_REQUEST = 20  # above 20 images Anthropic shrinks each to 2000 px; 100 is its hard limit
+MAX_IMAGE_TEXT_PER_REQUEST = 20 * 1024 * 1024  # of base64 text: the request stays well under the APIs' 32 MB
+
+
+OLDER_REASON = f"an older image, left out: at most {MAX_IMAGES_PER_REQUEST} images go in one request"
+
+
+def _among(allowed: set[int]) -> Callable[[ImagePart], bool]:
+    return lambda image: id(image) in allowed
+
+
+def newest_images_only(messages: list[Message]) -> list[Message]:
+    """`messages` (already as `for_model` made them) with at most MAX_IMAGES_PER_REQUEST images and
+    MAX_IMAGE_TEXT_PER_REQUEST of their text, the newest kept: each older one becomes its placeholder. A
+    placeholder counts fewer tokens than its image, so the request stays within what was counted."""
+    kept, size = 0, 0
+    out: list[Message] = []
+    for message in reversed(messages):
+        if message.images:
+            allowed: set[int] = set()
+            for image in reversed(message.images):
+                if kept < MAX_IMAGES_PER_REQUEST and size + len(image.data) <= MAX_IMAGE_TEXT_PER_REQUEST:
+                    kept, size = kept + 1, size + len(image.data)
+                    allowed.add(id(image))
+            if len(allowed) < len(message.images):
+                message = _replacing(message, _among(allowed), lambda image: OLDER_REASON)
+        out.append(message)
+    return out[::-1]
 
 
 def as_text(message: Message) -> Message:

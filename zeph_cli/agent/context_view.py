@@ -21,7 +21,7 @@ from ..context.blocks import SourcePolicy, TurnInput
 from ..context.budget import RequestBudget
 from ..errors import StoreError
 from ..log import get_logger
-from ..images import for_model
+from ..images import for_model, newest_images_only
 from ..tokens import LOWER, MESSAGE_OVERHEAD, Calibration, TokenCounter, bounded, count_message, counts_as, image_policy
 from . import sources
 
@@ -85,6 +85,7 @@ def context_for(
                       agent.config.context.time_landmark_gap_minutes, agent.clock().tzinfo)
     messages, report = assemble(sources.request_blocks(agent.sources, turn, agent.source_policy, agent.prepared), shaping, budget)
     messages = [for_model(m, image_policy(agent.counter)) for m in messages]  # as counted: see tokens.count_image
+    messages = newest_images_only(messages)  # (fewer tokens than counted, never more)
     if agent.profile is not None:
         report = dataclasses.replace(report, window_source=agent.profile.window_source)
     return messages, report, report.raw_tokens
