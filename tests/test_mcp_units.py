@@ -134,7 +134,7 @@ async def test_tool_vectors_are_kept_for_the_next_process(embedder, tmp_path):
     again = ToolDiscovery(config, embedder, ToolVectors(tmp_path))  # as the next zeph
     assert await again.select("send an email to my boss", TOOLS) == [tool]
     assert again._vectors.embedded == 0  # every tool's vector came from the kept file
-    (tmp_path / "tool_vectors.json").write_text("{not json")
+    (tmp_path / "tool.vectors.json").write_text("{not json")
     broken = ToolDiscovery(config, embedder, ToolVectors(tmp_path))
     assert await broken.select("send an email to my boss", TOOLS) == [tool] and broken._vectors.embedded == len(TOOLS)
 

@@ -222,8 +222,8 @@ def _jsonable(value: Any) -> Any:
 
 
 class ToolVectors:
-    """Tool discovery's vectors of tool texts, kept across processes: `<cache dir>/mcp/tool_vectors.json`,
-    for one embedder model at a time (another model's replace them), at most MAX_VECTORS, float32.
+    """Tool discovery's vectors of tool texts, kept across processes: `<cache dir>/mcp/tool.vectors.json` (a
+    name no server's `ID.json` can have: ids hold no dot), for one embedder model at a time (another model's replace them), at most MAX_VECTORS, float32.
 
     Invariant: vectors are looked up by the model's name and the sha256 of the text embedded, so a kept
     vector is the row that model makes for that text; anything unreadable is a miss, never an error."""
@@ -231,7 +231,7 @@ class ToolVectors:
     MAX_VECTORS = 2048
 
     def __init__(self, directory: Path | None) -> None:
-        self.path = directory / "tool_vectors.json" if directory is not None else None
+        self.path = directory / "tool.vectors.json" if directory is not None else None
 
     def load(self, model: str) -> dict[str, Any]:
         import base64
