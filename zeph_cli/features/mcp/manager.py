@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...config.mcp import McpServerEntry, ToolDiscoveryConfig
+from ...messages import ImagePart
 from ...paths import cache_dir, mcp_log_dir
 from .cache import Listing, ListingCache, ToolVectors, cache_key
 from .connection import ListedPrompt, ProgressReport, ServerConnection, ServerError
@@ -36,7 +37,7 @@ from .hooks import ServerHooks
 from .discovery import EmbedderSource, ToolDiscovery
 from .names import ToolNames
 from .prompts import prompt_messages
-from .resources import ImageContent, ResourceError, ResourceListing, contents_parts
+from .resources import ResourceError, ResourceListing, contents_parts
 from .server_log import LogNotices
 from .tools import McpTool
 
@@ -546,7 +547,7 @@ class McpManager:
             return ResourceListing(server_id, [], [], str(exc))
         return ResourceListing(conn.id, conn.resources, conn.resource_templates)
 
-    async def read_resource(self, server_id: str, uri: str) -> tuple[str, list[ImageContent]]:
+    async def read_resource(self, server_id: str, uri: str) -> tuple[str, list[ImagePart]]:
         """The resource's text (its parts each under a header line when there are several, other blobs as one
         line) and its images; `ResourceError` (one line) for an unknown server or URI or a failed read."""
         conn = await self._resource_connection(server_id)

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...tools.base import Tool, ToolContext, ToolResult
 from ...tools.failures import ToolFailure
-from ...images import received_image
-from .resources import ImageContent, ResourceError, cut, read_call
+from ...messages import ImagePart
+from .resources import ResourceError, cut, read_call
 from .tool_specs import MCP_LIST_RESOURCES, MCP_READ_RESOURCE
 
 if TYPE_CHECKING:
@@ -82,12 +82,12 @@ class ReadResourceTool(Tool, declared=MCP_READ_RESOURCE):
         return with_images(ToolResult(text, summary=summary), images)
 
 
-def with_images(result: ToolResult, images: Sequence[ImageContent]) -> ToolResult:
+def with_images(result: ToolResult, images: Sequence[ImagePart]) -> ToolResult:
     """`result` with the resource's images attached (a model that reads text only gets their placeholders,
     and the `[image: URI, MIME, N bytes]` line in the text says which is which)."""
     if not images:
         return result
-    return dataclasses.replace(result, images=tuple(received_image(i.mime_type, i.data) for i in images))
+    return dataclasses.replace(result, images=tuple(images))
 
 
 def listing_text(listings: Sequence[ResourceListing]) -> str:

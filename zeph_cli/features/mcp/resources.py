@@ -9,10 +9,11 @@ and, where it matters, the URI.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 from typing import Any
+
+from ...images import ACCEPTED_TYPES, received_image
+from ...messages import ImagePart
 
 
 MAX_RESOURCE_CHARS = 400_000  # text kept of one read, before the tool output's own budget cut
@@ -46,17 +47,6 @@ class ResourceListing:
     resources: list[ListedResource]
     templates: list[ListedTemplate]
     error: str = ""
-
-
-@dataclass(frozen=True)
-class ImageContent:
-    """An image a resource holds: base64 data as the server sent it."""
-    mime_type: str
-    data: str
-
-    @property
-    def size(self) -> int:
-        return decoded_size(self.data)
 
 
 def listed_resource(resource: Any) -> ListedResource:
@@ -98,11 +88,12 @@ def decoded_size(data: str) -> int:
     return max(len(data) * 3 // 4 - data[-2:].count("="), 0) if data else 0
 
 
-def contents_parts(contents: list[Any]) -> tuple[str, list[ImageContent]]:
+def contents_parts(contents: list[Any]) -> tuple[str, list[ImagePart]]:
     """A read's (or an embedded resource's) contents: the text — each part after a header line naming its URI
-    when there is more than one — and the images among its blobs (other blobs as one line each)."""
+    when there is more than one — and the images among its blobs that can be sent (`received_image`); other
+    blobs one line each."""
     texts: list[str] = []
-    images: list[ImageContent] = []
+    images: list[ImagePart] = []
     many = len(contents) > 1
     for part in contents:
         uri = str(getattr(part, "uri", ""))
@@ -112,8 +103,9 @@ def contents_parts(contents: list[Any]) -> tuple[str, list[ImageContent]]:
             texts.append((f"[{uri}{f' ({mime})' if mime else ''}]\n" if many else "") + text)
             continue
         blob = getattr(part, "blob", None) or ""
-        if is_image(mime) and _valid_base64(blob):
-            images.append(ImageContent(mime, blob))
+        image = received_image(mime, blob) if is_image(mime) else None
+        if image is not None and image.mime_type in ACCEPTED_TYPES:
+            images.append(image)
             texts.append(f"[image: {uri}, {mime}, {decoded_size(blob):,} bytes]")
         else:
             texts.append(blob_line(uri, mime, decoded_size(blob)))
@@ -130,12 +122,3 @@ def cut(text: str, limit: int = MAX_RESOURCE_CHARS) -> str:
 
 def _one_line(text: str | None) -> str:
     return " ".join((text or "").split())
-
-
-def _valid_base64(data: str) -> bool:
-    try:
-        base64.b64decode(data[:4096 - 4096 % 4] if len(data) > 4096 else data, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return True
-

@@ -124,13 +124,16 @@ def result_text(blocks: list[Any], server: str = "") -> str:
 
 
 def result_images(blocks: list[Any]) -> tuple[ImagePart, ...]:
-    """The image blocks of a tool result, as images for the model (base64 data and MIME type as sent);
-    a block without data is left out (its line in `result_text` still names it)."""
-    return tuple(
-        received_image(str(getattr(block, "mime_type", "") or ""), data)
-        for block in blocks
-        if getattr(block, "type", "") == "image" and isinstance(data := getattr(block, "data", None), str) and data
-    )
+    """The images of a tool result, as the model gets them (`received_image`): its image blocks, and the
+    images of its embedded resources; a block without data is left out (its line in `result_text` names it)."""
+    images: list[ImagePart] = []
+    for block in blocks:
+        kind = getattr(block, "type", "")
+        if kind == "image" and isinstance(data := getattr(block, "data", None), str) and data:
+            images.append(received_image(str(getattr(block, "mime_type", "") or ""), data))
+        elif kind == "resource":
+            images += contents_parts([block.resource])[1]
+    return tuple(images)
 
 
 def _bounded(text: str) -> str:
