@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import logging
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -308,44 +308,26 @@ class ServerConnection:
 
     async def _list_tools(self, session: ClientSession) -> None:
         """Every page of tools/list, replacing `tools` (and `needs_tasks`) at once."""
-        from mcp.types import PaginatedRequestParams
-
         tools: list[ListedTool] = []
         needs_tasks: list[str] = []
-        cursor: str | None = None
-        while True:
-            page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-            for tool in page.tools:
-                if tool.execution is not None and tool.execution.task_support == "required":
-                    needs_tasks.append(tool.name)
-                    continue
-                hints = tool.annotations
-                tools.append(ListedTool(tool.name, tool.description or "", dict(tool.input_schema),
-                                        bool(hints is not None and hints.read_only_hint)))
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        for tool in await every_page(lambda params: session.list_tools(params=params), "tools"):
+            if tool.execution is not None and tool.execution.task_support == "required":
+                needs_tasks.append(tool.name)
+                continue
+            hints = tool.annotations
+            tools.append(ListedTool(tool.name, tool.description or "", dict(tool.input_schema),
+                                    bool(hints is not None and hints.read_only_hint)))
         self.tools, self.needs_tasks = tools, needs_tasks
 
     async def _list_prompts(self, session: ClientSession) -> None:
         """Every page of prompts/list, replacing `prompts` at once (none when the server has no prompts)."""
-        from mcp.types import PaginatedRequestParams
-
         if self._capabilities is None or self._capabilities.prompts is None:
             return
-        prompts: list[ListedPrompt] = []
-        cursor: str | None = None
-        while True:
-            page = await session.list_prompts(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-            prompts += [
-                ListedPrompt(p.name, p.description or "",
-                             tuple((a.name, bool(a.required), a.description or "") for a in p.arguments or ()))
-                for p in page.prompts
-            ]
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        self.prompts = prompts
+        self.prompts = [
+            ListedPrompt(p.name, p.description or "",
+                         tuple((a.name, bool(a.required), a.description or "") for a in p.arguments or ()))
+            for p in await every_page(lambda params: session.list_prompts(params=params), "prompts")
+        ]
 
     # ---- what the server asks and tells ---------------------------------------------
 
@@ -589,13 +571,11 @@ class ServerConnection:
         if capabilities is None or capabilities.resources is None:
             return
         try:
-            listed = await asyncio.wait_for(self._all_resources(session), self.entry.timeout / 2)
+            await asyncio.wait_for(self._list_resources(session), self.entry.timeout / 2)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - listed again when asked, which then says why it failed (a slow list too)
             return
-        self.resources, self.resource_templates = listed
-        self.resources_listed = True
 
     async def list_resources(self) -> None:
         """List every page of the server's resources and templates (within its timeout); `ServerError` names
@@ -605,7 +585,7 @@ class ServerConnection:
             self.resources, self.resource_templates, self.resources_listed = [], [], True
             return
         try:
-            resources, templates = await within(self._all_resources(session), self.entry.timeout)
+            await within(self._list_resources(session), self.entry.timeout)
         except TimeoutError:
             raise ServerError(f"MCP server {self.id}: its resources were not listed within "
                               f"{self.entry.timeout:g} s") from None
@@ -614,7 +594,6 @@ class ServerConnection:
         except Exception as exc:  # noqa: BLE001 - SDK and transport errors become one line
             self._after_failure(exc)
             raise ServerError(f"MCP server {self.id}: listing its resources failed: {describe(exc)}") from None
-        self.resources, self.resource_templates, self.resources_listed = resources, templates, True
 
     async def _list_resources(self, session: ClientSession) -> None:
         """Every page of resources and templates, replacing both at once (resources/list_changed)."""
@@ -623,28 +602,17 @@ class ServerConnection:
 
     async def _all_resources(self, session: ClientSession) -> tuple[list[ListedResource], list[ListedTemplate]]:
         from mcp.shared.exceptions import MCPError
-        from mcp.types import METHOD_NOT_FOUND, PaginatedRequestParams
+        from mcp.types import METHOD_NOT_FOUND
 
-        resources: list[ListedResource] = []
-        cursor: str | None = None
-        while True:
-            page = await session.list_resources(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-            resources += [listed_resource(r) for r in page.resources]
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        templates: list[ListedTemplate] = []
+        resources = [listed_resource(r) for r in
+                     await every_page(lambda params: session.list_resources(params=params), "resources")]
         try:
-            while True:
-                listed = await session.list_resource_templates(
-                    params=PaginatedRequestParams(cursor=cursor) if cursor else None)
-                templates += [listed_template(t) for t in listed.resource_templates]
-                cursor = listed.next_cursor
-                if not cursor:
-                    break
+            templates = [listed_template(t) for t in await every_page(
+                lambda params: session.list_resource_templates(params=params), "resource_templates")]
         except MCPError as exc:
             if exc.code != METHOD_NOT_FOUND:  # templates are optional: a server without them may not know the method
                 raise
+            templates = []
         return resources, templates
 
     async def read_resource(self, uri: str) -> Any:
@@ -662,6 +630,21 @@ class ServerConnection:
         except Exception as exc:  # noqa: BLE001
             self._after_failure(exc)
             raise ServerError(f"MCP server {self.id}: cannot read {uri}: {describe(exc)}") from None
+
+
+async def every_page(request: Callable[[Any], Awaitable[Any]], items: str) -> list[Any]:
+    """Every item of a paged list request (`items`: the field of a page that holds them), following each
+    page's `next_cursor` to the end."""
+    from mcp.types import PaginatedRequestParams
+
+    found: list[Any] = []
+    cursor: str | None = None
+    while True:
+        page = await request(PaginatedRequestParams(cursor=cursor) if cursor else None)
+        found += getattr(page, items)
+        cursor = page.next_cursor
+        if not cursor:
+            return found
 
 
 def _rotate(log_path: Path) -> None:
