@@ -292,7 +292,7 @@ class ServerConnection:
     async def _initialize(self, session: ClientSession) -> None:
         init = await session.initialize()
         self._capabilities = init.capabilities
-        self.declared_resources = init.capabilities.resources is not None  # kept when it stops (crash, cache)
+        self.has_resources = init.capabilities.resources is not None  # kept when it stops (crash, cache)
         self.instructions = (init.instructions or "").strip()
         self.server_name, self.server_version = init.server_info.name, init.server_info.version
         if init.capabilities.logging is not None:
@@ -546,17 +546,7 @@ class ServerConnection:
     resources: list[ListedResource] = field(default_factory=list)
     resource_templates: list[ListedTemplate] = field(default_factory=list)
     resources_listed: bool = False
-    declared_resources: bool = False  # it declared resources: at its start, or as a listing kept from a run says
-
-    @property
-    def has_resources(self) -> bool:
-        """Whether the server declared the resources capability: running, as it said at start; not running
-        (not started yet, or crashed), as it said when it last ran or as its kept listing says."""
-        session = self._session
-        if self.state != "running" or session is None:
-            return self.declared_resources
-        capabilities = session.server_capabilities
-        return capabilities is not None and capabilities.resources is not None
+    has_resources: bool = False  # it declared resources: at its start, or as a listing kept from a run says
 
     @property
     def lists_resources(self) -> bool:

@@ -275,7 +275,7 @@ class McpManager:
         conn.tools, conn.prompts, conn.needs_tasks = list(old.tools), list(old.prompts), list(old.needs_tasks)
         conn.instructions, conn.server_name, conn.server_version = old.instructions, old.server_name, old.server_version
         conn.resources, conn.resource_templates = list(old.resources), list(old.resource_templates)
-        conn.resources_listed, conn.declared_resources = old.resources_listed, old.declared_resources
+        conn.resources_listed, conn.has_resources = old.resources_listed, old.has_resources
         self.connections[old.id] = conn
         return conn
 
@@ -336,7 +336,7 @@ class McpManager:
         conn.tools, conn.prompts, conn.instructions = listing.tools, listing.prompts, listing.instructions
         conn.server_name, conn.server_version = listing.server_info
         conn.resources, conn.resource_templates = listing.resources, listing.resource_templates
-        conn.resources_listed, conn.declared_resources = listing.resources_listed, "resources" in listing.capabilities
+        conn.resources_listed, conn.has_resources = listing.resources_listed, "resources" in listing.capabilities
 
     def _store(self, conn: ServerConnection) -> None:
         key = self._keys.get(conn.id)
