@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import importtime  # noqa: E402
-from benchmarks.startup import RunFailed, base_env, fake_server  # noqa: E402
+from benchmarks.startup import RunFailed, base_env, fake_server, interleaved  # noqa: E402
 from tests.mcp_reference import EVERYTHING, WHY_MISSING  # noqa: E402
 
 RUNS = int(os.environ.get("RUNS", "10"))
@@ -86,16 +86,6 @@ def timed(command: Run) -> float:
     return time.perf_counter() - start
 
 
-def interleaved(commands: dict[str, Run], runs: int) -> dict[str, list[float]]:
-    for command in commands.values():
-        timed(command)
-    samples: dict[str, list[float]] = {label: [] for label in commands}
-    for _ in range(runs):
-        for label, command in commands.items():
-            samples[label].append(timed(command))
-    return samples
-
-
 def main() -> None:
     print(f"zeph ask with MCP servers configured, the turn calling none ({RUNS} interleaved runs; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})")
@@ -126,7 +116,7 @@ def main() -> None:
             "3 servers cached, a prompt naming something": (named, {**base, "ZEPH_CONFIG": str(config)}, None),
         }
         try:
-            samples = interleaved(commands, RUNS)
+            samples = interleaved(commands, RUNS, timed)
         except RunFailed as error:
             print(f"  not measured: {error}")
             return

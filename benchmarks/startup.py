@@ -53,7 +53,8 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -206,14 +207,15 @@ def timed(command: Command) -> float:
     return time.perf_counter() - start
 
 
-def interleaved(commands: dict[str, Command], runs: int) -> dict[str, list[float]]:
-    """One warm-up run of each command, then `runs` rounds running each once in turn."""
+def interleaved(commands: dict[str, Any], runs: int, time_one: Callable[[Any], float] = timed) -> dict[str, list[float]]:
+    """One warm-up run of each command, then `runs` rounds running each once in turn (each timed by
+    `time_one`)."""
     for command in commands.values():
-        timed(command)
+        time_one(command)
     samples: dict[str, list[float]] = {label: [] for label in commands}
     for _ in range(runs):
         for label, command in commands.items():
-            samples[label].append(timed(command))
+            samples[label].append(time_one(command))
     return samples
 
 
