@@ -32,23 +32,19 @@ def field_hint(field: ElicitationField) -> str:
     """What the field takes, in a few words: `integer, 1–10`, `email`, `3–20 characters`."""
     parts: list[str] = []
     if field.kind in ("number", "integer"):
-        parts.append(field.kind)
-        if field.minimum is not None and field.maximum is not None:
-            parts.append(f"{field.minimum:g}–{field.maximum:g}")
-        elif field.minimum is not None:
-            parts.append(f"at least {field.minimum:g}")
-        elif field.maximum is not None:
-            parts.append(f"at most {field.maximum:g}")
+        parts += [field.kind, _bounds(field.minimum, field.maximum)]
     elif field.kind == "string":
-        if field.format:
-            parts.append(field.format)
-        if field.min_length is not None and field.max_length is not None:
-            parts.append(f"{field.min_length}–{field.max_length} characters")
-        elif field.min_length is not None:
-            parts.append(f"at least {field.min_length} characters")
-        elif field.max_length is not None:
-            parts.append(f"at most {field.max_length} characters")
-    return ", ".join(parts)
+        parts += [field.format, _bounds(field.min_length, field.max_length, " characters")]
+    return ", ".join(part for part in parts if part)
+
+
+def _bounds(low: float | None, high: float | None, unit: str = "") -> str:
+    """`1–10`, `at least 1`, `at most 10` (with `unit` after), or "" with neither bound."""
+    if low is not None and high is not None:
+        return f"{low:g}–{high:g}{unit}"
+    if low is not None:
+        return f"at least {low:g}{unit}"
+    return f"at most {high:g}{unit}" if high is not None else ""
 
 
 def choice_labels(field: ElicitationField) -> list[str]:
