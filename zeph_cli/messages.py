@@ -36,8 +36,13 @@ class ImagePart:
     @property
     def size(self) -> int:
         """The image's size in bytes (decoded), read from the base64 text's length."""
-        data = self.data.rstrip()
-        return max(len(data) * 3 // 4 - (len(data) - len(data.rstrip("="))), 0)
+        return base64_size(self.data)
+
+
+def base64_size(data: str) -> int:
+    """Bytes of base64 `data` once decoded, from its length (without decoding it)."""
+    data = data.strip()
+    return max(len(data) * 3 // 4 - (len(data) - len(data.rstrip("="))), 0)
 
 
 @dataclass(frozen=True)

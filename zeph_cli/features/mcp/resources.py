@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...images import ACCEPTED_TYPES, received_image
-from ...messages import ImagePart
+from ...messages import ImagePart, base64_size
 
 
 MAX_RESOURCE_CHARS = 400_000  # text kept of one read, before the tool output's own budget cut
@@ -82,12 +82,6 @@ def is_image(mime: str | None) -> bool:
     return bool(mime) and str(mime).lower().startswith("image/")
 
 
-def decoded_size(data: str) -> int:
-    """Bytes of base64 `data` once decoded (without decoding it)."""
-    data = data.strip()
-    return max(len(data) * 3 // 4 - data[-2:].count("="), 0) if data else 0
-
-
 def contents_parts(contents: list[Any]) -> tuple[str, list[ImagePart]]:
     """A read's (or an embedded resource's) contents: the text — each part after a header line naming its URI
     when there is more than one — and the images among its blobs that can be sent (`received_image`); other
@@ -106,9 +100,9 @@ def contents_parts(contents: list[Any]) -> tuple[str, list[ImagePart]]:
         image = received_image(mime, blob) if is_image(mime) else None
         if image is not None and image.mime_type in ACCEPTED_TYPES:
             images.append(image)
-            texts.append(f"[image: {uri}, {mime}, {decoded_size(blob):,} bytes]")
+            texts.append(f"[image: {uri}, {mime}, {base64_size(blob):,} bytes]")
         else:
-            texts.append(blob_line(uri, mime, decoded_size(blob)))
+            texts.append(blob_line(uri, mime, base64_size(blob)))
     return "\n".join(texts), images
 
 

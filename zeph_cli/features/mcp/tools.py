@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ...tools.reports import AgentWarning, ToolCallProgress
 from ...context.injection_scan import scan
 from ...images import received_image
-from ...messages import ImagePart
+from ...messages import ImagePart, base64_size
 from ...tools.base import Tool, ToolContext, ToolResult, without_descriptions
 from ...tools.failures import ToolFailure
 from .connection import ServerError
@@ -108,7 +108,7 @@ def result_text(blocks: list[Any], server: str = "") -> str:
         if kind == "text":
             lines.append(block.text)
         elif kind in ("image", "audio"):
-            lines.append(f"[{kind}: {getattr(block, 'mime_type', '?')}, {len(getattr(block, 'data', '') or '') * 3 // 4:,} bytes]")
+            lines.append(f"[{kind}: {getattr(block, 'mime_type', '?')}, {base64_size(getattr(block, 'data', '') or ''):,} bytes]")
         elif kind == "resource":
             resource = block.resource
             text, _ = contents_parts([resource])
